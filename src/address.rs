@@ -1,0 +1,487 @@
+//! Queue addresses: the URL forms of the spec, parsed once into typed values.
+//!
+//! | backend | forms |
+//! |---|---|
+//! | SQS | `sqs://NAME`, `https://sqs.REGION.amazonaws.com/ACCOUNT/NAME`, `arn:aws:sqs:REGION:ACCOUNT:NAME` |
+//! | Kafka | `kafka://HOST:PORT[,HOST:PORT…]/TOPIC` |
+//! | PostgreSQL | `postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE`, `…?system=NAME[&queue=NAME]` |
+//! | file | `file:PATH`, or a path ending in `.jsonl` / `.ndjson` (what `export` writes), `-` for stdin |
+
+use std::fmt;
+use std::path::PathBuf;
+
+use url::Url;
+
+use crate::error::{Error, Result};
+
+/// Query parameters that belong to dlqctl, not to the database driver.
+const PG_OWN_PARAMS: &[&str] = &["table", "system", "queue", "source"];
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Address {
+    Postgres(PgAddress),
+    Sqs(SqsAddress),
+    Kafka(KafkaAddress),
+    File(FileAddress),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PgAddress {
+    /// Connection URL for the driver, with dlqctl's own parameters removed.
+    pub conn: Url,
+    pub target: PgTarget,
+    /// `queue=NAME`: the slice of a shared table (its `queue` column), or of a job system.
+    pub queue: Option<String>,
+    /// `source=SCHEMA.TABLE`: the queue table a generic dead-letter table redrives into.
+    pub source_table: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum PgTarget {
+    /// A table in the generic layout (`docs/postgres.md`).
+    Table(String),
+    /// The dead jobs of a known job system.
+    System(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SqsAddress {
+    pub name: String,
+    /// A full queue URL when one was given (AWS or an emulator).
+    pub url: Option<String>,
+    pub region: Option<String>,
+    pub account: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct KafkaAddress {
+    pub brokers: Vec<String>,
+    pub topic: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum FileAddress {
+    Path(PathBuf),
+    Stdin,
+}
+
+pub const JOB_SYSTEMS: &[&str] = &[
+    "river",
+    "oban",
+    "pgmq",
+    "graphile-worker",
+    "solid_queue",
+    "good_job",
+    "que",
+    "pg-boss",
+];
+
+impl Address {
+    /// Parse a URL form. Names from the config file are resolved before this is called.
+    pub fn parse(input: &str) -> Result<Address> {
+        let bad = |reason: &str| Error::InvalidAddress {
+            input: redact(input),
+            reason: reason.to_string(),
+        };
+        let input = input.trim();
+        if input.is_empty() {
+            return Err(bad("empty"));
+        }
+        if input == "-" {
+            return Ok(Address::File(FileAddress::Stdin));
+        }
+        if let Some(rest) = input.strip_prefix("file:") {
+            let path = rest.strip_prefix("//").unwrap_or(rest);
+            if path.is_empty() {
+                return Err(bad("file: needs a path, e.g. file:dlq-backup.jsonl"));
+            }
+            return Ok(Address::File(FileAddress::Path(PathBuf::from(path))));
+        }
+        if input.starts_with("arn:") {
+            return parse_sqs_arn(input).ok_or_else(|| {
+                bad("an SQS ARN looks like arn:aws:sqs:REGION:ACCOUNT:NAME")
+            });
+        }
+        if !input.contains("://") {
+            if input.ends_with(".jsonl") || input.ends_with(".ndjson") {
+                return Ok(Address::File(FileAddress::Path(PathBuf::from(input))));
+            }
+            return Err(bad("not a URL"));
+        }
+        let scheme = input.split("://").next().unwrap_or_default().to_ascii_lowercase();
+        match scheme.as_str() {
+            "postgres" | "postgresql" => parse_postgres(input),
+            "sqs" => {
+                let name = &input["sqs://".len()..];
+                let name = name.trim_end_matches('/');
+                if name.is_empty() || name.contains('/') {
+                    return Err(bad("sqs://NAME takes a bare queue name"));
+                }
+                validate_sqs_name(name).map_err(|r| bad(&r))?;
+                Ok(Address::Sqs(SqsAddress {
+                    name: name.to_string(),
+                    url: None,
+                    region: None,
+                    account: None,
+                }))
+            }
+            "kafka" => parse_kafka(input),
+            "http" | "https" => parse_sqs_url(input),
+            other => Err(bad(&format!(
+                "unknown scheme `{other}` (expected sqs, kafka, postgres or file)"
+            ))),
+        }
+    }
+
+    pub fn backend_name(&self) -> &'static str {
+        match self {
+            Address::Postgres(_) => "postgres",
+            Address::Sqs(_) => "sqs",
+            Address::Kafka(_) => "kafka",
+            Address::File(_) => "file",
+        }
+    }
+}
+
+fn parse_postgres(input: &str) -> Result<Address> {
+    let bad = |reason: String| Error::InvalidAddress {
+        input: redact(input),
+        reason,
+    };
+    let url = Url::parse(input).map_err(|e| bad(e.to_string()))?;
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(bad("missing host (postgres://USER@HOST:PORT/DB?table=…)".into()));
+    }
+    if url.path().trim_start_matches('/').is_empty() {
+        return Err(bad("missing database name (postgres://USER@HOST:PORT/DB?…)".into()));
+    }
+    let mut table = None;
+    let mut system = None;
+    let mut queue = None;
+    let mut source = None;
+    for (k, v) in url.query_pairs() {
+        let slot = match k.as_ref() {
+            "table" => &mut table,
+            "system" => &mut system,
+            "queue" => &mut queue,
+            "source" => &mut source,
+            _ => continue,
+        };
+        if slot.replace(v.into_owned()).is_some() {
+            return Err(bad(format!("`{k}` given twice")));
+        }
+    }
+    let mut conn = url.clone();
+    let keep: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(k, _)| !PG_OWN_PARAMS.contains(&k.as_ref()))
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    if keep.is_empty() {
+        conn.set_query(None);
+    } else {
+        conn.query_pairs_mut().clear().extend_pairs(keep);
+    }
+    let target = match (table, system) {
+        (Some(_), Some(_)) => return Err(bad("give either table= or system=, not both".into())),
+        (None, None) => {
+            return Err(bad(
+                "say what to read: ?table=SCHEMA.TABLE for a dead-letter table, or ?system=river|oban|pgmq|graphile-worker|solid_queue|good_job|que|pg-boss"
+                    .into(),
+            ));
+        }
+        (Some(t), None) => {
+            validate_table_name(&t).map_err(bad)?;
+            PgTarget::Table(t)
+        }
+        (None, Some(s)) => {
+            let s = s.to_ascii_lowercase().replace("graphile_worker", "graphile-worker").replace("pg_boss", "pg-boss");
+            if !JOB_SYSTEMS.contains(&s.as_str()) {
+                return Err(bad(format!(
+                    "unknown system `{s}` (known: {})",
+                    JOB_SYSTEMS.join(", ")
+                )));
+            }
+            PgTarget::System(s)
+        }
+    };
+    if let Some(s) = &source {
+        validate_table_name(s).map_err(bad)?;
+    }
+    Ok(Address::Postgres(PgAddress {
+        conn,
+        target,
+        queue,
+        source_table: source,
+    }))
+}
+
+/// `SCHEMA.TABLE` or `TABLE`, each part a plain or quoted identifier. The name is only ever
+/// passed to `to_regclass()` as a bound parameter; this check exists to give a clear error early.
+fn validate_table_name(t: &str) -> std::result::Result<(), String> {
+    if t.is_empty() {
+        return Err("table= is empty".into());
+    }
+    if t.len() > 130 || t.chars().any(|c| c.is_control() || c == ';') {
+        return Err(format!("`{t}` is not a table name"));
+    }
+    Ok(())
+}
+
+fn parse_kafka(input: &str) -> Result<Address> {
+    let bad = |reason: &str| Error::InvalidAddress {
+        input: redact(input),
+        reason: reason.to_string(),
+    };
+    let rest = &input["kafka://".len()..];
+    let (hosts, topic) = rest
+        .split_once('/')
+        .ok_or_else(|| bad("missing topic: kafka://HOST:PORT/TOPIC"))?;
+    let topic = topic.trim_end_matches('/');
+    if topic.is_empty() {
+        return Err(bad("missing topic: kafka://HOST:PORT/TOPIC"));
+    }
+    if topic.len() > 249
+        || !topic
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        return Err(bad("a Kafka topic name is at most 249 of [a-zA-Z0-9._-]"));
+    }
+    let mut brokers = Vec::new();
+    for h in hosts.split(',') {
+        let h = h.trim();
+        let (host, port) = h
+            .rsplit_once(':')
+            .ok_or_else(|| bad("each broker needs HOST:PORT"))?;
+        if host.is_empty() || port.parse::<u16>().is_err() {
+            return Err(bad("each broker needs HOST:PORT with a numeric port"));
+        }
+        brokers.push(h.to_string());
+    }
+    Ok(Address::Kafka(KafkaAddress {
+        brokers,
+        topic: topic.to_string(),
+    }))
+}
+
+fn parse_sqs_url(input: &str) -> Result<Address> {
+    let bad = |reason: &str| Error::InvalidAddress {
+        input: redact(input),
+        reason: reason.to_string(),
+    };
+    let url = Url::parse(input).map_err(|e| bad(&e.to_string()))?;
+    let segs: Vec<&str> = url
+        .path_segments()
+        .map(|s| s.filter(|p| !p.is_empty()).collect())
+        .unwrap_or_default();
+    let [account, name] = segs.as_slice() else {
+        return Err(bad(
+            "an SQS queue URL looks like https://sqs.REGION.amazonaws.com/ACCOUNT/NAME",
+        ));
+    };
+    validate_sqs_name(name).map_err(|r| bad(&r))?;
+    let host = url.host_str().unwrap_or_default();
+    let region = host
+        .strip_prefix("sqs.")
+        .and_then(|h| h.split('.').next())
+        .filter(|r| r.contains('-'))
+        .map(str::to_string);
+    Ok(Address::Sqs(SqsAddress {
+        name: name.to_string(),
+        url: Some(input.trim_end_matches('/').to_string()),
+        region,
+        account: Some(account.to_string()),
+    }))
+}
+
+fn parse_sqs_arn(input: &str) -> Option<Address> {
+    let parts: Vec<&str> = input.split(':').collect();
+    if parts.len() != 6 || parts[2] != "sqs" || parts[3].is_empty() || parts[4].is_empty() {
+        return None;
+    }
+    validate_sqs_name(parts[5]).ok()?;
+    Some(Address::Sqs(SqsAddress {
+        name: parts[5].to_string(),
+        url: None,
+        region: Some(parts[3].to_string()),
+        account: Some(parts[4].to_string()),
+    }))
+}
+
+fn validate_sqs_name(name: &str) -> std::result::Result<(), String> {
+    let base = name.strip_suffix(".fifo").unwrap_or(name);
+    if name.len() > 80
+        || base.is_empty()
+        || !base
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(format!(
+            "`{name}` is not an SQS queue name (1-80 of [a-zA-Z0-9_-], FIFO names end in .fifo)"
+        ));
+    }
+    Ok(())
+}
+
+/// Hide the password of anything URL-shaped. Used on every address before it is shown.
+pub fn redact(s: &str) -> String {
+    if let Ok(mut u) = Url::parse(s)
+        && u.password().is_some()
+    {
+        let _ = u.set_password(Some("***"));
+        return u.to_string();
+    }
+    // Not parseable, or no password: still strip anything between :// and @.
+    if let Some(at) = s.find('@')
+        && let Some(start) = s.find("://")
+        && start < at
+    {
+        let userinfo = &s[start + 3..at];
+        if let Some((user, _)) = userinfo.split_once(':') {
+            return format!("{}://{}:***{}", &s[..start], user, &s[at..]);
+        }
+    }
+    s.to_string()
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Address::Postgres(p) => {
+                let mut u = p.conn.clone();
+                if u.password().is_some() {
+                    let _ = u.set_password(Some("***"));
+                }
+                {
+                    let mut q = u.query_pairs_mut();
+                    match &p.target {
+                        PgTarget::Table(t) => q.append_pair("table", t),
+                        PgTarget::System(name) => q.append_pair("system", name),
+                    };
+                    if let Some(queue) = &p.queue {
+                        q.append_pair("queue", queue);
+                    }
+                }
+                write!(f, "{u}")
+            }
+            Address::Sqs(s) => match &s.url {
+                Some(u) => write!(f, "{u}"),
+                None => write!(f, "sqs://{}", s.name),
+            },
+            Address::Kafka(k) => write!(f, "kafka://{}/{}", k.brokers.join(","), k.topic),
+            Address::File(FileAddress::Path(p)) => write!(f, "file:{}", p.display()),
+            Address::File(FileAddress::Stdin) => write!(f, "-"),
+        }
+    }
+}
+
+impl PgAddress {
+    /// Same server, port, database and user: moves can be one transaction.
+    pub fn same_database(&self, other: &PgAddress) -> bool {
+        self.conn.host_str() == other.conn.host_str()
+            && self.conn.port_or_known_default() == other.conn.port_or_known_default()
+            && self.conn.path() == other.conn.path()
+            && self.conn.username() == other.conn.username()
+    }
+
+    pub fn table(&self) -> Option<&str> {
+        match &self.target {
+            PgTarget::Table(t) => Some(t),
+            PgTarget::System(_) => None,
+        }
+    }
+
+    /// The same connection, another table.
+    pub fn with_table(&self, table: &str) -> PgAddress {
+        PgAddress {
+            conn: self.conn.clone(),
+            target: PgTarget::Table(table.to_string()),
+            queue: None,
+            source_table: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_table_and_params() {
+        let a = Address::parse("postgres://app:s3cret@db:5433/app?table=public.dlq&sslmode=require")
+            .unwrap();
+        let Address::Postgres(p) = &a else { panic!() };
+        assert_eq!(p.table(), Some("public.dlq"));
+        assert_eq!(p.conn.query(), Some("sslmode=require"));
+        let shown = a.to_string();
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("table=public.dlq"));
+    }
+
+    #[test]
+    fn postgres_needs_table_or_system() {
+        let e = Address::parse("postgres://u:pw@h/db").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(!e.to_string().contains("pw@"), "{e}");
+        assert!(Address::parse("postgres://u@h/db?system=sidekiq").is_err());
+        assert!(Address::parse("postgres://u@h/db?system=river&table=x").is_err());
+        assert!(Address::parse("postgres://u@h/?table=x").is_err());
+        let Address::Postgres(p) = Address::parse("postgres://u@h/db?system=oban&queue=mail").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(p.target, PgTarget::System("oban".into()));
+        assert_eq!(p.queue.as_deref(), Some("mail"));
+    }
+
+    #[test]
+    fn sqs_forms() {
+        let Address::Sqs(s) = Address::parse("sqs://orders-dlq").unwrap() else { panic!() };
+        assert_eq!(s.name, "orders-dlq");
+        let Address::Sqs(s) =
+            Address::parse("https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(s.region.as_deref(), Some("eu-west-1"));
+        assert_eq!(s.account.as_deref(), Some("123456789012"));
+        let Address::Sqs(s) = Address::parse("arn:aws:sqs:us-east-1:123456789012:q").unwrap() else {
+            panic!()
+        };
+        assert_eq!((s.name.as_str(), s.region.as_deref()), ("q", Some("us-east-1")));
+        assert!(Address::parse("sqs://bad/name").is_err());
+        assert!(Address::parse("sqs://has space").is_err());
+        assert!(Address::parse("arn:aws:sns:us-east-1:1:q").is_err());
+    }
+
+    #[test]
+    fn kafka_forms() {
+        let Address::Kafka(k) = Address::parse("kafka://a:9092,b:9093/orders.DLT").unwrap() else {
+            panic!()
+        };
+        assert_eq!(k.brokers, vec!["a:9092", "b:9093"]);
+        assert_eq!(k.topic, "orders.DLT");
+        assert!(Address::parse("kafka://a:9092").is_err());
+        assert!(Address::parse("kafka://a/t").is_err());
+        assert!(Address::parse("kafka://a:x/t").is_err());
+    }
+
+    #[test]
+    fn files_and_unknown() {
+        assert_eq!(
+            Address::parse("backup.jsonl").unwrap(),
+            Address::File(FileAddress::Path("backup.jsonl".into()))
+        );
+        assert_eq!(Address::parse("-").unwrap(), Address::File(FileAddress::Stdin));
+        let e = Address::parse("redis://h/q").unwrap_err();
+        assert!(e.to_string().contains("unknown scheme"));
+    }
+
+    #[test]
+    fn redaction() {
+        assert_eq!(redact("postgres://a:b@h/d"), "postgres://a:***@h/d");
+        assert_eq!(redact("postgres://a:b@h:99999/d"), "postgres://a:***@h:99999/d");
+        assert_eq!(redact("postgres://a@h/d"), "postgres://a@h/d");
+    }
+}

@@ -1,0 +1,139 @@
+//! A JSON Lines file written by `export` (or edited by hand), read as a replay source.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+
+use super::{
+    Capabilities, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions, QueueBackend,
+    ScanOptions, SendOutcome, TailOptions, VerifyFacts,
+};
+use crate::address::{Address, FileAddress};
+use crate::config::{IdSource, QueueConfig};
+use crate::error::{Error, Result};
+use crate::message::{Message, Record};
+
+pub struct FileBackend {
+    addr: Address,
+    id: Option<IdSource>,
+}
+
+impl FileBackend {
+    pub fn open(addr: &Address, opts: &OpenOptions) -> Result<FileBackend> {
+        if let Address::File(FileAddress::Path(p)) = addr
+            && !opts.as_target
+            && !p.is_file()
+        {
+            return Err(Error::NotFound {
+                what: format!("file {}", p.display()),
+                detail: "write one with `dlqctl export QUEUE -o FILE`".into(),
+            });
+        }
+        Ok(FileBackend {
+            addr: addr.clone(),
+            id: opts.id.clone(),
+        })
+    }
+
+    fn path(&self) -> PathBuf {
+        match &self.addr {
+            Address::File(FileAddress::Path(p)) => p.clone(),
+            _ => PathBuf::from("-"),
+        }
+    }
+
+    fn unsupported(&self, operation: &'static str) -> Error {
+        Error::Unsupported {
+            backend: "a JSON Lines file",
+            operation,
+            reason: "a file is a replay source, not a queue: use `dlqctl replay FILE --to QUEUE`".into(),
+        }
+    }
+}
+
+#[async_trait]
+impl QueueBackend for FileBackend {
+    fn address(&self) -> &Address {
+        &self.addr
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            read: true,
+            ..Capabilities::default()
+        }
+    }
+
+    async fn inspect(&self) -> Result<Inspection> {
+        Err(self.unsupported("inspect"))
+    }
+
+    async fn scan(&self, opts: ScanOptions) -> Result<MessageStream<'_>> {
+        let path = self.path();
+        let reader: Box<dyn AsyncRead + Send + Unpin> = match &self.addr {
+            Address::File(FileAddress::Stdin) => Box::new(tokio::io::stdin()),
+            _ => Box::new(
+                tokio::fs::File::open(&path)
+                    .await
+                    .map_err(|e| Error::io(&path, e))?,
+            ),
+        };
+        let id = self.id.clone();
+        let what = path.display().to_string();
+        Ok(Box::pin(async_stream::try_stream! {
+            let mut lines = BufReader::new(reader).lines();
+            let mut n: u64 = 0;
+            let mut line_no: u64 = 0;
+            while let Some(line) = lines.next_line().await.map_err(|e| Error::io(&path, e))? {
+                line_no += 1;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                if opts.limit.is_some_and(|l| n >= l) {
+                    break;
+                }
+                let input_err = |reason: String| Error::Input { what: what.clone(), line: line_no, reason };
+                let rec: Record = serde_json::from_str(&line).map_err(|e| input_err(e.to_string()))?;
+                let mut m = Message::from_record(rec).map_err(input_err)?;
+                super::apply_id_source(&mut m, id.as_ref());
+                n += 1;
+                yield m;
+            }
+        }))
+    }
+
+    async fn tail(&self, _opts: TailOptions) -> Result<MessageStream<'_>> {
+        Err(self.unsupported("tail"))
+    }
+
+    async fn begin_move(&self, _opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {
+        Err(self.unsupported("redrive"))
+    }
+
+    async fn send(&self, _batch: &[Message]) -> Result<Vec<SendOutcome>> {
+        Err(Error::Unsupported {
+            backend: "a JSON Lines file",
+            operation: "writing copies",
+            reason: "use `dlqctl export QUEUE -o FILE` to write a file".into(),
+        })
+    }
+
+    async fn destination(&self, _m: &Message) -> Result<Option<Address>> {
+        Ok(None)
+    }
+
+    async fn verify_facts(&self, _cfg: &QueueConfig) -> Result<VerifyFacts> {
+        Err(self.unsupported("verify"))
+    }
+
+    async fn count_older_than(&self, _age: Duration) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
+    async fn oldest(&self) -> Result<Option<DateTime<Utc>>> {
+        Ok(None)
+    }
+}

@@ -1,0 +1,275 @@
+//! Backends behind one object-safe trait, chosen by the address's URL scheme.
+//!
+//! Operations (`crate::ops`) see only [`QueueBackend`] and [`MoveSession`]; each backend lives
+//! in its own module. An operation a backend cannot do fails up front with
+//! [`Error::Unsupported`], never half-way.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures::Stream;
+use serde::Serialize;
+
+use crate::address::Address;
+use crate::config::{IdSource, QueueConfig, Retention};
+use crate::error::{Error, Result};
+use crate::message::Message;
+
+pub mod file;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+
+pub type MessageStream<'a> = Pin<Box<dyn Stream<Item = Result<Message>> + Send + 'a>>;
+
+/// What a backend can and cannot do, reported before any work starts.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Capabilities {
+    /// Can read messages at all (peek, export, classify).
+    pub read: bool,
+    /// Can follow new arrivals.
+    pub tail: bool,
+    /// Can remove one message after its copy is accepted elsewhere (redrive).
+    pub delete: bool,
+    /// Can accept copies (be a redrive / replay target).
+    pub write: bool,
+    /// Reading changes something, and what (e.g. SQS receive counts).
+    pub read_side_effect: Option<&'static str>,
+}
+
+/// `inspect`'s report: named facts and tables, rendered by the output layer.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Inspection {
+    pub queue: String,
+    pub backend: &'static str,
+    pub facts: Vec<Fact>,
+    pub tables: Vec<Table>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Fact {
+    pub name: String,
+    pub value: serde_json::Value,
+    /// How a person reads it (`3 days`, `12.4 MiB`).
+    #[serde(skip)]
+    pub display: String,
+}
+
+impl Fact {
+    pub fn new(name: &str, value: impl Into<serde_json::Value>, display: impl Into<String>) -> Fact {
+        Fact {
+            name: name.into(),
+            value: value.into(),
+            display: display.into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Table {
+    pub title: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<serde_json::Value>>,
+}
+
+/// How a non-destructive read starts.
+#[derive(Clone, Debug, Default)]
+pub struct ScanOptions {
+    /// Stop after this many messages (None: all).
+    pub limit: Option<u64>,
+    /// Messages to read per round trip.
+    pub page_size: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct TailOptions {
+    pub from_start: bool,
+    pub poll_interval: Duration,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct MoveOptions {
+    /// The batch rows must carry bodies and attributes (a filter or a foreign target needs
+    /// them); when false a local mover may fetch ids only.
+    pub need_content: bool,
+    /// Column mapping of a PostgreSQL target table, for local moves.
+    pub target_columns: std::collections::BTreeMap<String, String>,
+}
+
+/// The result of offering one message to a target.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum SendOutcome {
+    Sent,
+    /// Not accepted; the message stays in the dead-letter queue.
+    Rejected { reason: String },
+    /// Already present in the target (a unique key held by an active twin).
+    Conflict { reason: String },
+}
+
+/// A redrive in progress on the dead-letter side. Claimed messages are invisible to other
+/// movers until [`MoveSession::settle`]; nothing is deleted except what `settle` is told was
+/// accepted by the target.
+#[async_trait]
+pub trait MoveSession: Send {
+    /// Claim the next batch of up to `n` messages. `None` when the queue, as it stood when the
+    /// session began, is exhausted.
+    async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>>;
+
+    /// Remove the messages at `accepted` (indices into the last batch) and release the rest.
+    async fn settle(&mut self, accepted: &[usize]) -> Result<()>;
+
+    /// Move the messages at `selected` into `target` and settle the batch in one step (only
+    /// called when [`QueueBackend::can_move_locally`] said yes).
+    /// Returns one outcome per selected index.
+    async fn move_locally(
+        &mut self,
+        _target: &Address,
+        _selected: &[usize],
+    ) -> Result<Vec<SendOutcome>> {
+        Err(Error::Unsupported {
+            backend: "this backend",
+            operation: "local moves",
+            reason: "no atomic path".into(),
+        })
+    }
+}
+
+/// One verify check's result, with the numbers behind it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Check {
+    pub id: String,
+    pub title: String,
+    pub status: Status,
+    pub detail: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    Pass,
+    Warn,
+    Fail,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Status::Pass => "PASS",
+            Status::Warn => "WARN",
+            Status::Fail => "FAIL",
+        })
+    }
+}
+
+/// One term of the redelivery arithmetic: how long after first delivery a copy can still
+/// arrive is the sum of the terms.
+#[derive(Clone, Debug, Serialize)]
+pub struct Term {
+    pub label: String,
+    #[serde(serialize_with = "ser_retention")]
+    pub value: Retention,
+    /// Where the number comes from (`queue attribute`, `declared in dlqctl.toml`, `default`).
+    pub source: String,
+}
+
+fn ser_retention<S: serde::Serializer>(r: &Retention, s: S) -> std::result::Result<S::Ok, S::Error> {
+    match r {
+        Retention::For(d) => s.serialize_u64(d.as_secs()),
+        Retention::Forever => s.serialize_str("forever"),
+    }
+}
+
+/// What a backend knows for `verify`.
+#[derive(Clone, Debug, Default)]
+pub struct VerifyFacts {
+    /// Terms of the longest time after first delivery at which a copy can still arrive,
+    /// excluding the declared replay window (added by verify).
+    pub redelivery: Vec<Term>,
+    /// Backend-specific checks (SQS policy checks, Kafka topic checks, job-system pruning).
+    pub checks: Vec<Check>,
+}
+
+#[async_trait]
+pub trait QueueBackend: Send + Sync {
+    fn address(&self) -> &Address;
+    fn capabilities(&self) -> Capabilities;
+    async fn inspect(&self) -> Result<Inspection>;
+    /// Read messages, oldest first, without removing them.
+    async fn scan(&self, opts: ScanOptions) -> Result<MessageStream<'_>>;
+    /// Follow arrivals until the stream is dropped.
+    async fn tail(&self, opts: TailOptions) -> Result<MessageStream<'_>>;
+    /// Can a move session of this queue move messages into `target` by itself, atomically
+    /// (e.g. in one database transaction)?
+    fn can_move_locally(&self, _target: &Address) -> bool {
+        false
+    }
+    /// Begin a redrive from this queue.
+    async fn begin_move(&self, opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>>;
+    /// Accept copies of `batch`; one outcome per message, in order. An `Err` means the target
+    /// itself failed (nothing in this batch may be assumed sent).
+    async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>>;
+    /// Where a redrive of `m` goes when the user did not say (None: unknown).
+    async fn destination(&self, m: &Message) -> Result<Option<Address>>;
+    /// Facts for `verify`.
+    async fn verify_facts(&self, cfg: &QueueConfig) -> Result<VerifyFacts>;
+    /// Number of messages whose age (from first enqueue) exceeds `age`, where cheap.
+    async fn count_older_than(&self, age: Duration) -> Result<Option<u64>>;
+    /// Oldest first-enqueue time, where cheap.
+    async fn oldest(&self) -> Result<Option<DateTime<Utc>>>;
+}
+
+/// Per-queue settings a backend is opened with.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    pub id: Option<IdSource>,
+    pub columns: std::collections::BTreeMap<String, String>,
+    /// Whether this backend is opened as a redrive/replay target (different table checks).
+    pub as_target: bool,
+}
+
+/// Pick and connect the backend for an address.
+pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<Box<dyn QueueBackend>> {
+    match addr {
+        #[cfg(feature = "postgres")]
+        Address::Postgres(_) => Ok(Box::new(postgres::PgBackend::open(addr, opts).await?)),
+        #[cfg(not(feature = "postgres"))]
+        Address::Postgres(_) => Err(not_built("postgres")),
+        Address::File(_) => Ok(Box::new(file::FileBackend::open(addr, opts)?)),
+        Address::Sqs(_) => Err(not_built("sqs")),
+        Address::Kafka(_) => Err(not_built("kafka")),
+    }
+}
+
+fn not_built(backend: &'static str) -> Error {
+    Error::Unsupported {
+        backend,
+        operation: "this build",
+        reason: format!("dlqctl was built without the `{backend}` backend"),
+    }
+}
+
+/// Apply the configured stable-id location to a message read from a backend.
+pub fn apply_id_source(m: &mut Message, id: Option<&IdSource>) {
+    let Some(id) = id else { return };
+    let found = match id {
+        IdSource::Native => Some(m.native_id.clone()),
+        IdSource::Attribute(name) => m.attribute(name).and_then(|v| match v {
+            crate::message::AttrValue::Null => None,
+            other => Some(String::from_utf8_lossy(other.as_bytes().unwrap_or_default()).into_owned()),
+        }),
+        IdSource::Json(ptr) => serde_json::from_slice::<serde_json::Value>(&m.body)
+            .ok()
+            .and_then(|v| {
+                v.pointer(ptr).map(|x| match x {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+            }),
+    };
+    if let Some(f) = found.filter(|s| !s.is_empty()) {
+        m.id = f;
+    }
+}

@@ -1,0 +1,396 @@
+//! Redrive from a dead-letter table.
+//!
+//! * Each batch is one transaction: `SELECT … FOR UPDATE SKIP LOCKED` claims rows (running or
+//!   locked rows are skipped, never waited on), and the rows are deleted only in the same
+//!   transaction that inserts their copies (same database) or after the target accepted them
+//!   (any other target). A crash at any instant leaves each row in the table, in the target,
+//!   or — only for foreign targets — in both, with the same stable id.
+//! * The batches walk the table by key up to the largest key present at the start, so a run
+//!   terminates and never re-reads a row it skipped.
+//! * A session-level advisory lock keeps two operators from redriving one table at once.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use sqlx::postgres::PgConnection;
+use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
+
+use super::layout::{Layout, PayloadKind, QUEUE_COLUMNS};
+use super::{PgBackend, pg_err, row_to_message, write};
+use crate::address::Address;
+use crate::backend::{MoveOptions, MoveSession, SendOutcome};
+use crate::error::{Error, Result};
+use crate::message::Message;
+
+pub struct PgMoveSession<'a> {
+    b: &'a PgBackend,
+    opts: MoveOptions,
+    /// Holds the advisory lock; closing it releases the lock.
+    _lock: PgConnection,
+    cursor: Option<String>,
+    end: Option<String>,
+    tx: Option<Transaction<'static, Postgres>>,
+    batch: Vec<Claimed>,
+    /// Target layouts for local moves, by table name.
+    targets: HashMap<String, Layout>,
+}
+
+struct Claimed {
+    native_id: String,
+    message_id: String,
+    binary: bool,
+    has_headers: bool,
+    message: Option<Message>,
+}
+
+impl<'a> PgMoveSession<'a> {
+    pub async fn begin(b: &'a PgBackend, opts: MoveOptions) -> Result<PgMoveSession<'a>> {
+        let target = b.target();
+        let mut lock = b.pool.acquire().await.map_err(|e| pg_err(&target, e))?.detach();
+        let key = format!("dlqctl.redrive:{}", b.layout.oid);
+        let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
+            .bind(&key)
+            .fetch_one(&mut lock)
+            .await
+            .map_err(|e| pg_err(&target, e))?;
+        if !got {
+            return Err(Error::Backend {
+                target: b.layout.display.clone(),
+                reason: "another dlqctl redrive holds this table's advisory lock; wait for it to finish (SELECT pid FROM pg_locks WHERE locktype = 'advisory' shows who)".into(),
+            });
+        }
+        let end = b.max_id().await?;
+        Ok(PgMoveSession {
+            b,
+            opts,
+            _lock: lock,
+            cursor: None,
+            end,
+            tx: None,
+            batch: Vec::new(),
+            targets: HashMap::new(),
+        })
+    }
+
+    fn err(&self, e: sqlx::Error) -> Error {
+        self.b.err(e)
+    }
+
+    async fn target_layout(&mut self, table: &str, queue_given: bool, pool: &sqlx::PgPool) -> Result<Layout> {
+        if let Some(l) = self.targets.get(table) {
+            return Ok(l.clone());
+        }
+        let l = Layout::resolve(
+            pool,
+            table,
+            QUEUE_COLUMNS,
+            &self.opts.target_columns,
+            "queues.NAME.source_columns",
+        )
+        .await?;
+        write::check_insertable(&l)?;
+        if queue_given && l.col("queue").is_none() {
+            return Err(Error::Schema {
+                table: l.display.clone(),
+                reason: "queue= was given but the table has no queue column".into(),
+            });
+        }
+        if l.oid == self.b.layout.oid {
+            return Err(Error::invalid_arg(
+                "--to",
+                "the target is the dead-letter table itself",
+            ));
+        }
+        self.targets.insert(table.to_string(), l.clone());
+        Ok(l)
+    }
+
+    /// Fill in full messages for the selected rows, when the batch was claimed ids-only.
+    async fn load(&mut self, selected: &[usize]) -> Result<()> {
+        let missing: Vec<String> = selected
+            .iter()
+            .filter(|&&i| self.batch[i].message.is_none())
+            .map(|&i| self.batch[i].native_id.clone())
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let l = &self.b.layout;
+        let sql = format!(
+            "SELECT {} FROM {} WHERE {} = ANY($1::text[]::{}[])",
+            l.select_list(),
+            l.table,
+            l.cols["id"].sql,
+            l.id_type()
+        );
+        let tx = self.tx.as_mut().expect("a claimed batch");
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(&missing)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(|e| pg_err(&l.display, e))?;
+        let mut by_id = HashMap::new();
+        for r in &rows {
+            let m = row_to_message(r, l, self.b.id.as_ref()).map_err(|e| pg_err(&l.display, e))?;
+            by_id.insert(m.native_id.clone(), m);
+        }
+        for &i in selected {
+            if self.batch[i].message.is_none() {
+                self.batch[i].message = by_id.remove(&self.batch[i].native_id);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Is every value of the source payload storable in the target payload column as is?
+fn payload_compatible(src: PayloadKind, tgt: PayloadKind) -> bool {
+    use PayloadKind::*;
+    src == tgt
+        || tgt == Bytea
+        || (tgt == Text && matches!(src, Jsonb | Json))
+        || (matches!(tgt, Jsonb | Json) && matches!(src, Jsonb | Json))
+}
+
+#[async_trait]
+impl MoveSession for PgMoveSession<'_> {
+    async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>> {
+        assert!(self.tx.is_none(), "settle the last batch first");
+        let Some(end) = self.end.clone() else { return Ok(None) };
+        let l = &self.b.layout;
+        let id = &l.cols["id"].sql;
+        let flags = format!(
+            "{} AS is_binary, {} AS has_headers",
+            l.col("payload_bytes")
+                .map_or("false".into(), |c| format!("({} IS NOT NULL)", c.sql)),
+            l.col("headers")
+                .map_or("false".into(), |c| format!("({0} IS NOT NULL AND {0}::jsonb <> '{{}}'::jsonb)", c.sql)),
+        );
+        let list = if self.opts.need_content {
+            format!("{}, {flags}", l.select_list())
+        } else {
+            format!("{id}::text AS id, {}::text AS message_id, {flags}", l.cols["message_id"].sql)
+        };
+        let sql = format!(
+            "SELECT {list} FROM {} WHERE ($1::text IS NULL OR {id} > $1::text::{ty}) AND {id} <= $2::text::{ty}{} ORDER BY {id} LIMIT $4 FOR UPDATE SKIP LOCKED",
+            l.table,
+            self.b.queue_clause(3),
+            ty = l.id_type(),
+        );
+        let mut tx = self.b.pool.begin().await.map_err(|e| self.err(e))?;
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(self.cursor.as_deref())
+            .bind(&end)
+            .bind(self.b.pg.queue.as_deref())
+            .bind(n as i64)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if rows.is_empty() {
+            tx.commit().await.map_err(|e| self.err(e))?;
+            return Ok(None);
+        }
+        let mut batch = Vec::with_capacity(rows.len());
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let native_id: String = r.try_get("id").map_err(|e| self.err(e))?;
+            let message_id: Option<String> = r.try_get("message_id").map_err(|e| self.err(e))?;
+            let message = if self.opts.need_content {
+                Some(row_to_message(r, l, self.b.id.as_ref()).map_err(|e| self.err(e))?)
+            } else {
+                None
+            };
+            let shown = message.clone().unwrap_or_else(|| Message {
+                id: message_id.clone().unwrap_or_else(|| native_id.clone()),
+                native_id: native_id.clone(),
+                ..Message::default()
+            });
+            out.push(shown);
+            batch.push(Claimed {
+                message_id: message_id.unwrap_or_else(|| native_id.clone()),
+                native_id,
+                binary: r.try_get("is_binary").unwrap_or(false),
+                has_headers: r.try_get("has_headers").unwrap_or(false),
+                message,
+            });
+        }
+        self.cursor = batch.last().map(|c| c.native_id.clone());
+        self.batch = batch;
+        self.tx = Some(tx);
+        Ok(Some(out))
+    }
+
+    async fn settle(&mut self, accepted: &[usize]) -> Result<()> {
+        let mut tx = self.tx.take().expect("a claimed batch");
+        if !accepted.is_empty() {
+            let l = &self.b.layout;
+            let ids: Vec<&str> = accepted.iter().map(|&i| self.batch[i].native_id.as_str()).collect();
+            let sql = format!(
+                "DELETE FROM {} WHERE {} = ANY($1::text[]::{}[])",
+                l.table,
+                l.cols["id"].sql,
+                l.id_type()
+            );
+            sqlx::query(AssertSqlSafe(sql))
+                .bind(&ids)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        tx.commit().await.map_err(|e| self.err(e))?;
+        self.batch.clear();
+        Ok(())
+    }
+
+    async fn move_locally(&mut self, target: &Address, selected: &[usize]) -> Result<Vec<SendOutcome>> {
+        let Address::Postgres(t) = target else { unreachable!("checked by can_move_locally") };
+        let table = t.table().expect("checked by can_move_locally").to_string();
+        let pool = self.b.pool.clone();
+        let tl = self.target_layout(&table, t.queue.is_some(), &pool).await?;
+        let src = self.b.layout.clone();
+        let mut outcomes: Vec<Option<SendOutcome>> = vec![None; selected.len()];
+
+        let fast = payload_compatible(src.payload(), tl.payload())
+            && !(tl.col("queue").is_some_and(|c| c.not_null) && t.queue.is_none() && src.col("queue").is_none());
+        if !fast {
+            // Types that need checking row by row: build the copies here, still inside this
+            // batch's transaction, so the move stays atomic.
+            self.load(selected).await?;
+            let msgs: Vec<Message> = selected
+                .iter()
+                .map(|&i| self.batch[i].message.clone().unwrap_or_default())
+                .collect();
+            let tx = self.tx.as_mut().expect("a claimed batch");
+            let res = write::insert_messages(tx, &tl, t.queue.as_deref(), &msgs)
+                .await
+                .map_err(|e| pg_err(&tl.display, e))?;
+            let accepted: Vec<usize> = selected
+                .iter()
+                .zip(&res)
+                .filter(|(_, o)| **o == SendOutcome::Sent)
+                .map(|(&i, _)| i)
+                .collect();
+            self.settle(&accepted).await?;
+            return Ok(res);
+        }
+
+        // Rows the target cannot hold without loss stay where they are.
+        let mut movable: Vec<(usize, usize)> = Vec::new(); // (position in selected, batch index)
+        for (pos, &i) in selected.iter().enumerate() {
+            let c = &self.batch[i];
+            if c.binary && tl.col("payload_bytes").is_none() && tl.payload() != PayloadKind::Bytea {
+                outcomes[pos] = Some(SendOutcome::Rejected {
+                    reason: format!("the body is binary and {} has no payload_bytes column", tl.display),
+                });
+            } else if c.has_headers && tl.col("headers").is_none() {
+                outcomes[pos] = Some(SendOutcome::Rejected {
+                    reason: format!("{} has no headers column; the row's headers would be lost", tl.display),
+                });
+            } else {
+                movable.push((pos, i));
+            }
+        }
+
+        // Rounds of distinct message ids, so that "inserted" maps back to exactly one row.
+        let mut rounds: Vec<Vec<(usize, usize)>> = Vec::new();
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for &(pos, i) in &movable {
+            let k = seen.entry(self.batch[i].message_id.as_str()).or_default();
+            if rounds.len() <= *k {
+                rounds.push(Vec::new());
+            }
+            rounds[*k].push((pos, i));
+            *k += 1;
+        }
+
+        let sql = local_move_sql(&src, &tl, t.queue.is_some());
+        let tx = self.tx.as_mut().expect("a claimed batch");
+        for round in rounds {
+            let ids: Vec<&str> = round.iter().map(|&(_, i)| self.batch[i].native_id.as_str()).collect();
+            let moved: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql.clone()))
+                .bind(&ids)
+                .bind(t.queue.as_deref())
+                .fetch_all(&mut **tx)
+                .await
+                .map_err(|e| pg_err(&tl.display, e))?;
+            let moved: std::collections::HashSet<String> = moved.into_iter().collect();
+            for (pos, i) in round {
+                outcomes[pos] = Some(if moved.contains(&self.batch[i].native_id) {
+                    SendOutcome::Sent
+                } else {
+                    SendOutcome::Conflict {
+                        reason: format!(
+                            "{} already holds a row with a unique key of this message (an active twin); left in the dead-letter table",
+                            tl.display
+                        ),
+                    }
+                });
+            }
+        }
+        let tx = self.tx.take().expect("a claimed batch");
+        tx.commit().await.map_err(|e| self.err(e))?;
+        self.batch.clear();
+        Ok(outcomes.into_iter().map(|o| o.expect("an outcome per selected row")).collect())
+    }
+}
+
+/// One statement: copy the listed rows into the queue table and delete exactly those whose
+/// copy went in. `$1` the row keys (text), `$2` the queue name override.
+fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
+    let sid = &src.cols["id"].sql;
+    let smid = &src.cols["message_id"].sql;
+    let mut cols = vec![tgt.cols["message_id"].sql.clone(), tgt.cols["payload"].sql.clone()];
+    let sp = &src.cols["payload"].sql;
+    let payload = match (src.payload(), tgt.payload()) {
+        (_, PayloadKind::Bytea) => src.body_expr(),
+        (PayloadKind::Jsonb | PayloadKind::Json, PayloadKind::Text) => format!("{sp}::text"),
+        (_, PayloadKind::Jsonb) => format!("{sp}::jsonb"),
+        (_, PayloadKind::Json) => format!("{sp}::json"),
+        _ => sp.clone(),
+    };
+    let mut vals = vec![format!("{smid}::{}", tgt.cols["message_id"].ty), payload];
+    if let Some(c) = tgt.col("payload_bytes")
+        && tgt.payload() != PayloadKind::Bytea
+    {
+        cols.push(c.sql.clone());
+        vals.push(src.col("payload_bytes").map_or("NULL::bytea".into(), |s| s.sql.clone()));
+    }
+    if let Some(c) = tgt.col("headers") {
+        cols.push(c.sql.clone());
+        vals.push(match src.col("headers") {
+            Some(s) => format!("COALESCE({}::jsonb, '{{}}'::jsonb)::{}", s.sql, c.ty),
+            None => format!("'{{}}'::{}", c.ty),
+        });
+    }
+    if let Some(c) = tgt.col("queue") {
+        let v = match (queue_override, src.col("queue")) {
+            (true, _) => Some("$2::text".to_string()),
+            (false, Some(s)) => Some(format!("{}::text", s.sql)),
+            (false, None) => None,
+        };
+        if let Some(v) = v {
+            cols.push(c.sql.clone());
+            vals.push(format!("{v}::{}", c.ty));
+        }
+    }
+    if let (Some(c), Some(s)) = (tgt.col("group_key"), src.col("group_key")) {
+        cols.push(c.sql.clone());
+        vals.push(s.sql.clone());
+    }
+    if let Some(c) = tgt.col("enqueued_at") {
+        cols.push(c.sql.clone());
+        vals.push("now()".into());
+    }
+    let queue_ref = if queue_override { "" } else { " AND $2::text IS NULL" };
+    format!(
+        "WITH src AS (SELECT * FROM {st} WHERE {sid} = ANY($1::text[]::{ty}[]){queue_ref}),
+              ins AS (INSERT INTO {tt} ({cols}) SELECT {vals} FROM src ORDER BY {sid} ON CONFLICT DO NOTHING RETURNING {tmid}::text AS mid)
+         DELETE FROM {st} d WHERE d.{sid} = ANY($1::text[]::{ty}[]) AND d.{smid}::text IN (SELECT mid FROM ins) RETURNING d.{sid}::text",
+        st = src.table,
+        tt = tgt.table,
+        cols = cols.join(", "),
+        vals = vals.join(", "),
+        tmid = tgt.cols["message_id"].sql,
+        ty = src.id_type(),
+    )
+}

@@ -1,0 +1,213 @@
+//! Writing copies into a queue table: one multi-row INSERT per batch, `ON CONFLICT DO NOTHING`
+//! so that a unique key held by an active twin is reported per message instead of failing the
+//! batch.
+
+use std::collections::HashMap;
+
+use sqlx::{AssertSqlSafe, PgConnection};
+
+use super::headers;
+use super::layout::{Layout, PayloadKind};
+use crate::backend::SendOutcome;
+use crate::error::{Error, Result};
+use crate::message::Message;
+
+/// Refuse up front a target with a required column that dlqctl cannot fill.
+pub fn check_insertable(l: &Layout) -> Result<()> {
+    if l.required_unmapped.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Schema {
+        table: l.display.clone(),
+        reason: format!(
+            "column(s) {} are NOT NULL without a default, and dlqctl fills only message_id, payload, payload_bytes, headers, queue, group_key and enqueued_at",
+            l.required_unmapped.join(", ")
+        ),
+    })
+}
+
+/// How one message's body lands in the target's payload columns.
+pub(crate) enum Placed {
+    Ok {
+        payload: Option<String>,
+        payload_bin: Option<Vec<u8>>,
+    },
+    Rejected(String),
+}
+
+pub(crate) fn place_body(l: &Layout, m: &Message) -> Placed {
+    let has_bytes = l.col("payload_bytes").is_some();
+    let payload_nullable = !l.cols["payload"].not_null;
+    let as_bytes = |why: &str| {
+        if has_bytes && payload_nullable {
+            Placed::Ok {
+                payload: None,
+                payload_bin: Some(m.body.clone()),
+            }
+        } else {
+            Placed::Rejected(format!(
+                "{why}, and {} has no payload_bytes column to hold it (docs/postgres.md#binary-payloads)",
+                l.display
+            ))
+        }
+    };
+    match l.payload() {
+        PayloadKind::Bytea => Placed::Ok {
+            payload: None,
+            payload_bin: Some(m.body.clone()),
+        },
+        PayloadKind::Text => match std::str::from_utf8(&m.body) {
+            Ok(s) if !s.contains('\0') => Placed::Ok {
+                payload: Some(s.to_string()),
+                payload_bin: None,
+            },
+            _ => as_bytes("the body is binary (not UTF-8 text)"),
+        },
+        PayloadKind::Json | PayloadKind::Jsonb => {
+            match serde_json::from_slice::<serde::de::IgnoredAny>(&m.body) {
+                // jsonb cannot hold \u0000 either.
+                Ok(_) if !m.body.windows(6).any(|w| w == b"\\u0000") => Placed::Ok {
+                    payload: Some(String::from_utf8_lossy(&m.body).into_owned()),
+                    payload_bin: None,
+                },
+                _ => as_bytes("the body is not JSON"),
+            }
+        }
+    }
+}
+
+/// Insert copies of `msgs` in one statement; outcome per message, in order.
+pub(crate) async fn insert_messages(
+    conn: &mut PgConnection,
+    l: &Layout,
+    queue: Option<&str>,
+    msgs: &[Message],
+) -> std::result::Result<Vec<SendOutcome>, sqlx::Error> {
+    let mut out: Vec<Option<SendOutcome>> = vec![None; msgs.len()];
+    let mut ids = Vec::new();
+    let mut payloads: Vec<Option<String>> = Vec::new();
+    let mut bins: Vec<Option<Vec<u8>>> = Vec::new();
+    let mut hdrs: Vec<Option<String>> = Vec::new();
+    let mut queues: Vec<Option<String>> = Vec::new();
+    let mut groups: Vec<Option<String>> = Vec::new();
+    let mut order = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        if m.id.is_empty() {
+            out[i] = Some(SendOutcome::Rejected {
+                reason: "the message has no stable id".into(),
+            });
+            continue;
+        }
+        if !m.attributes.is_empty() && l.col("headers").is_none() {
+            out[i] = Some(SendOutcome::Rejected {
+                reason: format!(
+                    "{} has no headers column; the message's {} attributes would be lost",
+                    l.display,
+                    m.attributes.len()
+                ),
+            });
+            continue;
+        }
+        let q = queue.map(str::to_string).or_else(|| m.source.clone());
+        if q.is_none() && l.col("queue").is_some_and(|c| c.not_null) {
+            out[i] = Some(SendOutcome::Rejected {
+                reason: format!(
+                    "{} needs a queue name and the message has none: add &queue=NAME to the target",
+                    l.display
+                ),
+            });
+            continue;
+        }
+        let (payload, bin) = match place_body(l, m) {
+            Placed::Ok { payload, payload_bin } => (payload, payload_bin),
+            Placed::Rejected(reason) => {
+                out[i] = Some(SendOutcome::Rejected { reason });
+                continue;
+            }
+        };
+        ids.push(m.id.clone());
+        if l.payload() == PayloadKind::Bytea {
+            payloads.push(None);
+            bins.push(bin);
+        } else {
+            payloads.push(payload);
+            bins.push(bin);
+        }
+        hdrs.push(Some(headers::to_json(&m.attributes).to_string()));
+        queues.push(q);
+        groups.push(m.group.clone());
+        order.push(i);
+    }
+    if !order.is_empty() {
+        let mut cols = vec![l.cols["message_id"].sql.clone(), l.cols["payload"].sql.clone()];
+        let mut vals = vec![
+            format!("u.m::{}", l.cols["message_id"].ty),
+            match l.payload() {
+                PayloadKind::Bytea => "u.b".to_string(),
+                PayloadKind::Jsonb => "u.p::jsonb".to_string(),
+                PayloadKind::Json => "u.p::json".to_string(),
+                PayloadKind::Text => "u.p".to_string(),
+            },
+        ];
+        if let Some(c) = l.col("payload_bytes")
+            && l.payload() != PayloadKind::Bytea
+        {
+            cols.push(c.sql.clone());
+            vals.push("u.b".into());
+        }
+        if let Some(c) = l.col("headers") {
+            cols.push(c.sql.clone());
+            vals.push(format!("u.h::{}", c.ty));
+        }
+        if let Some(c) = l.col("queue") {
+            cols.push(c.sql.clone());
+            vals.push(format!("u.q::{}", c.ty));
+        }
+        if let Some(c) = l.col("group_key") {
+            cols.push(c.sql.clone());
+            vals.push("u.g".into());
+        }
+        if let Some(c) = l.col("enqueued_at") {
+            cols.push(c.sql.clone());
+            vals.push("now()".into());
+        }
+        let sql = format!(
+            "INSERT INTO {} ({}) SELECT {} FROM UNNEST($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(m, p, b, h, q, g, ord) ORDER BY u.ord ON CONFLICT DO NOTHING RETURNING {}::text",
+            l.table,
+            cols.join(", "),
+            vals.join(", "),
+            l.cols["message_id"].sql
+        );
+        let inserted: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(&ids)
+            .bind(&payloads)
+            .bind(&bins)
+            .bind(&hdrs)
+            .bind(&queues)
+            .bind(&groups)
+            .fetch_all(&mut *conn)
+            .await?;
+        // Match returned ids back as a multiset: with duplicates in one batch, the first
+        // occurrences (insert order) are the ones that went in.
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        for id in inserted {
+            *counts.entry(id).or_default() += 1;
+        }
+        for &i in &order {
+            let slot = counts.get_mut(&msgs[i].id);
+            out[i] = Some(match slot {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    SendOutcome::Sent
+                }
+                _ => SendOutcome::Conflict {
+                    reason: format!(
+                        "{} already holds a row with a unique key of this message (an active twin)",
+                        l.display
+                    ),
+                },
+            });
+        }
+    }
+    Ok(out.into_iter().map(|o| o.expect("every message has an outcome")).collect())
+}

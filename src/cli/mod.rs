@@ -1,0 +1,291 @@
+//! The command line: clap definitions only, one file per subcommand, and the dispatch.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::classify::Classifier;
+use crate::config::Config;
+use crate::error::{Error, Result, exit};
+use crate::filter::Filter;
+use crate::output::{ColorChoice, OutputFormat, Printer, PrinterOptions};
+use crate::settings::{Ctx, FilterInput, Interrupt, build_filter};
+
+mod classify;
+mod completions;
+mod export;
+mod generate;
+mod inspect;
+mod peek;
+mod redrive;
+mod replay;
+mod tail;
+mod verify;
+
+pub use generate::{artifacts, Artifact};
+
+const ABOUT: &str = "Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache Kafka and PostgreSQL";
+
+const LONG_ABOUT: &str = "\
+Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache Kafka and PostgreSQL.
+
+Redrive and replay keep every message's stable id, so idempotent consumers turn repeats into
+no-ops, and no command deletes a message before its copy is accepted by the target.";
+
+const AFTER_HELP: &str = "\
+QUEUE is a URL or the name of a [queues.NAME] entry in dlqctl.toml:
+  sqs://NAME | https://sqs.REGION.amazonaws.com/ACCOUNT/NAME | arn:aws:sqs:REGION:ACCOUNT:NAME
+  kafka://HOST:PORT[,HOST:PORT...]/TOPIC
+  postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE[&queue=NAME][&source=SCHEMA.TABLE]
+  postgres://USER@HOST:PORT/DB?system=river|oban|pgmq|graphile-worker|solid_queue|good_job|que|pg-boss[&queue=NAME]
+  FILE.jsonl | file:PATH | -   (a file written by `dlqctl export`, for replay)
+
+Exit codes: 0 success, 1 a check failed or some messages were not moved, 2 usage or config
+error, 3 backend unreachable / not found / permission denied, 130 interrupted.";
+
+#[derive(Parser, Debug)]
+#[command(name = "dlqctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct GlobalArgs {
+    /// Output format [default: table at a terminal, json otherwise]
+    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    pub output: Option<OutputFormat>,
+    /// Config file [default: ./dlqctl.toml, then the user config dir]
+    #[arg(long, global = true, env = "DLQCTL_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print only data and errors
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// More diagnostics on stderr (-v, -vv)
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Never draw progress bars
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+    /// When to use colour
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    Inspect(inspect::Args),
+    Peek(peek::Args),
+    Tail(tail::Args),
+    Classify(classify::Args),
+    Redrive(redrive::Args),
+    Replay(replay::Args),
+    Export(export::Args),
+    Verify(verify::Args),
+    Completions(completions::Args),
+    #[command(hide = true)]
+    GenerateArtifacts(generate::Args),
+}
+
+/// Filters shared by the commands that read messages.
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Filters")]
+pub struct FilterArgs {
+    /// Only this class: transient, permanent, unclassified, or a rule name (repeatable)
+    #[arg(long = "class", value_name = "CLASS")]
+    pub class: Vec<String>,
+    /// Only messages whose body matches REGEX
+    #[arg(long = "match", value_name = "REGEX")]
+    pub body: Option<String>,
+    /// Only messages whose error (class and message) matches REGEX
+    #[arg(long, value_name = "REGEX")]
+    pub error: Option<String>,
+    /// Only messages with attribute/header NAME matching REGEX (repeatable)
+    #[arg(long = "attr", value_name = "NAME=REGEX")]
+    pub attrs: Vec<String>,
+    /// Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)
+    #[arg(long, value_name = "DURATION")]
+    pub older_than: Option<String>,
+    /// Only messages first enqueued more recently than DURATION
+    #[arg(long, value_name = "DURATION")]
+    pub newer_than: Option<String>,
+    /// Only these stable or native ids (repeatable)
+    #[arg(long = "id", value_name = "ID")]
+    pub ids: Vec<String>,
+    /// Only the ids listed in FILE, one per line (- for stdin)
+    #[arg(long, value_name = "FILE")]
+    pub ids_from: Option<PathBuf>,
+    /// Extra classification rules (TOML), ahead of the config's and the built-in ones
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+}
+
+impl FilterArgs {
+    pub fn resolve(&self, ctx: &Ctx) -> Result<(Filter, Classifier)> {
+        let classifier = Classifier::new(
+            &ctx.config.classify.rules,
+            ctx.config.path.as_deref(),
+            self.rules.as_deref(),
+        )?;
+        for c in &self.class {
+            if !classifier.knows(c) {
+                return Err(Error::invalid_arg(
+                    "--class",
+                    format!(
+                        "`{c}` is neither transient, permanent, unclassified nor a rule name (rules: {})",
+                        classifier.rules().iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+        }
+        let filter = build_filter(FilterInput {
+            class: &self.class,
+            body: self.body.as_deref(),
+            error: self.error.as_deref(),
+            attrs: &self.attrs,
+            older_than: self.older_than.as_deref(),
+            newer_than: self.newer_than.as_deref(),
+            ids: &self.ids,
+            ids_from: self.ids_from.as_deref(),
+        })?;
+        Ok((filter, classifier))
+    }
+}
+
+/// The binary's entry point: parse, run, and turn the outcome into an exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { exit::USAGE } else { exit::OK };
+        }
+    };
+    init_logging(cli.global.verbose);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return exit::USAGE;
+        }
+    };
+    let code = rt.block_on(run(cli));
+    // Do not wait for idle pool connections to close.
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    code
+}
+
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info,sqlx=warn",
+        2 => "debug,sqlx=info",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DLQCTL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("dlqctl={level},{level}")));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+async fn run(cli: Cli) -> i32 {
+    let g = &cli.global;
+    let printer = Printer::new(PrinterOptions {
+        format: g.output,
+        color: g.color,
+        quiet: g.quiet,
+        verbose: g.verbose,
+        no_progress: g.no_progress,
+    });
+    if printer.format == OutputFormat::Junit && !matches!(cli.command, Command::Verify(_)) {
+        return report(&Error::invalid_arg("--output", "junit is for `dlqctl verify` only"));
+    }
+    let config = match &cli.command {
+        // These never need the config; a broken one must not stop them.
+        Command::Completions(_) | Command::GenerateArtifacts(_) => Config::default(),
+        _ => match Config::load(g.config.as_deref()) {
+            Ok(c) => c,
+            Err(e) => return report(&e),
+        },
+    };
+    let ctx = Ctx {
+        printer,
+        config,
+        interrupt: Interrupt::default(),
+    };
+    spawn_signal_handler(ctx.interrupt.clone());
+    let result = match cli.command {
+        Command::Inspect(a) => inspect::run(&ctx, a).await,
+        Command::Peek(a) => peek::run(&ctx, a).await,
+        Command::Tail(a) => tail::run(&ctx, a).await,
+        Command::Classify(a) => classify::run(&ctx, a).await,
+        Command::Redrive(a) => redrive::run(&ctx, a).await,
+        Command::Replay(a) => replay::run(&ctx, a).await,
+        Command::Export(a) => export::run(&ctx, a).await,
+        Command::Verify(a) => verify::run(&ctx, a).await,
+        Command::Completions(a) => completions::run(&ctx, a),
+        Command::GenerateArtifacts(a) => generate::run(a),
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(e) => report(&e),
+    };
+    let _ = ctx.printer.flush();
+    code
+}
+
+/// Print an error (and its hint) on stderr; return its exit code.
+fn report(e: &Error) -> i32 {
+    match e {
+        Error::ClosedOutput => {}
+        Error::Interrupted => eprintln!("interrupted"),
+        _ => {
+            eprintln!("error: {e}");
+            if let Some(h) = e.hint() {
+                eprintln!("  hint: {h}");
+            }
+        }
+    }
+    e.exit_code()
+}
+
+fn spawn_signal_handler(interrupt: Interrupt) {
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut count = 0;
+        loop {
+            #[cfg(unix)]
+            let got = match term.as_mut() {
+                Some(t) => tokio::select! {
+                    r = tokio::signal::ctrl_c() => r.is_ok(),
+                    r = t.recv() => r.is_some(),
+                },
+                None => tokio::signal::ctrl_c().await.is_ok(),
+            };
+            #[cfg(not(unix))]
+            let got = tokio::signal::ctrl_c().await.is_ok();
+            if !got {
+                return;
+            }
+            count += 1;
+            if count == 1 {
+                eprintln!("\ninterrupting: finishing the current batch (press Ctrl-C again to stop at once)");
+                interrupt.trigger();
+            } else {
+                // The open transaction, if any, is rolled back by the server: nothing is lost.
+                eprintln!("stopped");
+                std::process::exit(exit::INTERRUPTED);
+            }
+        }
+    });
+}

@@ -1,0 +1,66 @@
+use super::FilterArgs;
+use crate::error::{Error, Result};
+use crate::ops::moves::{Mode, MoveRequest};
+use crate::settings::{Ctx, parse_rate, resolve_queue, resolve_target};
+
+/// Move messages back to their source queue, keeping their stable ids
+///
+/// Prints the plan (how many, from where, to where) and asks at a terminal; without a
+/// terminal it refuses unless --yes is given. A message is removed from the dead-letter queue
+/// only after its copy is accepted by the target; an interrupted run can be re-run safely.
+/// Ends with a summary; exit 1 when some messages were not moved (they stay where they were).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Dead-letter queue URL or name from dlqctl.toml
+    #[arg(value_name = "QUEUE")]
+    pub queue: String,
+    /// Where to send the messages [default: the configured or discovered source]
+    #[arg(long, value_name = "TARGET")]
+    pub to: Option<String>,
+    /// Move at most N messages
+    #[arg(long, value_name = "N")]
+    pub max: Option<u64>,
+    /// At most this many messages per second (50, 50/s, 3000/m)
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<String>,
+    /// Messages per batch (one transaction on PostgreSQL)
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub batch_size: usize,
+    /// Show what would be moved; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation (required without a terminal)
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+}
+
+pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
+    let source = resolve_queue(&ctx.config, &a.queue)?;
+    let (filter, classifier) = a.filters.resolve(ctx)?;
+    let to = a.to.as_deref().map(|t| resolve_target(&ctx.config, t, &source)).transpose()?;
+    crate::ops::moves::run(
+        ctx,
+        MoveRequest {
+            mode: Mode::Redrive,
+            source,
+            to,
+            filter,
+            classifier,
+            max: a.max,
+            rate: a.rate.as_deref().map(|r| parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e))).transpose()?,
+            batch_size: check_batch(a.batch_size)?,
+            dry_run: a.dry_run,
+            yes: a.yes,
+        },
+    )
+    .await
+}
+
+pub fn check_batch(n: usize) -> Result<usize> {
+    if !(1..=10_000).contains(&n) {
+        return Err(Error::invalid_arg("--batch-size", "must be 1 to 10000"));
+    }
+    Ok(n)
+}

@@ -1,0 +1,59 @@
+use super::FilterArgs;
+use super::redrive::check_batch;
+use crate::error::{Error, Result};
+use crate::ops::moves::{Mode, MoveRequest};
+use crate::settings::{Ctx, parse_rate, resolve_queue, resolve_target};
+
+/// Send copies of messages to a target; nothing is removed from the source
+///
+/// SOURCE is a queue, or a JSON Lines file written by `dlqctl export` (FILE.jsonl, file:PATH,
+/// or - for stdin). Copies keep their stable ids, so an idempotent consumer ignores the ones it
+/// already processed.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Queue URL, name from dlqctl.toml, or export file
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+    /// Where to send the copies
+    #[arg(long, value_name = "TARGET", required = true)]
+    pub to: String,
+    /// Copy at most N messages
+    #[arg(long, value_name = "N")]
+    pub max: Option<u64>,
+    /// At most this many messages per second (50, 50/s, 3000/m)
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<String>,
+    /// Messages per batch
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub batch_size: usize,
+    /// Show what would be sent; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation (required without a terminal)
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+}
+
+pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
+    let source = resolve_queue(&ctx.config, &a.source)?;
+    let (filter, classifier) = a.filters.resolve(ctx)?;
+    let to = Some(resolve_target(&ctx.config, &a.to, &source)?);
+    crate::ops::moves::run(
+        ctx,
+        MoveRequest {
+            mode: Mode::Replay,
+            source,
+            to,
+            filter,
+            classifier,
+            max: a.max,
+            rate: a.rate.as_deref().map(|r| parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e))).transpose()?,
+            batch_size: check_batch(a.batch_size)?,
+            dry_run: a.dry_run,
+            yes: a.yes,
+        },
+    )
+    .await
+}

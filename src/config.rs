@@ -1,0 +1,291 @@
+//! `dlqctl.toml`: named queues and what the live systems cannot tell (see `docs/config.md`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+use crate::error::{Error, Result};
+
+pub const FILE_NAME: &str = "dlqctl.toml";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub queues: BTreeMap<String, QueueConfig>,
+    #[serde(default)]
+    pub classify: ClassifyConfig,
+    /// Kafka client properties (security.protocol, sasl.*, ssl.*), applied to every Kafka queue.
+    #[serde(default)]
+    pub kafka: KafkaConfig,
+    /// Where the file was read from; set by [`Config::load`].
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaConfig {
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// The dead-letter queue (or table, or topic).
+    #[serde(alias = "url")]
+    pub dlq: String,
+    /// Where redrive sends messages back to, when it cannot be discovered.
+    pub source: Option<String>,
+    /// Where the stable id lives: `attribute:NAME`, `header:NAME`, `json:/pointer`, `native`.
+    pub id: Option<IdSource>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    pub handler_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "opt_duration")]
+    pub replay_window: Option<Duration>,
+    /// Declared dead-letter retention, for backends that cannot report one (a pruning job
+    /// outside the database, say).
+    #[serde(default, deserialize_with = "opt_duration")]
+    pub dlq_retention: Option<Duration>,
+    /// Declared longest time from first delivery to dead-lettering (retries and backoff).
+    #[serde(default, deserialize_with = "opt_duration")]
+    pub time_to_dead_letter: Option<Duration>,
+    /// Column mapping of a PostgreSQL dead-letter table (logical name → your column).
+    #[serde(default)]
+    pub columns: BTreeMap<String, String>,
+    /// Column mapping of the PostgreSQL queue table that redrive writes into.
+    #[serde(default)]
+    pub source_columns: BTreeMap<String, String>,
+    pub dedupe: Option<DedupeConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DedupeConfig {
+    pub url: String,
+    #[serde(default = "default_dedupe_table")]
+    pub table: String,
+    #[serde(default = "default_id_column")]
+    pub id_column: String,
+    #[serde(default = "default_time_column")]
+    pub time_column: String,
+    #[serde(default, deserialize_with = "opt_retention")]
+    pub retention: Option<Retention>,
+}
+
+pub fn default_dedupe_table() -> String {
+    "processed_messages".into()
+}
+pub fn default_id_column() -> String {
+    "message_id".into()
+}
+pub fn default_time_column() -> String {
+    "handled_at".into()
+}
+
+/// A retention: a duration, or forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Retention {
+    For(Duration),
+    Forever,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassifyConfig {
+    #[serde(default)]
+    pub rules: Vec<RuleConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleConfig {
+    pub name: String,
+    pub kind: RuleKind,
+    #[serde(rename = "match")]
+    pub matcher: RuleMatch,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleKind {
+    Transient,
+    Permanent,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleMatch {
+    /// Regex on the error text (class and message).
+    pub error: Option<String>,
+    /// Regex on the body (lossy UTF-8).
+    pub body: Option<String>,
+    /// Regex on named attributes / headers.
+    #[serde(default)]
+    pub attributes: BTreeMap<String, String>,
+}
+
+/// Where a message's stable id lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdSource {
+    Attribute(String),
+    Json(String),
+    Native,
+}
+
+impl std::str::FromStr for IdSource {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s == "native" {
+            return Ok(IdSource::Native);
+        }
+        match s.split_once(':') {
+            Some(("attribute" | "header", name)) if !name.is_empty() => {
+                Ok(IdSource::Attribute(name.to_string()))
+            }
+            Some(("json", ptr)) if ptr.starts_with('/') => Ok(IdSource::Json(ptr.to_string())),
+            _ => Err(format!(
+                "`{s}` is not an id location (attribute:NAME, header:NAME, json:/pointer or native)"
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for IdSource {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+fn opt_duration<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Duration>, D::Error> {
+    let s = Option::<String>::deserialize(d)?;
+    s.map(|s| parse_duration(&s).map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+fn opt_retention<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Retention>, D::Error> {
+    let s = Option::<String>::deserialize(d)?;
+    s.map(|s| parse_retention(&s).map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+/// `30s`, `2m`, `3d`, `1h 30m`: humantime's grammar.
+pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 90s, 15m, 36h, 14d"))
+}
+
+pub fn parse_retention(s: &str) -> std::result::Result<Retention, String> {
+    match s.trim() {
+        "forever" | "infinite" | "never" => Ok(Retention::Forever),
+        other => parse_duration(other).map(Retention::For),
+    }
+}
+
+impl Config {
+    /// Find and read the config file: `--config` (or `DLQCTL_CONFIG`, which clap folds into
+    /// it), `./dlqctl.toml`, then the user's config directory. A file named explicitly must
+    /// exist; the others are optional.
+    pub fn load(explicit: Option<&Path>) -> Result<Config> {
+        if let Some(path) = explicit {
+            return Self::read(path);
+        }
+        let mut candidates = vec![PathBuf::from(FILE_NAME)];
+        if let Some(dir) = dirs::config_dir() {
+            candidates.push(dir.join("dlqctl").join(FILE_NAME));
+        }
+        for path in candidates {
+            if path.is_file() {
+                return Self::read(&path);
+            }
+        }
+        Ok(Config::default())
+    }
+
+    pub fn read(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Config {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let mut cfg: Config = toml::from_str(&text).map_err(|e| Error::Config {
+            path: path.to_path_buf(),
+            reason: one_line(&e.to_string()),
+        })?;
+        cfg.path = Some(path.to_path_buf());
+        Ok(cfg)
+    }
+}
+
+/// toml's errors span several lines with a source excerpt; keep the message and location.
+pub fn one_line(s: &str) -> String {
+    let mut lines = s.lines().filter(|l| !l.trim().is_empty());
+    let first = lines.next().unwrap_or_default().trim().to_string();
+    let last = s
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('|') && !l.contains("-->"))
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    if last.is_empty() || last == first {
+        first
+    } else {
+        format!("{first} {last}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_example_parses() {
+        let cfg: Config = toml::from_str(
+            r#"
+[queues.orders]
+dlq = "sqs://orders-dlq"
+source = "sqs://orders"
+id = "attribute:message_id"
+handler_timeout = "2m"
+replay_window = "3d"
+
+[queues.orders.dedupe]
+url = "postgres://app@db/app"
+table = "processed_messages"
+id_column = "message_id"
+time_column = "handled_at"
+retention = "30d"
+
+[[classify.rules]]
+name = "downstream-timeout"
+kind = "transient"
+match = { error = "(?i)timed? ?out|429|503" }
+"#,
+        )
+        .unwrap();
+        let q = &cfg.queues["orders"];
+        assert_eq!(q.id, Some(IdSource::Attribute("message_id".into())));
+        assert_eq!(q.handler_timeout, Some(Duration::from_secs(120)));
+        assert_eq!(
+            q.dedupe.as_ref().unwrap().retention,
+            Some(Retention::For(Duration::from_secs(30 * 86400)))
+        );
+        assert_eq!(cfg.classify.rules[0].kind, RuleKind::Transient);
+    }
+
+    #[test]
+    fn typos_are_errors() {
+        let e = toml::from_str::<Config>("[queues.a]\ndlq = \"x\"\nhandler_timout = \"2m\"\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("handler_timout"), "{e}");
+        assert!(toml::from_str::<Config>("[queues.a]\ndlq = \"x\"\nreplay_window = \"3 parsecs\"\n").is_err());
+        assert!("json:order_id".parse::<IdSource>().is_err());
+        assert_eq!("header:x-id".parse::<IdSource>(), Ok(IdSource::Attribute("x-id".into())));
+    }
+}

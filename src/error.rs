@@ -1,0 +1,155 @@
+//! Typed errors. Every error knows its exit code (see `docs/exit-codes.md`) and, where there
+//! is one, a hint telling the user what to do next. Messages never contain secrets: anything
+//! that could carry a password goes through [`crate::address::redact`] first.
+
+use std::path::PathBuf;
+
+/// Exit codes of the spec. Stable: runbooks depend on them.
+pub mod exit {
+    pub const OK: i32 = 0;
+    /// A check failed, or some messages could not be moved.
+    pub const PARTIAL: i32 = 1;
+    /// Usage or configuration error.
+    pub const USAGE: i32 = 2;
+    /// Backend unreachable, not found, or permission denied.
+    pub const BACKEND: i32 = 3;
+    /// Interrupted (Ctrl-C / SIGINT / SIGTERM).
+    pub const INTERRUPTED: i32 = 130;
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("invalid queue address `{input}`: {reason}")]
+    InvalidAddress { input: String, reason: String },
+
+    #[error("unknown queue `{name}`: it is not a URL and no [queues.{name}] is defined{}", config_note(.config))]
+    UnknownQueue {
+        name: String,
+        config: Option<PathBuf>,
+    },
+
+    #[error("config file {}: {reason}", .path.display())]
+    Config { path: PathBuf, reason: String },
+
+    #[error("rules file {}: {reason}", .path.display())]
+    Rules { path: PathBuf, reason: String },
+
+    #[error("invalid value for {arg}: {reason}")]
+    InvalidArgument { arg: String, reason: String },
+
+    #[error("{what} needs confirmation, but there is no terminal to ask at")]
+    NoTerminal { what: String },
+
+    #[error("cannot reach {target}: {reason}")]
+    Unreachable { target: String, reason: String },
+
+    #[error("{what} not found{}", detail_note(.detail))]
+    NotFound { what: String, detail: String },
+
+    #[error("permission denied on {target}: {reason}")]
+    PermissionDenied { target: String, reason: String },
+
+    #[error("{table}: {reason}")]
+    Schema { table: String, reason: String },
+
+    #[error("{backend} does not support {operation}: {reason}")]
+    Unsupported {
+        backend: &'static str,
+        operation: &'static str,
+        reason: String,
+    },
+
+    #[error("{target}: {reason}")]
+    Backend { target: String, reason: String },
+
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("{what}: line {line}: {reason}")]
+    Input {
+        what: String,
+        line: u64,
+        reason: String,
+    },
+
+    #[error("interrupted")]
+    Interrupted,
+
+    /// stdout was closed by the reader (`| head`): not an error for the user.
+    #[error("output closed")]
+    ClosedOutput,
+}
+
+fn config_note(path: &Option<PathBuf>) -> String {
+    match path {
+        Some(p) => format!(" in {}", p.display()),
+        None => " (no config file found)".to_string(),
+    }
+}
+
+fn detail_note(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    }
+}
+
+impl Error {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::InvalidAddress { .. }
+            | Error::UnknownQueue { .. }
+            | Error::Config { .. }
+            | Error::Rules { .. }
+            | Error::InvalidArgument { .. }
+            | Error::NoTerminal { .. }
+            | Error::Schema { .. }
+            | Error::Unsupported { .. }
+            | Error::Input { .. } => exit::USAGE,
+            Error::Unreachable { .. }
+            | Error::NotFound { .. }
+            | Error::PermissionDenied { .. }
+            | Error::Backend { .. } => exit::BACKEND,
+            Error::Io { .. } => exit::USAGE,
+            Error::Interrupted => exit::INTERRUPTED,
+            Error::ClosedOutput => exit::OK,
+        }
+    }
+
+    /// What the user should do about it, shown under the error.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Error::InvalidAddress { .. } => "addresses look like sqs://NAME, kafka://HOST:PORT/TOPIC or postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE (see `dlqctl help addressing`)".into(),
+            Error::UnknownQueue { .. } => "pass a full URL, or define the queue in dlqctl.toml (--config FILE or DLQCTL_CONFIG)".into(),
+            Error::Config { .. } => "fix the file, or point --config / DLQCTL_CONFIG at another one".into(),
+            Error::Rules { .. } => "rules are [[rules]] (or [[classify.rules]]) tables with name, kind = \"transient\"|\"permanent\" and match = { error = \"REGEX\" }".into(),
+            Error::NoTerminal { .. } => "review the plan with --dry-run, then re-run with --yes".into(),
+            Error::Unreachable { .. } => "check the host, port and network; `dlqctl inspect` with -v shows each attempt".into(),
+            Error::PermissionDenied { .. } => "grant the permissions listed in docs/permissions.md to the user or role dlqctl runs as".into(),
+            Error::Schema { .. } => "map your column names in dlqctl.toml under [queues.NAME.columns] (see docs/postgres.md)".into(),
+            Error::Interrupted => return None,
+            Error::NotFound { .. } => "check the name; `dlqctl inspect` on the parent shows what exists".into(),
+            _ => return None,
+        })
+    }
+
+    pub fn invalid_arg(arg: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::InvalidArgument {
+            arg: arg.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! dlqctl: inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache
+//! Kafka and PostgreSQL.
+//!
+//! Layers, top to bottom: `cli` (clap only) → `settings` (one resolve step) → `ops` (the work)
+//! → `backend` (one trait, one module per backend). `output` owns the terminal.
+
+pub mod address;
+pub mod backend;
+pub mod classify;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod filter;
+pub mod message;
+pub mod ops;
+pub mod output;
+pub mod settings;

@@ -1,0 +1,412 @@
+//! The backend-neutral message, and its JSON Lines form (`docs/jsonl.md`).
+//!
+//! One shape serves `peek`/`tail --output jsonl`, `export` and `replay`: what one command
+//! writes, another reads back byte for byte.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as B64;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Version of the JSON Lines record. Bumped only for incompatible changes.
+pub const RECORD_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Message {
+    /// The stable id: the producer's id where configured and present, else the backend's.
+    pub id: String,
+    /// The backend's own id (row id, SQS MessageId, topic/partition@offset).
+    pub native_id: String,
+    pub body: Vec<u8>,
+    /// Attributes / headers, in order; names may repeat (Kafka headers).
+    pub attributes: Vec<Attribute>,
+    /// Kafka record key.
+    pub key: Option<Vec<u8>>,
+    /// Ordering group: SQS MessageGroupId, an entity id.
+    pub group: Option<String>,
+    /// SQS FIFO MessageDeduplicationId.
+    pub dedup_id: Option<String>,
+    pub partition: Option<i32>,
+    /// Receive count / attempts so far.
+    pub receive_count: Option<u32>,
+    /// First enqueue (original send) time.
+    pub enqueued_at: Option<DateTime<Utc>>,
+    /// When it was dead-lettered, where known.
+    pub dead_lettered_at: Option<DateTime<Utc>>,
+    pub error: Option<ErrorInfo>,
+    /// The queue it failed on, as the backend recorded it.
+    pub source: Option<String>,
+    /// Backend-specific facts shown by `peek` (offsets, system names).
+    pub meta: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attribute {
+    pub name: String,
+    pub value: AttrValue,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AttrValue {
+    /// SQS String/Number (with custom type suffixes), Kafka headers that are UTF-8,
+    /// PostgreSQL header values.
+    Text { data_type: String, value: String },
+    Binary { data_type: String, value: Vec<u8> },
+    /// Kafka header with a null value.
+    Null,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub class: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub trace: Option<String>,
+}
+
+impl ErrorInfo {
+    pub fn is_empty(&self) -> bool {
+        self.class.is_none() && self.message.is_none() && self.trace.is_none()
+    }
+}
+
+impl AttrValue {
+    pub fn text(value: impl Into<String>) -> AttrValue {
+        AttrValue::Text {
+            data_type: "String".into(),
+            value: value.into(),
+        }
+    }
+
+    /// Kafka-style raw bytes: text when valid UTF-8 (losslessly), binary otherwise.
+    pub fn from_bytes(bytes: Option<&[u8]>) -> AttrValue {
+        match bytes {
+            None => AttrValue::Null,
+            Some(b) => match std::str::from_utf8(b) {
+                Ok(s) => AttrValue::text(s),
+                Err(_) => AttrValue::Binary {
+                    data_type: "Binary".into(),
+                    value: b.to_vec(),
+                },
+            },
+        }
+    }
+
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            AttrValue::Text { value, .. } => Some(value.as_bytes()),
+            AttrValue::Binary { value, .. } => Some(value),
+            AttrValue::Null => None,
+        }
+    }
+
+    /// For matching and display: text as is, binary as hex.
+    pub fn display(&self) -> String {
+        match self {
+            AttrValue::Text { value, .. } => value.clone(),
+            AttrValue::Binary { value, .. } => hex(value),
+            AttrValue::Null => "(null)".into(),
+        }
+    }
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2 + 2);
+    s.push_str("0x");
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+impl Message {
+    pub fn attribute(&self, name: &str) -> Option<&AttrValue> {
+        self.attributes
+            .iter()
+            .find(|a| a.name == name)
+            .map(|a| &a.value)
+    }
+
+    pub fn body_utf8(&self) -> Option<&str> {
+        std::str::from_utf8(&self.body).ok()
+    }
+
+    /// Class and message on one line, for matching and tables.
+    pub fn error_text(&self) -> Option<String> {
+        let e = self.error.as_ref()?;
+        match (&e.class, &e.message) {
+            (Some(c), Some(m)) => Some(format!("{c}: {m}")),
+            (Some(c), None) => Some(c.clone()),
+            (None, Some(m)) => Some(m.clone()),
+            (None, None) => None,
+        }
+    }
+
+    /// Age counts from the first enqueue, like every retention the spec reasons about; where
+    /// the backend does not know it, from the dead-letter time.
+    pub fn age(&self, now: DateTime<Utc>) -> Option<chrono::Duration> {
+        self.enqueued_at
+            .or(self.dead_lettered_at)
+            .map(|t| now.signed_duration_since(t))
+    }
+
+    pub fn to_record(&self) -> Record {
+        let (body, body_encoding) = encode_bytes(&self.body);
+        let (key, key_encoding) = match &self.key {
+            Some(k) => {
+                let (v, e) = encode_bytes(k);
+                (Some(v), Some(e))
+            }
+            None => (None, None),
+        };
+        Record {
+            v: RECORD_VERSION,
+            id: self.id.clone(),
+            native_id: self.native_id.clone(),
+            source: self.source.clone(),
+            enqueued_at: self.enqueued_at,
+            dead_lettered_at: self.dead_lettered_at,
+            receive_count: self.receive_count,
+            group: self.group.clone(),
+            dedup_id: self.dedup_id.clone(),
+            partition: self.partition,
+            key,
+            key_encoding,
+            error: self.error.clone().filter(|e| !e.is_empty()),
+            attributes: self.attributes.iter().map(RecordAttribute::from).collect(),
+            body,
+            body_encoding,
+            meta: self.meta.clone(),
+        }
+    }
+
+    pub fn from_record(r: Record) -> Result<Message, String> {
+        if r.v != RECORD_VERSION {
+            return Err(format!(
+                "record version {} is not supported (this dlqctl reads version {RECORD_VERSION})",
+                r.v
+            ));
+        }
+        let body = decode_bytes(&r.body, r.body_encoding).map_err(|e| format!("body: {e}"))?;
+        let key = match (&r.key, r.key_encoding) {
+            (Some(k), enc) => Some(
+                decode_bytes(k, enc.unwrap_or(Encoding::Utf8)).map_err(|e| format!("key: {e}"))?,
+            ),
+            (None, _) => None,
+        };
+        let attributes = r
+            .attributes
+            .into_iter()
+            .map(Attribute::try_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Message {
+            id: r.id,
+            native_id: r.native_id,
+            body,
+            attributes,
+            key,
+            group: r.group,
+            dedup_id: r.dedup_id,
+            partition: r.partition,
+            receive_count: r.receive_count,
+            enqueued_at: r.enqueued_at,
+            dead_lettered_at: r.dead_lettered_at,
+            error: r.error,
+            source: r.source,
+            meta: r.meta,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    Utf8,
+    Base64,
+}
+
+fn encode_bytes(b: &[u8]) -> (String, Encoding) {
+    match std::str::from_utf8(b) {
+        Ok(s) => (s.to_string(), Encoding::Utf8),
+        Err(_) => (B64.encode(b), Encoding::Base64),
+    }
+}
+
+fn decode_bytes(s: &str, enc: Encoding) -> Result<Vec<u8>, String> {
+    match enc {
+        Encoding::Utf8 => Ok(s.as_bytes().to_vec()),
+        Encoding::Base64 => B64.decode(s).map_err(|e| format!("invalid base64 ({e})")),
+    }
+}
+
+/// One line of JSON Lines output. Field order is the documented order.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Record {
+    pub v: u32,
+    pub id: String,
+    #[serde(default)]
+    pub native_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enqueued_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_lettered_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_count: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedup_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_encoding: Option<Encoding>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    #[serde(default)]
+    pub attributes: Vec<RecordAttribute>,
+    pub body: String,
+    pub body_encoding: Encoding,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub meta: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RecordAttribute {
+    pub name: String,
+    /// `String`, `Number`, `Binary` (with SQS custom suffixes such as `Number.int`), `Json`.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub data_type: Option<String>,
+    /// Text value, or null for a Kafka null header.
+    #[serde(default)]
+    pub value: Option<String>,
+    /// Binary value, base64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base64: Option<String>,
+}
+
+impl From<&Attribute> for RecordAttribute {
+    fn from(a: &Attribute) -> Self {
+        match &a.value {
+            AttrValue::Text { data_type, value } => RecordAttribute {
+                name: a.name.clone(),
+                data_type: Some(data_type.clone()),
+                value: Some(value.clone()),
+                base64: None,
+            },
+            AttrValue::Binary { data_type, value } => RecordAttribute {
+                name: a.name.clone(),
+                data_type: Some(data_type.clone()),
+                value: None,
+                base64: Some(B64.encode(value)),
+            },
+            AttrValue::Null => RecordAttribute {
+                name: a.name.clone(),
+                data_type: None,
+                value: None,
+                base64: None,
+            },
+        }
+    }
+}
+
+impl TryFrom<RecordAttribute> for Attribute {
+    type Error = String;
+    fn try_from(r: RecordAttribute) -> Result<Self, String> {
+        let value = match (r.value, r.base64) {
+            (Some(_), Some(_)) => {
+                return Err(format!("attribute `{}` has both value and base64", r.name));
+            }
+            (Some(v), None) => AttrValue::Text {
+                data_type: r.data_type.unwrap_or_else(|| "String".into()),
+                value: v,
+            },
+            (None, Some(b)) => AttrValue::Binary {
+                data_type: r.data_type.unwrap_or_else(|| "Binary".into()),
+                value: B64
+                    .decode(b)
+                    .map_err(|e| format!("attribute `{}`: invalid base64 ({e})", r.name))?,
+            },
+            (None, None) => AttrValue::Null,
+        };
+        Ok(Attribute {
+            name: r.name,
+            value,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_round_trip_is_lossless() {
+        let m = Message {
+            id: "ord-1".into(),
+            native_id: "42".into(),
+            body: vec![0, 159, 146, 150, b'x'],
+            attributes: vec![
+                Attribute {
+                    name: "a".into(),
+                    value: AttrValue::text("1"),
+                },
+                Attribute {
+                    name: "a".into(),
+                    value: AttrValue::Null,
+                },
+                Attribute {
+                    name: "bin".into(),
+                    value: AttrValue::Binary {
+                        data_type: "Binary.gz".into(),
+                        value: vec![1, 2, 255],
+                    },
+                },
+            ],
+            key: Some(vec![0xff]),
+            group: Some("g".into()),
+            receive_count: Some(3),
+            enqueued_at: Some(Utc::now()),
+            error: Some(ErrorInfo {
+                class: Some("E".into()),
+                message: Some("boom".into()),
+                trace: None,
+            }),
+            ..Message::default()
+        };
+        let line = serde_json::to_string(&m.to_record()).unwrap();
+        let back = Message::from_record(serde_json::from_str(&line).unwrap()).unwrap();
+        assert_eq!(back, m);
+        assert!(line.contains("\"body_encoding\":\"base64\""), "{line}");
+    }
+
+    #[test]
+    fn utf8_body_stays_readable() {
+        let m = Message {
+            id: "x".into(),
+            body: br#"{"a":1}"#.to_vec(),
+            ..Message::default()
+        };
+        let line = serde_json::to_string(&m.to_record()).unwrap();
+        assert!(line.contains(r#""body":"{\"a\":1}","body_encoding":"utf8""#), "{line}");
+    }
+
+    #[test]
+    fn bad_records_are_reported() {
+        let r: Record =
+            serde_json::from_str(r#"{"v":1,"id":"x","body":"!!","body_encoding":"base64"}"#)
+                .unwrap();
+        assert!(Message::from_record(r).unwrap_err().contains("base64"));
+        let r: Record =
+            serde_json::from_str(r#"{"v":9,"id":"x","body":"","body_encoding":"utf8"}"#).unwrap();
+        assert!(Message::from_record(r).unwrap_err().contains("version 9"));
+    }
+}

@@ -1,0 +1,215 @@
+//! classify: group messages by failure reason, with a sample per class; optionally mark the
+//! ones a dedupe table already records as processed (a replay of those is a no-op).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use serde::Serialize;
+
+use crate::backend::postgres::dedupe::DedupeTable;
+use crate::backend::{self, ScanOptions};
+use crate::classify::{Classifier, Kind};
+use crate::config::DedupeConfig;
+use crate::error::{Result, exit};
+use crate::filter::Filter;
+use crate::message::Message;
+use crate::settings::{Ctx, QueueRef};
+
+pub struct ClassifyRequest {
+    pub queue: QueueRef,
+    pub filter: Filter,
+    pub classifier: Classifier,
+    pub dedupe: Option<DedupeConfig>,
+    pub max: Option<u64>,
+}
+
+#[derive(Serialize)]
+pub struct ClassifyReport {
+    pub queue: String,
+    pub total: u64,
+    pub kinds: BTreeMap<Kind, u64>,
+    pub classes: Vec<ClassRow>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dedupe: Option<DedupeSummary>,
+}
+
+#[derive(Serialize)]
+pub struct ClassRow {
+    pub kind: Kind,
+    pub rule: String,
+    pub count: u64,
+    /// Already recorded in the dedupe table (with --dedupe).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub processed: Option<u64>,
+    pub first_seen: Option<DateTime<Utc>>,
+    pub last_seen: Option<DateTime<Utc>>,
+    pub sample_id: String,
+    pub sample_error: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct DedupeSummary {
+    pub table: String,
+    pub processed: u64,
+    pub not_processed: u64,
+}
+
+pub async fn run(ctx: &Ctx, req: ClassifyRequest) -> Result<i32> {
+    let p = &ctx.printer;
+    let b = backend::open(&req.queue.address, &req.queue.source_options()).await?;
+    if let Some(effect) = b.capabilities().read_side_effect {
+        p.warn(&format!("reading {} {effect}", req.queue.address));
+    }
+    let dedupe = match &req.dedupe {
+        Some(cfg) => Some(DedupeTable::open(cfg).await?),
+        None => None,
+    };
+    let mut stream = b
+        .scan(ScanOptions {
+            limit: if req.filter.is_empty() { req.max } else { None },
+            page_size: 1000,
+        })
+        .await?;
+    let now = Utc::now();
+    let bar = p.progress(None, "classifying");
+    let mut rows: BTreeMap<(Kind, String), ClassRow> = BTreeMap::new();
+    let mut total = 0u64;
+    let mut pending: Vec<(String, (Kind, String))> = Vec::new();
+    let mut processed_total = 0u64;
+    while let Some(m) = stream.next().await {
+        if ctx.interrupt.is_set() {
+            break;
+        }
+        if req.max.is_some_and(|mx| total >= mx) {
+            break;
+        }
+        let m = m?;
+        if !req.filter.matches(&m, now, &req.classifier) {
+            continue;
+        }
+        total += 1;
+        bar.inc(1);
+        let class = req.classifier.classify(&m);
+        let key = (class.kind, class.rule.clone());
+        add(&mut rows, &key, &m, dedupe.is_some());
+        if let Some(d) = &dedupe {
+            pending.push((m.id.clone(), key));
+            if pending.len() >= 1000 {
+                processed_total += mark(d, &mut pending, &mut rows).await?;
+            }
+        }
+    }
+    if let Some(d) = &dedupe {
+        processed_total += mark(d, &mut pending, &mut rows).await?;
+    }
+    bar.finish_and_clear();
+    let mut classes: Vec<ClassRow> = rows.into_values().collect();
+    classes.sort_by(|a, b| a.kind.cmp(&b.kind).then(b.count.cmp(&a.count)));
+    let mut kinds = BTreeMap::new();
+    for k in [Kind::Transient, Kind::Permanent, Kind::Unclassified] {
+        kinds.insert(k, 0);
+    }
+    for c in &classes {
+        *kinds.entry(c.kind).or_default() += c.count;
+    }
+    let report = ClassifyReport {
+        queue: req.queue.address.to_string(),
+        total,
+        kinds,
+        classes,
+        dedupe: dedupe.as_ref().map(|d| DedupeSummary {
+            table: d.display.clone(),
+            processed: processed_total,
+            not_processed: total - processed_total,
+        }),
+    };
+    render(ctx, &report)?;
+    Ok(if ctx.interrupt.is_set() { exit::INTERRUPTED } else { exit::OK })
+}
+
+fn add(rows: &mut BTreeMap<(Kind, String), ClassRow>, key: &(Kind, String), m: &Message, dedupe: bool) {
+    let seen = m.dead_lettered_at.or(m.enqueued_at);
+    let row = rows.entry(key.clone()).or_insert_with(|| ClassRow {
+        kind: key.0,
+        rule: key.1.clone(),
+        count: 0,
+        processed: dedupe.then_some(0),
+        first_seen: seen,
+        last_seen: seen,
+        sample_id: m.id.clone(),
+        sample_error: m.error_text().map(|e| e.chars().take(200).collect()),
+    });
+    row.count += 1;
+    if let Some(t) = seen {
+        row.first_seen = Some(row.first_seen.map_or(t, |f| f.min(t)));
+        row.last_seen = Some(row.last_seen.map_or(t, |l| l.max(t)));
+    }
+}
+
+async fn mark(
+    d: &DedupeTable,
+    pending: &mut Vec<(String, (Kind, String))>,
+    rows: &mut BTreeMap<(Kind, String), ClassRow>,
+) -> Result<u64> {
+    if pending.is_empty() {
+        return Ok(0);
+    }
+    let ids: Vec<String> = pending.iter().map(|(id, _)| id.clone()).collect();
+    let done = d.processed(&ids).await?;
+    let mut n = 0;
+    for (id, key) in pending.drain(..) {
+        if done.contains(&id)
+            && let Some(r) = rows.get_mut(&key)
+        {
+            *r.processed.get_or_insert(0) += 1;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
+    let p = &ctx.printer;
+    if !p.is_table() {
+        return p.json(r);
+    }
+    let mut t = p.table();
+    let mut header = vec!["kind", "rule", "messages"];
+    if r.dedupe.is_some() {
+        header.push("processed");
+    }
+    header.extend(["first seen", "last seen", "sample"]);
+    t.set_header(header);
+    for c in &r.classes {
+        let mut row = vec![c.kind.to_string(), c.rule.clone(), c.count.to_string()];
+        if let Some(n) = c.processed {
+            row.push(n.to_string());
+        }
+        let ts = |t: Option<DateTime<Utc>>| t.map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M").to_string());
+        row.push(ts(c.first_seen));
+        row.push(ts(c.last_seen));
+        row.push(format!(
+            "{}: {}",
+            c.sample_id,
+            c.sample_error.as_deref().unwrap_or("(no error recorded)")
+        ));
+        t.add_row(row);
+    }
+    p.line(&t.to_string())?;
+    let k = |kind| r.kinds.get(&kind).copied().unwrap_or(0);
+    p.line(&format!(
+        "{} messages: {} transient, {} permanent, {} unclassified",
+        r.total,
+        k(Kind::Transient),
+        k(Kind::Permanent),
+        k(Kind::Unclassified)
+    ))?;
+    if let Some(d) = &r.dedupe {
+        p.line(&format!(
+            "{} already recorded in {} (replaying them is a no-op); {} not yet processed",
+            d.processed, d.table, d.not_processed
+        ))?;
+    }
+    Ok(())
+}

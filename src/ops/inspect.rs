@@ -1,0 +1,101 @@
+//! inspect: what is there and how it is configured.
+
+use serde_json::Value;
+
+use crate::backend::postgres::dedupe::{DedupeTable, KnownRetention};
+use crate::backend::{self, Fact, Inspection};
+use crate::error::{Result, exit};
+use crate::settings::{Ctx, QueueRef};
+
+pub async fn run(ctx: &Ctx, queues: Vec<QueueRef>) -> Result<i32> {
+    let p = &ctx.printer;
+    let mut reports = Vec::new();
+    for q in &queues {
+        let b = backend::open(&q.address, &q.source_options()).await?;
+        let mut ins = b.inspect().await?;
+        if let Some(d) = &q.cfg.dedupe {
+            add_dedupe(&mut ins, d).await;
+        }
+        if let Some(n) = &q.name {
+            ins.facts.insert(0, Fact::new("name", n.clone(), n.clone()));
+        }
+        reports.push(ins);
+    }
+    if !p.is_table() {
+        if reports.len() == 1 {
+            return p.json(&reports[0]).map(|_| exit::OK);
+        }
+        return p.json(&reports).map(|_| exit::OK);
+    }
+    for (i, ins) in reports.iter().enumerate() {
+        if i > 0 {
+            p.line("")?;
+        }
+        render(ctx, ins)?;
+    }
+    Ok(exit::OK)
+}
+
+async fn add_dedupe(ins: &mut Inspection, cfg: &crate::config::DedupeConfig) {
+    let d = match DedupeTable::open(cfg).await {
+        Ok(d) => d,
+        Err(e) => {
+            ins.notes.push(format!("dedupe table: {e}"));
+            return;
+        }
+    };
+    let shown = match d.retention().await {
+        Ok(KnownRetention::Declared(r)) => format!("{} (declared)", crate::ops::verify::fmt_retention(r)),
+        Ok(KnownRetention::Discovered { how, .. }) => how,
+        Ok(KnownRetention::AtLeast { age, .. }) => format!(
+            "at least {} (oldest row)",
+            humantime::format_duration(std::time::Duration::from_secs(age.as_secs()))
+        ),
+        Ok(KnownRetention::Unknown(why)) => format!("unknown: {why}"),
+        Err(e) => format!("unreadable: {e}"),
+    };
+    ins.facts.push(Fact::new("dedupe_table", d.display.clone(), d.display.clone()));
+    ins.facts.push(Fact::new("dedupe_retention", Value::String(shown.clone()), shown));
+}
+
+fn render(ctx: &Ctx, ins: &Inspection) -> Result<()> {
+    let p = &ctx.printer;
+    let mut t = p.table();
+    t.set_header(vec![ins.queue.clone(), String::new()]);
+    for f in &ins.facts {
+        let shown = if f.display.is_empty() {
+            match &f.value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }
+        } else {
+            f.display.clone()
+        };
+        t.add_row(vec![f.name.replace('_', " "), shown]);
+    }
+    p.line(&t.to_string())?;
+    for tab in &ins.tables {
+        if tab.rows.is_empty() {
+            continue;
+        }
+        let mut t = p.table();
+        t.set_header(tab.columns.clone());
+        for r in &tab.rows {
+            t.add_row(
+                r.iter()
+                    .map(|v| match v {
+                        Value::String(s) => s.clone(),
+                        Value::Null => "-".into(),
+                        other => other.to_string(),
+                    })
+                    .collect::<Vec<_>>(),
+            );
+        }
+        p.line(&tab.title)?;
+        p.line(&t.to_string())?;
+    }
+    for n in &ins.notes {
+        p.line(&format!("note: {n}"))?;
+    }
+    Ok(())
+}

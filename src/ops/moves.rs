@@ -1,0 +1,525 @@
+//! redrive (move) and replay (copy): one engine, two ways of reading the source.
+//!
+//! The rule that everything here serves: a message leaves the dead-letter queue only after
+//! its copy was accepted by the target. Every batch is claimed, offered, and then settled
+//! with exactly the accepted indices.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use futures::StreamExt;
+use serde::Serialize;
+
+use crate::address::Address;
+use crate::backend::{self, MoveOptions, OpenOptions, QueueBackend, ScanOptions, SendOutcome};
+use crate::classify::Classifier;
+use crate::error::{Error, Result, exit};
+use crate::filter::Filter;
+use crate::message::Message;
+use crate::settings::{Ctx, QueueRef};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Move: the copy is accepted, then the original is deleted.
+    Redrive,
+    /// Copy: nothing is removed from the source.
+    Replay,
+}
+
+pub struct MoveRequest {
+    pub mode: Mode,
+    pub source: QueueRef,
+    /// The user's `--to`, resolved; None: each message's discovered source.
+    pub to: Option<(Address, OpenOptions)>,
+    pub filter: Filter,
+    pub classifier: Classifier,
+    pub max: Option<u64>,
+    /// Messages per second.
+    pub rate: Option<f64>,
+    pub batch_size: usize,
+    pub dry_run: bool,
+    pub yes: bool,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct MoveSummary {
+    pub operation: String,
+    pub dry_run: bool,
+    pub source: String,
+    pub filter: String,
+    /// Messages looked at.
+    pub examined: u64,
+    /// Messages that passed the filters.
+    pub matched: u64,
+    /// Accepted by the target (with --dry-run: would be offered).
+    pub moved: u64,
+    /// Did not pass the filters: left untouched.
+    pub skipped: u64,
+    /// Offered and not accepted: left in the source.
+    pub failed: u64,
+    pub destinations: Vec<DestinationCount>,
+    pub failures: Vec<FailureGroup>,
+    pub interrupted: bool,
+    /// Set when a backend failed mid-run (the run stopped; nothing was lost).
+    pub aborted: Option<String>,
+    pub elapsed_seconds: f64,
+    pub messages_per_second: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DestinationCount {
+    pub to: String,
+    pub messages: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FailureGroup {
+    pub reason: String,
+    pub count: u64,
+    /// Up to five stable ids.
+    pub ids: Vec<String>,
+}
+
+#[derive(Default)]
+struct Tally {
+    failures: BTreeMap<String, FailureGroup>,
+    dest: BTreeMap<String, u64>,
+}
+
+impl Tally {
+    fn fail(&mut self, reason: &str, id: &str) {
+        let g = self.failures.entry(reason.to_string()).or_insert_with(|| FailureGroup {
+            reason: reason.to_string(),
+            count: 0,
+            ids: Vec::new(),
+        });
+        g.count += 1;
+        if g.ids.len() < 5 {
+            g.ids.push(id.to_string());
+        }
+    }
+}
+
+/// Opened targets, one per distinct address.
+struct Targets {
+    open: HashMap<String, Box<dyn QueueBackend>>,
+    options: OpenOptions,
+}
+
+impl Targets {
+    async fn get(&mut self, addr: &Address) -> Result<&dyn QueueBackend> {
+        let key = addr.to_string();
+        if !self.open.contains_key(&key) {
+            let b = backend::open(addr, &self.options).await?;
+            if !b.capabilities().write {
+                return Err(Error::Unsupported {
+                    backend: addr.backend_name(),
+                    operation: "accepting copies",
+                    reason: format!("{addr} cannot be a redrive or replay target"),
+                });
+            }
+            self.open.insert(key.clone(), b);
+        }
+        Ok(self.open[&key].as_ref())
+    }
+}
+
+/// Paces sends to `rate` messages per second.
+struct Pacer {
+    rate: Option<f64>,
+    start: Instant,
+}
+
+impl Pacer {
+    async fn wait(&self, done: u64) {
+        if let Some(r) = self.rate {
+            let due = Duration::from_secs_f64(done as f64 / r);
+            let el = self.start.elapsed();
+            if due > el {
+                tokio::time::sleep(due - el).await;
+            }
+        }
+    }
+}
+
+pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
+    let p = &ctx.printer;
+    let source = backend::open(&req.source.address, &req.source.source_options()).await?;
+    let caps = source.capabilities();
+    if req.mode == Mode::Redrive && !caps.delete {
+        return Err(Error::Unsupported {
+            backend: req.source.address.backend_name(),
+            operation: "redrive",
+            reason: "this source cannot remove a message after copying it; use `dlqctl replay` to copy".into(),
+        });
+    }
+    if let Some(effect) = caps.read_side_effect {
+        p.warn(&format!("reading {} {effect}", req.source.address));
+    }
+    let fixed = match &req.to {
+        Some((a, _)) => Some(a.clone()),
+        None => match &req.source.cfg.source {
+            Some(s) => Some(crate::settings::resolve_target(&ctx.config, s, &req.source)?.0),
+            None => source.destination(&Message::default()).await?,
+        },
+    };
+    if req.mode == Mode::Replay && fixed.is_none() {
+        return Err(Error::invalid_arg("--to", "replay needs a target: --to QUEUE"));
+    }
+    let target_options = match &req.to {
+        Some((_, o)) => o.clone(),
+        None => OpenOptions {
+            id: None,
+            columns: req.source.cfg.source_columns.clone(),
+            as_target: true,
+        },
+    };
+
+    // The plan.
+    let plan_to = fixed
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_else(|| "each message's source queue (discovered per message)".into());
+    if p.is_table() {
+        let mut t = p.table();
+        let verb = match req.mode {
+            Mode::Redrive => "move (copy, then delete from the source)",
+            Mode::Replay => "copy (nothing is removed from the source)",
+        };
+        t.add_row(vec!["operation", verb]);
+        t.add_row(vec!["from".to_string(), req.source.label()]);
+        t.add_row(vec!["to".to_string(), plan_to.clone()]);
+        t.add_row(vec!["filter".to_string(), req.filter.describe()]);
+        t.add_row(vec![
+            "at most".to_string(),
+            req.max.map_or("all".into(), |m| m.to_string()),
+        ]);
+        t.add_row(vec![
+            "rate".to_string(),
+            req.rate.map_or("unlimited".into(), |r| format!("{r:.1}/s")),
+        ]);
+        t.add_row(vec!["keeps", "stable id, body, headers/attributes, group/key"]);
+        eprintln!("{t}");
+    }
+    if !req.dry_run && !req.yes {
+        let what = format!("{:?}", req.mode).to_lowercase();
+        if !p.confirm("Proceed?", &format!("`dlqctl {what}`"))? {
+            p.note("nothing done");
+            return Ok(exit::OK);
+        }
+    }
+
+    let mut targets = Targets {
+        open: HashMap::new(),
+        options: target_options,
+    };
+    let started = Instant::now();
+    let pacer = Pacer {
+        rate: req.rate,
+        start: started,
+    };
+    let mut s = MoveSummary {
+        operation: format!("{:?}", req.mode).to_lowercase(),
+        dry_run: req.dry_run,
+        source: req.source.address.to_string(),
+        filter: req.filter.describe(),
+        ..MoveSummary::default()
+    };
+    let mut tally = Tally::default();
+    let total = if req.filter.is_empty() {
+        source.inspect().await.ok().and_then(|i| {
+            i.facts
+                .iter()
+                .find(|f| f.name == "messages")
+                .and_then(|f| f.value.as_u64())
+        })
+    } else {
+        None
+    };
+    let bar = p.progress(
+        total.map(|t| req.max.map_or(t, |m| m.min(t))),
+        match req.mode {
+            Mode::Redrive => "redriving",
+            Mode::Replay => "replaying",
+        },
+    );
+
+    let result = if req.dry_run || req.mode == Mode::Replay {
+        copy_loop(ctx, &req, source.as_ref(), fixed.as_ref(), &mut targets, &pacer, &mut s, &mut tally, &bar).await
+    } else {
+        move_loop(ctx, &req, source.as_ref(), fixed.as_ref(), &mut targets, &pacer, &mut s, &mut tally, &bar).await
+    };
+    bar.finish_and_clear();
+    let aborted = match result {
+        Ok(()) => None,
+        Err(Error::Interrupted) => {
+            s.interrupted = true;
+            None
+        }
+        Err(e) => {
+            s.aborted = Some(e.to_string());
+            Some(e)
+        }
+    };
+    s.elapsed_seconds = started.elapsed().as_secs_f64();
+    s.messages_per_second = if s.elapsed_seconds > 0.0 {
+        s.moved as f64 / s.elapsed_seconds
+    } else {
+        0.0
+    };
+    s.failures = tally.failures.into_values().collect();
+    s.failures.sort_by(|a, b| b.count.cmp(&a.count));
+    s.destinations = tally
+        .dest
+        .into_iter()
+        .map(|(to, messages)| DestinationCount { to, messages })
+        .collect();
+    render(ctx, &s)?;
+    if let Some(e) = aborted {
+        return Err(e);
+    }
+    Ok(if s.interrupted {
+        exit::INTERRUPTED
+    } else if s.failed > 0 {
+        exit::PARTIAL
+    } else {
+        exit::OK
+    })
+}
+
+async fn destination_of(source: &dyn QueueBackend, fixed: Option<&Address>, m: &Message) -> Result<Option<Address>> {
+    match fixed {
+        Some(a) => Ok(Some(a.clone())),
+        None => source.destination(m).await,
+    }
+}
+
+/// Replay, and every dry run: read without removing, offer copies (or only count them).
+#[allow(clippy::too_many_arguments)]
+async fn copy_loop(
+    ctx: &Ctx,
+    req: &MoveRequest,
+    source: &dyn QueueBackend,
+    fixed: Option<&Address>,
+    targets: &mut Targets,
+    pacer: &Pacer,
+    s: &mut MoveSummary,
+    tally: &mut Tally,
+    bar: &indicatif::ProgressBar,
+) -> Result<()> {
+    let mut stream = source
+        .scan(ScanOptions {
+            limit: None,
+            page_size: req.batch_size,
+        })
+        .await?;
+    let now = Utc::now();
+    let mut pending: Vec<(Address, Message)> = Vec::new();
+    loop {
+        if ctx.interrupt.is_set() {
+            flush_copies(req, targets, &mut pending, s, tally).await?;
+            return Err(Error::Interrupted);
+        }
+        if req.max.is_some_and(|m| s.matched >= m) {
+            break;
+        }
+        let Some(m) = stream.next().await else { break };
+        let m = m?;
+        s.examined += 1;
+        bar.inc(1);
+        if !req.filter.matches(&m, now, &req.classifier) {
+            s.skipped += 1;
+            continue;
+        }
+        s.matched += 1;
+        let Some(dest) = destination_of(source, fixed, &m).await? else {
+            s.failed += 1;
+            tally.fail("no destination known for this message: pass --to", &m.id);
+            continue;
+        };
+        if req.dry_run {
+            s.moved += 1;
+            *tally.dest.entry(dest.to_string()).or_default() += 1;
+            continue;
+        }
+        pending.push((dest, m));
+        if pending.len() >= req.batch_size {
+            flush_copies(req, targets, &mut pending, s, tally).await?;
+            pacer.wait(s.moved + s.failed).await;
+        }
+    }
+    flush_copies(req, targets, &mut pending, s, tally).await
+}
+
+async fn flush_copies(
+    _req: &MoveRequest,
+    targets: &mut Targets,
+    pending: &mut Vec<(Address, Message)>,
+    s: &mut MoveSummary,
+    tally: &mut Tally,
+) -> Result<()> {
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let mut groups: BTreeMap<String, (Address, Vec<Message>)> = BTreeMap::new();
+    for (a, m) in pending.drain(..) {
+        groups.entry(a.to_string()).or_insert_with(|| (a, Vec::new())).1.push(m);
+    }
+    for (key, (addr, msgs)) in groups {
+        let t = targets.get(&addr).await?;
+        let outcomes = t.send(&msgs).await?;
+        for (m, o) in msgs.iter().zip(outcomes) {
+            record(s, tally, &key, &m.id, &o);
+        }
+    }
+    Ok(())
+}
+
+fn record(s: &mut MoveSummary, tally: &mut Tally, dest: &str, id: &str, o: &SendOutcome) {
+    match o {
+        SendOutcome::Sent => {
+            s.moved += 1;
+            *tally.dest.entry(dest.to_string()).or_default() += 1;
+        }
+        SendOutcome::Rejected { reason } | SendOutcome::Conflict { reason } => {
+            s.failed += 1;
+            tally.fail(reason, id);
+        }
+    }
+}
+
+/// Redrive: claim a batch, offer the matching messages, settle with what was accepted.
+#[allow(clippy::too_many_arguments)]
+async fn move_loop(
+    ctx: &Ctx,
+    req: &MoveRequest,
+    source: &dyn QueueBackend,
+    fixed: Option<&Address>,
+    targets: &mut Targets,
+    pacer: &Pacer,
+    s: &mut MoveSummary,
+    tally: &mut Tally,
+    bar: &indicatif::ProgressBar,
+) -> Result<()> {
+    let local = fixed.filter(|f| source.can_move_locally(f));
+    let need_content = !req.filter.is_empty() || local.is_none();
+    let mut session = source
+        .begin_move(MoveOptions {
+            need_content,
+            target_columns: targets.options.columns.clone(),
+        })
+        .await?;
+    let now = Utc::now();
+    loop {
+        if ctx.interrupt.is_set() {
+            return Err(Error::Interrupted);
+        }
+        let room = req.max.map_or(u64::MAX, |m| m.saturating_sub(s.matched));
+        if room == 0 {
+            break;
+        }
+        let n = (req.batch_size as u64).min(room) as usize;
+        let Some(batch) = session.next_batch(n).await? else { break };
+        s.examined += batch.len() as u64;
+        let mut selected = Vec::new();
+        for (i, m) in batch.iter().enumerate() {
+            if req.filter.matches(m, now, &req.classifier) && (selected.len() as u64) < room {
+                selected.push(i);
+            } else {
+                s.skipped += 1;
+            }
+        }
+        s.matched += selected.len() as u64;
+
+        if let Some(dest) = local {
+            let outcomes = match session.move_locally(dest, &selected).await {
+                Ok(o) => o,
+                Err(e) => return Err(e),
+            };
+            let key = dest.to_string();
+            for (&i, o) in selected.iter().zip(&outcomes) {
+                record(s, tally, &key, &batch[i].id, o);
+            }
+        } else {
+            let mut groups: BTreeMap<String, (Address, Vec<usize>)> = BTreeMap::new();
+            for &i in &selected {
+                match destination_of(source, fixed, &batch[i]).await? {
+                    Some(a) => groups.entry(a.to_string()).or_insert_with(|| (a, Vec::new())).1.push(i),
+                    None => {
+                        s.failed += 1;
+                        tally.fail("no destination known for this message: pass --to", &batch[i].id);
+                    }
+                }
+            }
+            let mut accepted = Vec::new();
+            for (key, (addr, idx)) in groups {
+                let msgs: Vec<Message> = idx.iter().map(|&i| batch[i].clone()).collect();
+                let sent = async {
+                    let t = targets.get(&addr).await?;
+                    t.send(&msgs).await
+                }
+                .await;
+                let outcomes = match sent {
+                    Ok(o) => o,
+                    Err(e) => {
+                        // Keep what was already accepted by other targets; release the rest.
+                        session.settle(&accepted).await?;
+                        return Err(e);
+                    }
+                };
+                for (&i, o) in idx.iter().zip(&outcomes) {
+                    if *o == SendOutcome::Sent {
+                        accepted.push(i);
+                    }
+                    record(s, tally, &key, &batch[i].id, o);
+                }
+            }
+            session.settle(&accepted).await?;
+        }
+        bar.inc(batch.len() as u64);
+        pacer.wait(s.moved + s.failed).await;
+    }
+    Ok(())
+}
+
+fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {
+    let p = &ctx.printer;
+    if !p.is_table() {
+        return p.json(s);
+    }
+    let verb = match (s.dry_run, s.operation.as_str()) {
+        (true, _) => "would send",
+        (false, "replay") => "copied",
+        (false, _) => "moved",
+    };
+    p.line(&format!(
+        "{verb} {} · skipped {} (filter) · failed {} · examined {} · {:.1}s{}",
+        s.moved,
+        s.skipped,
+        s.failed,
+        s.examined,
+        s.elapsed_seconds,
+        if s.dry_run { String::new() } else { format!(" ({:.0}/s)", s.messages_per_second) }
+    ))?;
+    for d in &s.destinations {
+        p.line(&format!("  → {}  {}", d.to, d.messages))?;
+    }
+    if !s.failures.is_empty() {
+        p.line("not sent (left in the source):")?;
+        for f in &s.failures {
+            p.line(&format!("  {:>6}  {}  (e.g. {})", f.count, f.reason, f.ids.join(", ")))?;
+        }
+    }
+    if s.interrupted {
+        p.line("interrupted: every message is in the source or in the target; re-run to continue")?;
+    }
+    if let Some(a) = &s.aborted {
+        p.line(&format!("stopped: {a}"))?;
+    }
+    if s.dry_run {
+        p.line("dry run: nothing was sent or removed")?;
+    }
+    Ok(())
+}

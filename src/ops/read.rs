@@ -1,0 +1,318 @@
+//! peek, tail and export: reading without removing.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::Utc;
+use futures::StreamExt;
+
+use crate::backend::{self, ScanOptions, TailOptions};
+use crate::classify::Classifier;
+use crate::error::{Error, Result, exit};
+use crate::filter::Filter;
+use crate::message::{AttrValue, Message, hex};
+use crate::output::OutputFormat;
+use crate::settings::{Ctx, QueueRef};
+
+pub struct ReadRequest {
+    pub queue: QueueRef,
+    pub filter: Filter,
+    pub classifier: Classifier,
+    pub max: Option<u64>,
+}
+
+fn warn_side_effects(ctx: &Ctx, b: &dyn backend::QueueBackend) {
+    if let Some(effect) = b.capabilities().read_side_effect {
+        ctx.printer.warn(&format!("reading {} {effect}", b.address()));
+    }
+}
+
+pub async fn peek(ctx: &Ctx, req: ReadRequest) -> Result<i32> {
+    let p = &ctx.printer;
+    let b = backend::open(&req.queue.address, &req.queue.source_options()).await?;
+    warn_side_effects(ctx, b.as_ref());
+    let limit = req.max.unwrap_or(10);
+    let mut stream = b
+        .scan(ScanOptions {
+            limit: if req.filter.is_empty() { Some(limit) } else { None },
+            page_size: if req.filter.is_empty() { limit.min(500) as usize } else { 500 },
+        })
+        .await?;
+    let now = Utc::now();
+    let mut shown = 0u64;
+    let json_array = p.format == OutputFormat::Json;
+    if json_array {
+        p.write("[")?;
+    }
+    while shown < limit {
+        if ctx.interrupt.is_set() {
+            break;
+        }
+        let Some(m) = stream.next().await else { break };
+        let m = m?;
+        if !req.filter.matches(&m, now, &req.classifier) {
+            continue;
+        }
+        shown += 1;
+        emit(ctx, &m, &req.classifier, shown, json_array)?;
+    }
+    if json_array {
+        p.line(if shown == 0 { "]" } else { "\n]" })?;
+    } else if p.is_table() && shown == 0 {
+        p.note("no messages");
+    }
+    p.flush()?;
+    Ok(if ctx.interrupt.is_set() { exit::INTERRUPTED } else { exit::OK })
+}
+
+fn emit(ctx: &Ctx, m: &Message, c: &Classifier, n: u64, json_array: bool) -> Result<()> {
+    let p = &ctx.printer;
+    match p.format {
+        OutputFormat::Json if json_array => {
+            let text = serde_json::to_string_pretty(&m.to_record()).expect("serialisable");
+            p.write(if n == 1 { "\n" } else { ",\n" })?;
+            p.write(&text)
+        }
+        OutputFormat::Table => p.write(&card(m, c, p.color)),
+        _ => p.jsonl(&m.to_record()),
+    }
+}
+
+/// One message for people: a header line, the facts, the body (JSON pretty-printed, binary
+/// as a hex preview, control characters escaped).
+pub fn card(m: &Message, c: &Classifier, color: bool) -> String {
+    let now = Utc::now();
+    let (b, r) = if color { ("\x1b[1m", "\x1b[0m") } else { ("", "") };
+    let mut s = format!("{b}── {}{r}", m.id);
+    if m.native_id != m.id && !m.native_id.is_empty() {
+        s.push_str(&format!("  (native {})", m.native_id));
+    }
+    s.push('\n');
+    let mut facts = Vec::new();
+    if let Some(a) = m.age(now) {
+        facts.push(format!("age {}", crate::output::human_age(a)));
+    }
+    if let Some(n) = m.receive_count {
+        facts.push(format!("receives {n}"));
+    }
+    if let Some(q) = &m.source {
+        facts.push(format!("source {q}"));
+    }
+    if let Some(g) = &m.group {
+        facts.push(format!("group {g}"));
+    }
+    if let Some(k) = &m.key {
+        facts.push(format!("key {}", safe_text(k, 80)));
+    }
+    if let Some(pt) = m.partition {
+        facts.push(format!("partition {pt}"));
+    }
+    let class = c.classify(m);
+    facts.push(format!("class {}/{}", class.kind, class.rule));
+    s.push_str(&format!("  {}\n", facts.join(" · ")));
+    if let Some(e) = m.error_text() {
+        s.push_str(&format!("  error: {}\n", one_line_trunc(&e, 300)));
+    }
+    for a in &m.attributes {
+        let v = match &a.value {
+            AttrValue::Text { value, .. } => safe_text(value.as_bytes(), 200),
+            AttrValue::Binary { value, .. } => format!("{} ({} bytes)", preview_hex(value, 32), value.len()),
+            AttrValue::Null => "(null)".into(),
+        };
+        s.push_str(&format!("  {} = {v}\n", a.name));
+    }
+    s.push_str(&body_for_people(&m.body));
+    s.push('\n');
+    s
+}
+
+fn body_for_people(body: &[u8]) -> String {
+    if body.is_empty() {
+        return "  (empty body)\n".into();
+    }
+    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
+        let pretty = serde_json::to_string_pretty(&v).expect("value serialises");
+        return indent(&pretty);
+    }
+    match std::str::from_utf8(body) {
+        Ok(t) if !t.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r')) => indent(t),
+        Ok(t) => indent(&t.escape_debug().to_string()),
+        Err(_) => format!("  binary body, {} bytes: {}\n", body.len(), preview_hex(body, 64)),
+    }
+}
+
+fn indent(t: &str) -> String {
+    let mut s = String::new();
+    for l in t.lines() {
+        s.push_str("  ");
+        s.push_str(l);
+        s.push('\n');
+    }
+    s
+}
+
+fn preview_hex(b: &[u8], n: usize) -> String {
+    if b.len() > n {
+        format!("{}…", hex(&b[..n]))
+    } else {
+        hex(b)
+    }
+}
+
+/// Text that cannot hurt a terminal: control characters escaped, long values cut.
+fn safe_text(b: &[u8], max: usize) -> String {
+    match std::str::from_utf8(b) {
+        Ok(t) => {
+            let e: String = t.chars().flat_map(|c| if c.is_control() { c.escape_debug().collect::<Vec<_>>() } else { vec![c] }).collect();
+            one_line_trunc(&e, max)
+        }
+        Err(_) => preview_hex(b, max / 2),
+    }
+}
+
+fn one_line_trunc(s: &str, max: usize) -> String {
+    let first = s.lines().next().unwrap_or_default();
+    let mut out: String = first.chars().take(max).collect();
+    if first.chars().count() > max || s.lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+pub struct TailRequest {
+    pub read: ReadRequest,
+    pub from_start: bool,
+    pub idle_timeout: Option<Duration>,
+    pub poll_interval: Duration,
+}
+
+pub async fn tail(ctx: &Ctx, req: TailRequest) -> Result<i32> {
+    let p = &ctx.printer;
+    let r = &req.read;
+    let b = backend::open(&r.queue.address, &r.queue.source_options()).await?;
+    warn_side_effects(ctx, b.as_ref());
+    if !b.capabilities().tail {
+        return Err(Error::Unsupported {
+            backend: r.queue.address.backend_name(),
+            operation: "tail",
+            reason: "this source cannot follow new messages".into(),
+        });
+    }
+    let mut stream = b
+        .tail(TailOptions {
+            from_start: req.from_start,
+            poll_interval: req.poll_interval,
+        })
+        .await?;
+    if p.is_table() {
+        p.note(&format!("following {} (Ctrl-C to stop)", r.queue.address));
+    }
+    let mut shown = 0u64;
+    loop {
+        if r.max.is_some_and(|m| shown >= m) {
+            break;
+        }
+        let next = async {
+            match req.idle_timeout {
+                Some(t) => tokio::time::timeout(t, stream.next()).await.ok(),
+                None => Some(stream.next().await),
+            }
+        };
+        let item = tokio::select! {
+            item = next => item,
+            _ = ctx.interrupt.wait() => return Ok(exit::INTERRUPTED),
+        };
+        let Some(item) = item else { break }; // idle timeout
+        let Some(m) = item else { break };
+        let m = m?;
+        if !r.filter.matches(&m, Utc::now(), &r.classifier) {
+            continue;
+        }
+        shown += 1;
+        match p.format {
+            OutputFormat::Table => p.write(&card(&m, &r.classifier, p.color))?,
+            _ => p.jsonl(&m.to_record())?,
+        }
+        p.flush()?;
+    }
+    p.flush()?;
+    Ok(exit::OK)
+}
+
+pub struct ExportRequest {
+    pub read: ReadRequest,
+    pub output: Option<PathBuf>,
+}
+
+pub async fn export(ctx: &Ctx, req: ExportRequest) -> Result<i32> {
+    let p = &ctx.printer;
+    let r = &req.read;
+    let b = backend::open(&r.queue.address, &r.queue.source_options()).await?;
+    warn_side_effects(ctx, b.as_ref());
+    let mut stream = b
+        .scan(ScanOptions {
+            limit: if r.filter.is_empty() { r.max } else { None },
+            page_size: 1000,
+        })
+        .await?;
+    // To a file: write beside it and rename at the end, so a failed export never leaves a
+    // truncated file that looks complete.
+    let (mut file, partial) = match &req.output {
+        Some(path) if path.as_os_str() != "-" => {
+            let partial = path.with_extension(format!(
+                "{}partial",
+                path.extension().map(|e| format!("{}.", e.to_string_lossy())).unwrap_or_default()
+            ));
+            let f = std::fs::File::create(&partial).map_err(|e| Error::io(&partial, e))?;
+            (Some(std::io::BufWriter::new(f)), Some(partial))
+        }
+        _ => (None, None),
+    };
+    let bar = p.progress(None, "exporting");
+    let now = Utc::now();
+    let mut n = 0u64;
+    let mut interrupted = false;
+    while let Some(m) = stream.next().await {
+        if ctx.interrupt.is_set() {
+            interrupted = true;
+            break;
+        }
+        if r.max.is_some_and(|mx| n >= mx) {
+            break;
+        }
+        let m = m?;
+        if !r.filter.matches(&m, now, &r.classifier) {
+            continue;
+        }
+        n += 1;
+        let line = serde_json::to_string(&m.to_record()).expect("serialisable");
+        match &mut file {
+            Some(f) => {
+                let path = partial.as_ref().expect("a partial path with a file");
+                f.write_all(line.as_bytes())
+                    .and_then(|_| f.write_all(b"\n"))
+                    .map_err(|e| Error::io(path, e))?;
+            }
+            None => p.line(&line)?,
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    if let (Some(mut f), Some(partial), Some(path)) = (file, partial, &req.output) {
+        f.flush().map_err(|e| Error::io(&partial, e))?;
+        f.get_ref().sync_all().map_err(|e| Error::io(&partial, e))?;
+        if interrupted {
+            p.warn(&format!("interrupted: {n} messages written to {}", partial.display()));
+            return Ok(exit::INTERRUPTED);
+        }
+        std::fs::rename(&partial, path).map_err(|e| Error::io(path, e))?;
+        p.note(&format!("exported {n} messages to {}", path.display()));
+    } else {
+        p.flush()?;
+        if interrupted {
+            return Ok(exit::INTERRUPTED);
+        }
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,321 @@
+//! verify: the CI check of `docs/verify.md`. Each check is PASS, WARN or FAIL with the numbers
+//! behind it; the exit code is 1 when any check fails.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::backend::postgres::dedupe::{DedupeTable, KnownRetention, Uniqueness};
+use crate::backend::{self, Check, Status, Term};
+use crate::config::Retention;
+use crate::error::{Result, exit};
+use crate::output::OutputFormat;
+use crate::settings::{Ctx, QueueRef};
+
+#[derive(Serialize)]
+pub struct VerifyReport {
+    pub passed: bool,
+    pub queues: Vec<QueueChecks>,
+}
+
+#[derive(Serialize)]
+pub struct QueueChecks {
+    pub queue: String,
+    pub address: String,
+    pub checks: Vec<Check>,
+    /// The redelivery arithmetic of check 1.
+    pub redelivery: Vec<Term>,
+}
+
+pub fn fmt_retention(r: Retention) -> String {
+    match r {
+        Retention::Forever => "forever".into(),
+        Retention::For(d) => humantime::format_duration(d).to_string(),
+    }
+}
+
+fn check(id: &str, title: &str, status: Status, detail: impl Into<String>) -> Check {
+    Check {
+        id: id.into(),
+        title: title.into(),
+        status,
+        detail: detail.into(),
+    }
+}
+
+fn add(a: Retention, b: Retention) -> Retention {
+    match (a, b) {
+        (Retention::For(x), Retention::For(y)) => Retention::For(x + y),
+        _ => Retention::Forever,
+    }
+}
+
+pub async fn run(ctx: &Ctx, queues: Vec<QueueRef>) -> Result<i32> {
+    let mut out = Vec::new();
+    for q in queues {
+        out.push(verify_one(&q).await);
+    }
+    let passed = out.iter().all(|q| q.checks.iter().all(|c| c.status != Status::Fail));
+    let report = VerifyReport { passed, queues: out };
+    render(ctx, &report)?;
+    Ok(if passed { exit::OK } else { exit::PARTIAL })
+}
+
+async fn verify_one(q: &QueueRef) -> QueueChecks {
+    let mut checks = Vec::new();
+    let mut redelivery = Vec::new();
+    let name = q.name.clone().unwrap_or_else(|| q.address.to_string());
+    let result = QueueChecks {
+        queue: name,
+        address: q.address.to_string(),
+        checks: Vec::new(),
+        redelivery: Vec::new(),
+    };
+    let b = match backend::open(&q.address, &q.source_options()).await {
+        Ok(b) => b,
+        Err(e) => {
+            checks.push(check("reachable", "Dead-letter queue is reachable", Status::Fail, e.to_string()));
+            return QueueChecks { checks, ..result };
+        }
+    };
+    let facts = match b.verify_facts(&q.cfg).await {
+        Ok(f) => f,
+        Err(e) => {
+            checks.push(check("reachable", "Dead-letter queue is readable", Status::Fail, e.to_string()));
+            return QueueChecks { checks, ..result };
+        }
+    };
+    redelivery.extend(facts.redelivery.iter().cloned());
+    redelivery.push(match q.cfg.replay_window {
+        Some(d) => Term {
+            label: "replay window".into(),
+            value: Retention::For(d),
+            source: "replay_window in dlqctl.toml".into(),
+        },
+        None => Term {
+            label: "replay window".into(),
+            value: Retention::For(Duration::ZERO),
+            source: "not declared (set replay_window); counted as 0".into(),
+        },
+    });
+    let bound = redelivery.iter().fold(Retention::For(Duration::ZERO), |acc, t| add(acc, t.value));
+    let arithmetic = redelivery
+        .iter()
+        .map(|t| format!("{} {}", t.label, fmt_retention(t.value)))
+        .collect::<Vec<_>>()
+        .join(" + ");
+
+    // Checks 1-3 and 7 need the dedupe table.
+    let Some(dcfg) = &q.cfg.dedupe else {
+        checks.push(check(
+            "dedupe-outlives-redelivery",
+            "Dedupe retention outlives redelivery",
+            Status::Fail,
+            format!(
+                "no [queues.{}.dedupe] table declared, so nothing shows that a redriven copy is a no-op; a copy can arrive up to {} = {} after first delivery",
+                q.name.as_deref().unwrap_or("NAME"),
+                arithmetic,
+                fmt_retention(bound)
+            ),
+        ));
+        checks.extend(facts.checks);
+        return QueueChecks { checks, redelivery, ..result };
+    };
+    let d = match DedupeTable::open(dcfg).await {
+        Ok(d) => d,
+        Err(e) => {
+            checks.push(check("dedupe-unique", "Dedupe table exists with a unique id", Status::Fail, e.to_string()));
+            checks.extend(facts.checks);
+            return QueueChecks { checks, redelivery, ..result };
+        }
+    };
+    // Check 2.
+    checks.push(match d.uniqueness().await {
+        Ok(Uniqueness::Unique { index, primary }) => check(
+            "dedupe-unique",
+            "Dedupe table exists with a unique id",
+            Status::Pass,
+            format!(
+                "{}.{} is protected by {} {index}",
+                d.display,
+                d.id_column(),
+                if primary { "primary key" } else { "unique index" }
+            ),
+        ),
+        Ok(Uniqueness::Partial { index, why }) => check(
+            "dedupe-unique",
+            "Dedupe table exists with a unique id",
+            Status::Warn,
+            format!("{index} on {}.{} is {why}: two deliveries of one id may both insert", d.display, d.id_column()),
+        ),
+        Ok(Uniqueness::None) => check(
+            "dedupe-unique",
+            "Dedupe table exists with a unique id",
+            Status::Fail,
+            format!(
+                "no primary key or unique index on {}.{}: two deliveries of one id both insert, so repeats are not no-ops (ALTER TABLE … ADD PRIMARY KEY ({}))",
+                d.display,
+                d.id_column(),
+                d.id_column()
+            ),
+        ),
+        Err(e) => check("dedupe-unique", "Dedupe table exists with a unique id", Status::Fail, e.to_string()),
+    });
+    // Check 3.
+    let known = d.retention().await;
+    let (dedupe_ret, lower_bound) = match &known {
+        Ok(KnownRetention::Declared(r)) => {
+            checks.push(check(
+                "dedupe-retention-known",
+                "Dedupe retention is known",
+                Status::Pass,
+                format!("declared: {}", fmt_retention(*r)),
+            ));
+            (Some(*r), false)
+        }
+        Ok(KnownRetention::Discovered { retention, how }) => {
+            checks.push(check("dedupe-retention-known", "Dedupe retention is known", Status::Pass, format!("discovered: {how}")));
+            (Some(*retention), false)
+        }
+        Ok(KnownRetention::AtLeast { age, oldest }) => {
+            checks.push(check(
+                "dedupe-retention-known",
+                "Dedupe retention is known",
+                Status::Warn,
+                format!(
+                    "only a lower bound: the oldest row is {} old ({}); declare retention in [queues.NAME.dedupe]",
+                    fmt_retention(Retention::For(Duration::from_secs(age.as_secs()))),
+                    oldest.format("%Y-%m-%d %H:%M UTC")
+                ),
+            ));
+            (Some(Retention::For(Duration::from_secs(age.as_secs()))), true)
+        }
+        Ok(KnownRetention::Unknown(why)) => {
+            checks.push(check(
+                "dedupe-retention-known",
+                "Dedupe retention is known",
+                Status::Fail,
+                format!("{why}; declare retention in [queues.NAME.dedupe]"),
+            ));
+            (None, false)
+        }
+        Err(e) => {
+            checks.push(check("dedupe-retention-known", "Dedupe retention is known", Status::Fail, e.to_string()));
+            (None, false)
+        }
+    };
+    // Check 1: the arithmetic.
+    checks.push(match dedupe_ret {
+        Some(r) => {
+            let ok = r > bound || r == Retention::Forever;
+            let rel = if ok { ">" } else { "<=" };
+            let detail = format!(
+                "dedupe {}{} {rel} {arithmetic} = {}",
+                if lower_bound { "at least " } else { "" },
+                fmt_retention(r),
+                fmt_retention(bound)
+            );
+            let status = match (ok, lower_bound) {
+                (true, _) => Status::Pass,
+                (false, true) => Status::Warn,
+                (false, false) => Status::Fail,
+            };
+            let hint = if ok {
+                String::new()
+            } else if bound == Retention::Forever {
+                ": dead letters are kept forever, so keep ids forever or prune the dead letters (dlq_retention / a pg_cron job)".into()
+            } else {
+                format!(": keep ids longer than {}", fmt_retention(bound))
+            };
+            check("dedupe-outlives-redelivery", "Dedupe retention outlives redelivery", status, format!("{detail}{hint}"))
+        }
+        None => check(
+            "dedupe-outlives-redelivery",
+            "Dedupe retention outlives redelivery",
+            Status::Fail,
+            format!("dedupe retention unknown; a copy can arrive up to {arithmetic} = {}", fmt_retention(bound)),
+        ),
+    });
+    checks.extend(facts.checks);
+    // Check 7.
+    if let Some(Retention::For(r)) = dedupe_ret
+        && !lower_bound
+    {
+        checks.push(match b.count_older_than(r).await {
+            Ok(Some(0)) => check(
+                "old-dead-letters",
+                "No dead letters older than the dedupe retention",
+                Status::Pass,
+                format!("none older than {}", fmt_retention(Retention::For(r))),
+            ),
+            Ok(Some(n)) => check(
+                "old-dead-letters",
+                "No dead letters older than the dedupe retention",
+                Status::Warn,
+                format!(
+                    "{n} dead letters are older than the dedupe retention ({}): their ids may be forgotten, so redriving them would run their side effects again (find them with `peek --older-than {}`)",
+                    fmt_retention(Retention::For(r)),
+                    humantime::format_duration(r)
+                ),
+            ),
+            Ok(None) => check(
+                "old-dead-letters",
+                "No dead letters older than the dedupe retention",
+                Status::Warn,
+                "message ages are not available cheaply on this backend",
+            ),
+            Err(e) => check("old-dead-letters", "No dead letters older than the dedupe retention", Status::Warn, e.to_string()),
+        });
+    }
+    QueueChecks { checks, redelivery, ..result }
+}
+
+fn render(ctx: &Ctx, r: &VerifyReport) -> Result<()> {
+    let p = &ctx.printer;
+    match p.format {
+        OutputFormat::Junit => p.line(&junit(r)),
+        OutputFormat::Json | OutputFormat::Jsonl => p.json(r),
+        OutputFormat::Table => {
+            for q in &r.queues {
+                let mut t = p.table();
+                t.set_header(vec!["", "check", "detail"]);
+                for c in &q.checks {
+                    t.add_row(vec![c.status.to_string(), c.title.clone(), c.detail.clone()]);
+                }
+                p.line(&format!("{} ({})", q.queue, q.address))?;
+                p.line(&t.to_string())?;
+            }
+            let fails: usize = r.queues.iter().map(|q| q.checks.iter().filter(|c| c.status == Status::Fail).count()).sum();
+            let warns: usize = r.queues.iter().map(|q| q.checks.iter().filter(|c| c.status == Status::Warn).count()).sum();
+            p.line(&format!(
+                "{}: {} queue(s), {fails} failed, {warns} warning(s)",
+                if r.passed { "PASS" } else { "FAIL" },
+                r.queues.len()
+            ))
+        }
+    }
+}
+
+fn junit(r: &VerifyReport) -> String {
+    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+    let mut report = Report::new("dlqctl verify");
+    for q in &r.queues {
+        let mut suite = TestSuite::new(q.queue.clone());
+        for c in &q.checks {
+            let status = match c.status {
+                Status::Fail => {
+                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    s.set_message(c.detail.clone());
+                    s
+                }
+                _ => TestCaseStatus::success(),
+            };
+            let mut tc = TestCase::new(format!("{}: {}", c.id, c.title), status);
+            tc.set_classname(q.queue.clone());
+            tc.set_system_out(format!("{}: {}", c.status, c.detail));
+            suite.add_test_case(tc);
+        }
+        report.add_test_suite(suite);
+    }
+    report.to_string().unwrap_or_default()
+}

@@ -1,0 +1,217 @@
+//! The one owner of the terminal: data to stdout; progress bars, prompts and diagnostics to
+//! stderr, and bars and prompts only when stderr is a terminal and the output is for people.
+
+use std::io::{self, IsTerminal, Write};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use comfy_table::{ContentArrangement, Table, presets};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Tables and text for people (the default at a terminal).
+    Table,
+    /// One JSON document (the default when stdout is not a terminal).
+    Json,
+    /// One JSON object per line.
+    Jsonl,
+    /// JUnit XML (verify only).
+    Junit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum ColorChoice {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+pub struct Printer {
+    pub format: OutputFormat,
+    pub color: bool,
+    pub quiet: bool,
+    pub verbose: u8,
+    progress: bool,
+    interactive: bool,
+    out: Mutex<io::BufWriter<io::Stdout>>,
+}
+
+pub struct PrinterOptions {
+    pub format: Option<OutputFormat>,
+    pub color: ColorChoice,
+    pub quiet: bool,
+    pub verbose: u8,
+    pub no_progress: bool,
+}
+
+impl Printer {
+    pub fn new(o: PrinterOptions) -> Printer {
+        let stdout_tty = io::stdout().is_terminal();
+        let stderr_tty = io::stderr().is_terminal();
+        let format = o.format.unwrap_or(if stdout_tty {
+            OutputFormat::Table
+        } else {
+            OutputFormat::Json
+        });
+        let color = match o.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => stdout_tty && std::env::var_os("NO_COLOR").is_none(),
+        };
+        Printer {
+            format,
+            color,
+            quiet: o.quiet,
+            verbose: o.verbose,
+            progress: stderr_tty && !o.no_progress && !o.quiet && format == OutputFormat::Table,
+            interactive: stderr_tty && io::stdin().is_terminal(),
+            out: Mutex::new(io::BufWriter::new(io::stdout())),
+        }
+    }
+
+    pub fn is_table(&self) -> bool {
+        self.format == OutputFormat::Table
+    }
+
+    /// Write to stdout. A closed pipe (`dlqctl peek … | head`) ends the command quietly.
+    pub fn write(&self, s: &str) -> Result<()> {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        out.write_all(s.as_bytes()).map_err(map_stdout)
+    }
+
+    pub fn line(&self, s: &str) -> Result<()> {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        out.write_all(s.as_bytes())
+            .and_then(|_| out.write_all(b"\n"))
+            .map_err(map_stdout)
+    }
+
+    pub fn flush(&self) -> Result<()> {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        out.flush().map_err(map_stdout)
+    }
+
+    /// A JSON document (pretty) or one JSON Lines line, as the format asks.
+    pub fn json<T: Serialize>(&self, v: &T) -> Result<()> {
+        let text = if self.format == OutputFormat::Jsonl {
+            serde_json::to_string(v)
+        } else {
+            serde_json::to_string_pretty(v)
+        }
+        .expect("serialisable output");
+        self.line(&text)
+    }
+
+    pub fn jsonl<T: Serialize>(&self, v: &T) -> Result<()> {
+        self.line(&serde_json::to_string(v).expect("serialisable output"))
+    }
+
+    /// Diagnostics for people, on stderr (suppressed by --quiet).
+    pub fn note(&self, msg: &str) {
+        if !self.quiet {
+            eprintln!("{msg}");
+        }
+    }
+
+    pub fn warn(&self, msg: &str) {
+        if !self.quiet {
+            if self.color_stderr() {
+                eprintln!("\x1b[33mwarning:\x1b[0m {msg}");
+            } else {
+                eprintln!("warning: {msg}");
+            }
+        }
+    }
+
+    fn color_stderr(&self) -> bool {
+        self.color && io::stderr().is_terminal()
+    }
+
+    pub fn table(&self) -> Table {
+        let mut t = Table::new();
+        t.load_preset(presets::UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Dynamic);
+        if !self.color {
+            t.force_no_tty();
+        }
+        t
+    }
+
+    /// A progress bar on stderr, or a hidden one when bars are off.
+    pub fn progress(&self, len: Option<u64>, what: &str) -> ProgressBar {
+        if !self.progress {
+            return ProgressBar::hidden();
+        }
+        let bar = match len {
+            Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()),
+            None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
+        };
+        let style = if len.is_some() {
+            ProgressStyle::with_template(
+                "{msg} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})",
+            )
+        } else {
+            ProgressStyle::with_template("{spinner} {msg} {pos} ({per_sec})")
+        }
+        .expect("static template")
+        .progress_chars("=> ");
+        bar.set_style(style);
+        bar.set_message(what.to_string());
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    }
+
+    /// Ask a yes/no question at the terminal. Without one, refuse: `what` needs `--yes`.
+    pub fn confirm(&self, prompt: &str, what: &str) -> Result<bool> {
+        if !self.interactive {
+            return Err(Error::NoTerminal { what: what.into() });
+        }
+        dialoguer::Confirm::new()
+            .with_prompt(prompt)
+            .default(false)
+            .interact()
+            .map_err(|e| match e {
+                dialoguer::Error::IO(io) if io.kind() == io::ErrorKind::Interrupted => Error::Interrupted,
+                dialoguer::Error::IO(io) => Error::io("terminal", io),
+            })
+    }
+}
+
+fn map_stdout(e: io::Error) -> Error {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Error::ClosedOutput
+    } else {
+        Error::io("stdout", e)
+    }
+}
+
+pub fn human_bytes(n: i64) -> String {
+    let n = n as f64;
+    if n >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.1} GiB", n / (1024.0 * 1024.0 * 1024.0))
+    } else if n >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", n / (1024.0 * 1024.0))
+    } else if n >= 1024.0 {
+        format!("{:.1} KiB", n / 1024.0)
+    } else {
+        format!("{n} B")
+    }
+}
+
+pub fn human_age(d: chrono::Duration) -> String {
+    let secs = d.num_seconds().max(0) as u64;
+    let rounded = if secs >= 86400 {
+        secs - secs % 3600
+    } else if secs >= 3600 {
+        secs - secs % 60
+    } else {
+        secs
+    };
+    humantime::format_duration(Duration::from_secs(rounded)).to_string()
+}
+

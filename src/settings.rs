@@ -1,0 +1,256 @@
+//! The resolve step: raw arguments plus config plus environment become typed settings. Nothing
+//! below this layer sees clap, and nothing above it builds SQL or API calls.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use regex::Regex;
+use tokio::sync::Notify;
+
+use crate::address::Address;
+use crate::backend::OpenOptions;
+use crate::config::{Config, QueueConfig, parse_duration};
+use crate::error::{Error, Result};
+use crate::filter::Filter;
+use crate::output::Printer;
+
+/// Everything a command runs with.
+pub struct Ctx {
+    pub printer: Printer,
+    pub config: Config,
+    pub interrupt: Interrupt,
+}
+
+/// Set once by Ctrl-C / SIGTERM. Long operations stop at the next safe point.
+#[derive(Clone, Default)]
+pub struct Interrupt {
+    flag: Arc<AtomicBool>,
+    notify: Arc<Notify>,
+}
+
+impl Interrupt {
+    pub fn trigger(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    pub async fn wait(&self) {
+        loop {
+            let n = self.notify.notified();
+            if self.is_set() {
+                return;
+            }
+            n.await;
+        }
+    }
+}
+
+/// A queue named on the command line: its address and its config entry (or defaults).
+#[derive(Clone, Debug)]
+pub struct QueueRef {
+    pub name: Option<String>,
+    pub address: Address,
+    pub cfg: QueueConfig,
+}
+
+impl QueueRef {
+    pub fn label(&self) -> String {
+        match &self.name {
+            Some(n) => format!("{n} ({})", self.address),
+            None => self.address.to_string(),
+        }
+    }
+
+    /// Options to open this queue as a dead-letter source.
+    pub fn source_options(&self) -> OpenOptions {
+        OpenOptions {
+            id: self.cfg.id.clone(),
+            columns: self.cfg.columns.clone(),
+            as_target: false,
+        }
+    }
+}
+
+/// A URL, or the name of a `[queues.NAME]` entry.
+pub fn resolve_queue(config: &Config, arg: &str) -> Result<QueueRef> {
+    if let Some(cfg) = config.queues.get(arg) {
+        let address = Address::parse(&cfg.dlq).map_err(|e| Error::Config {
+            path: config.path.clone().unwrap_or_default(),
+            reason: format!("[queues.{arg}] dlq: {e}"),
+        })?;
+        return Ok(QueueRef {
+            name: Some(arg.to_string()),
+            address,
+            cfg: cfg.clone(),
+        });
+    }
+    let looks_like_name = !arg.contains("://") && !arg.contains(':') && !arg.contains('.') && arg != "-";
+    if looks_like_name {
+        return Err(Error::UnknownQueue {
+            name: arg.to_string(),
+            config: config.path.clone(),
+        });
+    }
+    let address = Address::parse(arg)?;
+    // A URL that matches a configured queue's address picks up its settings.
+    let found = config.queues.iter().find(|(_, q)| Address::parse(&q.dlq).ok().as_ref() == Some(&address));
+    Ok(match found {
+        Some((name, cfg)) => QueueRef {
+            name: Some(name.clone()),
+            address,
+            cfg: cfg.clone(),
+        },
+        None => QueueRef {
+            name: None,
+            address,
+            cfg: QueueConfig::default(),
+        },
+    })
+}
+
+/// A redrive/replay target: a URL, or the name of a `[queues.NAME]` entry (its `dlq` URL and
+/// `columns` mapping are the target's).
+pub fn resolve_target(config: &Config, arg: &str, source: &QueueRef) -> Result<(Address, OpenOptions)> {
+    if let Some(cfg) = config.queues.get(arg) {
+        let address = Address::parse(&cfg.dlq)?;
+        return Ok((
+            address,
+            OpenOptions {
+                id: None,
+                columns: cfg.columns.clone(),
+                as_target: true,
+            },
+        ));
+    }
+    let address = Address::parse(arg)?;
+    Ok((
+        address,
+        OpenOptions {
+            id: None,
+            columns: source.cfg.source_columns.clone(),
+            as_target: true,
+        },
+    ))
+}
+
+/// Raw filter values, as they come from the command line.
+#[derive(Default)]
+pub struct FilterInput<'a> {
+    pub class: &'a [String],
+    pub body: Option<&'a str>,
+    pub error: Option<&'a str>,
+    pub attrs: &'a [String],
+    pub older_than: Option<&'a str>,
+    pub newer_than: Option<&'a str>,
+    pub ids: &'a [String],
+    pub ids_from: Option<&'a Path>,
+}
+
+pub fn build_filter(f: FilterInput<'_>) -> Result<Filter> {
+    let re = |arg: &str, v: &str| {
+        Regex::new(v).map_err(|e| Error::invalid_arg(arg, format!("not a valid regex: {}", crate::config::one_line(&e.to_string()))))
+    };
+    let dur = |arg: &str, v: &str| parse_duration(v).map_err(|e| Error::invalid_arg(arg, e));
+    let mut attributes = Vec::new();
+    for a in f.attrs {
+        let (name, pat) = a
+            .split_once('=')
+            .ok_or_else(|| Error::invalid_arg("--attr", format!("`{a}` is not NAME=REGEX")))?;
+        attributes.push((name.to_string(), re("--attr", pat)?));
+    }
+    let mut ids: Option<HashSet<String>> = None;
+    if !f.ids.is_empty() {
+        ids.get_or_insert_default().extend(f.ids.iter().cloned());
+    }
+    if let Some(path) = f.ids_from {
+        let text = if path == Path::new("-") {
+            std::io::read_to_string(std::io::stdin()).map_err(|e| Error::io("stdin", e))?
+        } else {
+            std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?
+        };
+        ids.get_or_insert_default().extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string),
+        );
+    }
+    let filter = Filter {
+        class: f.class.to_vec(),
+        body: f.body.map(|v| re("--match", v)).transpose()?,
+        error: f.error.map(|v| re("--error", v)).transpose()?,
+        attributes,
+        older_than: f.older_than.map(|v| dur("--older-than", v)).transpose()?,
+        newer_than: f.newer_than.map(|v| dur("--newer-than", v)).transpose()?,
+        ids,
+    };
+    if let (Some(o), Some(n)) = (filter.older_than, filter.newer_than)
+        && o >= n
+    {
+        return Err(Error::invalid_arg(
+            "--older-than/--newer-than",
+            "nothing can be older than the first and newer than the second",
+        ));
+    }
+    Ok(filter)
+}
+
+/// `--rate 50`, `--rate 50/s`, `--rate 3000/m`.
+pub fn parse_rate(s: &str) -> std::result::Result<f64, String> {
+    let (n, per) = match s.split_once('/') {
+        Some((n, u)) => (n, u),
+        None => (s, "s"),
+    };
+    let n: f64 = n.trim().parse().map_err(|_| format!("`{s}` is not a rate (e.g. 50/s, 3000/m)"))?;
+    let secs = match per.trim() {
+        "s" | "sec" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => return Err(format!("unknown rate unit `{other}` (s, m or h)")),
+    };
+    if !(n > 0.0 && n.is_finite()) {
+        return Err("the rate must be positive".into());
+    }
+    Ok(n / secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("50/s"), Ok(50.0));
+        assert_eq!(parse_rate("120/m"), Ok(2.0));
+        assert_eq!(parse_rate("7"), Ok(7.0));
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("5/week").is_err());
+    }
+
+    #[test]
+    fn names_and_urls() {
+        let cfg: Config = toml::from_str("[queues.orders]\ndlq = \"postgres://u@h/db?table=dlq\"\n").unwrap();
+        let q = resolve_queue(&cfg, "orders").unwrap();
+        assert_eq!(q.name.as_deref(), Some("orders"));
+        let q = resolve_queue(&cfg, "postgres://u@h/db?table=dlq").unwrap();
+        assert_eq!(q.name.as_deref(), Some("orders"));
+        let e = resolve_queue(&cfg, "payments").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("payments"));
+    }
+
+    #[test]
+    fn filter_errors() {
+        assert!(build_filter(FilterInput { body: Some("(x"), ..Default::default() }).is_err());
+        assert!(build_filter(FilterInput { attrs: &["novalue".into()], ..Default::default() }).is_err());
+        assert!(build_filter(FilterInput { older_than: Some("2d"), newer_than: Some("1d"), ..Default::default() }).is_err());
+        assert!(build_filter(FilterInput { older_than: Some("1d"), newer_than: Some("2d"), ..Default::default() }).is_ok());
+    }
+}
