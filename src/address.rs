@@ -98,9 +98,8 @@ impl Address {
             return Ok(Address::File(FileAddress::Path(PathBuf::from(path))));
         }
         if input.starts_with("arn:") {
-            return parse_sqs_arn(input).ok_or_else(|| {
-                bad("an SQS ARN looks like arn:aws:sqs:REGION:ACCOUNT:NAME")
-            });
+            return parse_sqs_arn(input)
+                .ok_or_else(|| bad("an SQS ARN looks like arn:aws:sqs:REGION:ACCOUNT:NAME"));
         }
         if !input.contains("://") {
             if input.ends_with(".jsonl") || input.ends_with(".ndjson") {
@@ -108,7 +107,11 @@ impl Address {
             }
             return Err(bad("not a URL"));
         }
-        let scheme = input.split("://").next().unwrap_or_default().to_ascii_lowercase();
+        let scheme = input
+            .split("://")
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
         match scheme.as_str() {
             "postgres" | "postgresql" => parse_postgres(input),
             "sqs" => {
@@ -150,10 +153,14 @@ fn parse_postgres(input: &str) -> Result<Address> {
     };
     let url = Url::parse(input).map_err(|e| bad(e.to_string()))?;
     if url.host_str().is_none_or(str::is_empty) {
-        return Err(bad("missing host (postgres://USER@HOST:PORT/DB?table=…)".into()));
+        return Err(bad(
+            "missing host (postgres://USER@HOST:PORT/DB?table=…)".into()
+        ));
     }
     if url.path().trim_start_matches('/').is_empty() {
-        return Err(bad("missing database name (postgres://USER@HOST:PORT/DB?…)".into()));
+        return Err(bad(
+            "missing database name (postgres://USER@HOST:PORT/DB?…)".into(),
+        ));
     }
     let mut table = None;
     let mut system = None;
@@ -195,7 +202,10 @@ fn parse_postgres(input: &str) -> Result<Address> {
             PgTarget::Table(t)
         }
         (None, Some(s)) => {
-            let s = s.to_ascii_lowercase().replace("graphile_worker", "graphile-worker").replace("pg_boss", "pg-boss");
+            let s = s
+                .to_ascii_lowercase()
+                .replace("graphile_worker", "graphile-worker")
+                .replace("pg_boss", "pg-boss");
             if !JOB_SYSTEMS.contains(&s.as_str()) {
                 return Err(bad(format!(
                     "unknown system `{s}` (known: {})",
@@ -409,8 +419,9 @@ mod tests {
 
     #[test]
     fn postgres_table_and_params() {
-        let a = Address::parse("postgres://app:s3cret@db:5433/app?table=public.dlq&sslmode=require")
-            .unwrap();
+        let a =
+            Address::parse("postgres://app:s3cret@db:5433/app?table=public.dlq&sslmode=require")
+                .unwrap();
         let Address::Postgres(p) = &a else { panic!() };
         assert_eq!(p.table(), Some("public.dlq"));
         assert_eq!(p.conn.query(), Some("sslmode=require"));
@@ -427,7 +438,8 @@ mod tests {
         assert!(Address::parse("postgres://u@h/db?system=sidekiq").is_err());
         assert!(Address::parse("postgres://u@h/db?system=river&table=x").is_err());
         assert!(Address::parse("postgres://u@h/?table=x").is_err());
-        let Address::Postgres(p) = Address::parse("postgres://u@h/db?system=oban&queue=mail").unwrap()
+        let Address::Postgres(p) =
+            Address::parse("postgres://u@h/db?system=oban&queue=mail").unwrap()
         else {
             panic!()
         };
@@ -437,7 +449,9 @@ mod tests {
 
     #[test]
     fn sqs_forms() {
-        let Address::Sqs(s) = Address::parse("sqs://orders-dlq").unwrap() else { panic!() };
+        let Address::Sqs(s) = Address::parse("sqs://orders-dlq").unwrap() else {
+            panic!()
+        };
         assert_eq!(s.name, "orders-dlq");
         let Address::Sqs(s) =
             Address::parse("https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo").unwrap()
@@ -446,10 +460,14 @@ mod tests {
         };
         assert_eq!(s.region.as_deref(), Some("eu-west-1"));
         assert_eq!(s.account.as_deref(), Some("123456789012"));
-        let Address::Sqs(s) = Address::parse("arn:aws:sqs:us-east-1:123456789012:q").unwrap() else {
+        let Address::Sqs(s) = Address::parse("arn:aws:sqs:us-east-1:123456789012:q").unwrap()
+        else {
             panic!()
         };
-        assert_eq!((s.name.as_str(), s.region.as_deref()), ("q", Some("us-east-1")));
+        assert_eq!(
+            (s.name.as_str(), s.region.as_deref()),
+            ("q", Some("us-east-1"))
+        );
         assert!(Address::parse("sqs://bad/name").is_err());
         assert!(Address::parse("sqs://has space").is_err());
         assert!(Address::parse("arn:aws:sns:us-east-1:1:q").is_err());
@@ -473,7 +491,10 @@ mod tests {
             Address::parse("backup.jsonl").unwrap(),
             Address::File(FileAddress::Path("backup.jsonl".into()))
         );
-        assert_eq!(Address::parse("-").unwrap(), Address::File(FileAddress::Stdin));
+        assert_eq!(
+            Address::parse("-").unwrap(),
+            Address::File(FileAddress::Stdin)
+        );
         let e = Address::parse("redis://h/q").unwrap_err();
         assert!(e.to_string().contains("unknown scheme"));
     }
@@ -481,7 +502,10 @@ mod tests {
     #[test]
     fn redaction() {
         assert_eq!(redact("postgres://a:b@h/d"), "postgres://a:***@h/d");
-        assert_eq!(redact("postgres://a:b@h:99999/d"), "postgres://a:***@h:99999/d");
+        assert_eq!(
+            redact("postgres://a:b@h:99999/d"),
+            "postgres://a:***@h:99999/d"
+        );
         assert_eq!(redact("postgres://a@h/d"), "postgres://a@h/d");
     }
 }

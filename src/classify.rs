@@ -55,16 +55,56 @@ pub struct Rule {
 /// Built-in rules: (name, kind, regex on the error text). Transient ones come first, so a
 /// "504 Gateway Timeout" is a timeout even though it also looks like an HTTP error.
 const BUILTIN: &[(&str, Kind, &str)] = &[
-    ("timeout", Kind::Transient, r"(?i)timed?[ _-]?out|deadline exceeded|\b408\b|\b504\b"),
-    ("rate-limited", Kind::Transient, r"(?i)\b429\b|too many requests|rate[ _-]?limit|throttl|slow ?down"),
-    ("unavailable", Kind::Transient, r"(?i)\b50[023]\b|service unavailable|bad gateway|internal server error|temporar(y|ily)|try again|overloaded"),
-    ("connection", Kind::Transient, r"(?i)connection (reset|refused|closed|aborted|lost)|broken pipe|econn(reset|refused)|network (is )?unreachable|host unreachable|eof while|unexpected eof"),
-    ("lock-conflict", Kind::Transient, r"(?i)deadlock|could not serialize|serialization failure|\b40001\b|\b40P01\b|lock (wait )?timeout|\b55P03\b|lock not available"),
-    ("parse-error", Kind::Permanent, r"(?i)pars(e|ing) error|failed to parse|malformed|unexpected (token|character|end of)|deserializ|could not decode|invalid json|json ?(parse|decode)|syntax ?error|not valid utf-?8"),
-    ("validation", Kind::Permanent, r"(?i)validat|invalid|constraint|violat|unprocessable|\b422\b|required field|missing (field|property)|out of range"),
-    ("not-found", Kind::Permanent, r"(?i)not found|no such|does not exist|\b404\b|\b410\b|unknown (id|user|record|customer|account|entity)"),
-    ("client-error", Kind::Permanent, r"(?i)\b4(0[0-7]|09|1[1-8])\b|bad request|unauthori[sz]ed|forbidden|conflict|payment required"),
-    ("bug", Kind::Permanent, r"(?i)nullpointer|null reference|classcast|typeerror|keyerror|attributeerror|undefined is not|panicked at|index out of (range|bounds)|nomethoderror|argumenterror"),
+    (
+        "timeout",
+        Kind::Transient,
+        r"(?i)timed?[ _-]?out|deadline exceeded|\b408\b|\b504\b",
+    ),
+    (
+        "rate-limited",
+        Kind::Transient,
+        r"(?i)\b429\b|too many requests|rate[ _-]?limit|throttl|slow ?down",
+    ),
+    (
+        "unavailable",
+        Kind::Transient,
+        r"(?i)\b50[023]\b|service unavailable|bad gateway|internal server error|temporar(y|ily)|try again|overloaded",
+    ),
+    (
+        "connection",
+        Kind::Transient,
+        r"(?i)connection (reset|refused|closed|aborted|lost)|broken pipe|econn(reset|refused)|network (is )?unreachable|host unreachable|eof while|unexpected eof",
+    ),
+    (
+        "lock-conflict",
+        Kind::Transient,
+        r"(?i)deadlock|could not serialize|serialization failure|\b40001\b|\b40P01\b|lock (wait )?timeout|\b55P03\b|lock not available",
+    ),
+    (
+        "parse-error",
+        Kind::Permanent,
+        r"(?i)pars(e|ing) error|failed to parse|malformed|unexpected (token|character|end of)|deserializ|could not decode|invalid json|json ?(parse|decode)|syntax ?error|not valid utf-?8",
+    ),
+    (
+        "validation",
+        Kind::Permanent,
+        r"(?i)validat|invalid|constraint|violat|unprocessable|\b422\b|required field|missing (field|property)|out of range",
+    ),
+    (
+        "not-found",
+        Kind::Permanent,
+        r"(?i)not found|no such|does not exist|\b404\b|\b410\b|unknown (id|user|record|customer|account|entity)",
+    ),
+    (
+        "client-error",
+        Kind::Permanent,
+        r"(?i)\b4(0[0-7]|09|1[1-8])\b|bad request|unauthori[sz]ed|forbidden|conflict|payment required",
+    ),
+    (
+        "bug",
+        Kind::Permanent,
+        r"(?i)nullpointer|null reference|classcast|typeerror|keyerror|attributeerror|undefined is not|panicked at|index out of (range|bounds)|nomethoderror|argumenterror",
+    ),
 ];
 
 pub struct Classifier {
@@ -112,9 +152,15 @@ impl Classifier {
             user = from_file;
         }
         let rule_err = |name: &str, what: &str, e: regex::Error| {
-            let reason = format!("rule `{name}`: {what} is not a valid regex ({})", one_line(&e.to_string()));
+            let reason = format!(
+                "rule `{name}`: {what} is not a valid regex ({})",
+                one_line(&e.to_string())
+            );
             match rules_file {
-                Some(p) => Error::Rules { path: p.to_path_buf(), reason },
+                Some(p) => Error::Rules {
+                    path: p.to_path_buf(),
+                    reason,
+                },
                 None => Error::Config {
                     path: config_path.to_path_buf(),
                     reason,
@@ -124,19 +170,37 @@ impl Classifier {
         for r in user {
             let m = &r.matcher;
             if m.error.is_none() && m.body.is_none() && m.attributes.is_empty() {
-                let reason = format!("rule `{}` matches nothing: give match.error, match.body or match.attributes", r.name);
+                let reason = format!(
+                    "rule `{}` matches nothing: give match.error, match.body or match.attributes",
+                    r.name
+                );
                 return Err(match rules_file {
-                    Some(p) => Error::Rules { path: p.to_path_buf(), reason },
-                    None => Error::Config { path: config_path.to_path_buf(), reason },
+                    Some(p) => Error::Rules {
+                        path: p.to_path_buf(),
+                        reason,
+                    },
+                    None => Error::Config {
+                        path: config_path.to_path_buf(),
+                        reason,
+                    },
                 });
             }
-            let compile = |what: &str, re: &str| Regex::new(re).map_err(|e| rule_err(&r.name, what, e));
+            let compile =
+                |what: &str, re: &str| Regex::new(re).map_err(|e| rule_err(&r.name, what, e));
             rules.push(Rule {
                 name: r.name.clone(),
                 kind: r.kind.into(),
                 builtin: false,
-                error: m.error.as_deref().map(|re| compile("match.error", re)).transpose()?,
-                body: m.body.as_deref().map(|re| compile("match.body", re)).transpose()?,
+                error: m
+                    .error
+                    .as_deref()
+                    .map(|re| compile("match.error", re))
+                    .transpose()?,
+                body: m
+                    .body
+                    .as_deref()
+                    .map(|re| compile("match.body", re))
+                    .transpose()?,
                 attributes: m
                     .attributes
                     .iter()
@@ -184,7 +248,12 @@ impl Classifier {
         }
         Class {
             kind: Kind::Unclassified,
-            rule: if error.is_some() { "unrecognised-error" } else { "no-error-recorded" }.into(),
+            rule: if error.is_some() {
+                "unrecognised-error"
+            } else {
+                "no-error-recorded"
+            }
+            .into(),
         }
     }
 }
@@ -202,10 +271,9 @@ impl Rule {
         {
             return false;
         }
-        self.attributes.iter().all(|(name, re)| {
-            m.attribute(name)
-                .is_some_and(|v| re.is_match(&v.display()))
-        })
+        self.attributes
+            .iter()
+            .all(|(name, re)| m.attribute(name).is_some_and(|v| re.is_match(&v.display())))
     }
 }
 
@@ -229,19 +297,51 @@ mod tests {
     fn builtin_rules() {
         let c = Classifier::builtin();
         let cases = [
-            ("upstream request timed out after 30s", Kind::Transient, "timeout"),
+            (
+                "upstream request timed out after 30s",
+                Kind::Transient,
+                "timeout",
+            ),
             ("HTTP 504 Gateway Timeout", Kind::Transient, "timeout"),
-            ("HTTP 429 Too Many Requests", Kind::Transient, "rate-limited"),
+            (
+                "HTTP 429 Too Many Requests",
+                Kind::Transient,
+                "rate-limited",
+            ),
             ("503 Service Unavailable", Kind::Transient, "unavailable"),
-            ("read tcp: connection reset by peer", Kind::Transient, "connection"),
-            ("ERROR: deadlock detected (SQLSTATE 40P01)", Kind::Transient, "lock-conflict"),
-            ("could not serialize access due to concurrent update", Kind::Transient, "lock-conflict"),
-            ("Unexpected token < in JSON at position 0", Kind::Permanent, "parse-error"),
-            ("validation failed: amount must be positive", Kind::Permanent, "validation"),
+            (
+                "read tcp: connection reset by peer",
+                Kind::Transient,
+                "connection",
+            ),
+            (
+                "ERROR: deadlock detected (SQLSTATE 40P01)",
+                Kind::Transient,
+                "lock-conflict",
+            ),
+            (
+                "could not serialize access due to concurrent update",
+                Kind::Transient,
+                "lock-conflict",
+            ),
+            (
+                "Unexpected token < in JSON at position 0",
+                Kind::Permanent,
+                "parse-error",
+            ),
+            (
+                "validation failed: amount must be positive",
+                Kind::Permanent,
+                "validation",
+            ),
             ("customer 991 not found", Kind::Permanent, "not-found"),
             ("HTTP 400 Bad Request", Kind::Permanent, "client-error"),
             ("java.lang.NullPointerException", Kind::Permanent, "bug"),
-            ("the flux capacitor hiccuped", Kind::Unclassified, "unrecognised-error"),
+            (
+                "the flux capacitor hiccuped",
+                Kind::Unclassified,
+                "unrecognised-error",
+            ),
         ];
         for (err, kind, rule) in cases {
             let got = c.classify(&with_error(err));

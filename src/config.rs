@@ -161,7 +161,9 @@ impl<'de> Deserialize<'de> for IdSource {
     }
 }
 
-fn opt_duration<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Duration>, D::Error> {
+fn opt_duration<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Duration>, D::Error> {
     let s = Option::<String>::deserialize(d)?;
     s.map(|s| parse_duration(&s).map_err(serde::de::Error::custom))
         .transpose()
@@ -284,8 +286,14 @@ match = { error = "(?i)timed? ?out|429|503" }
         let e = toml::from_str::<Config>("[queues.a]\ndlq = \"x\"\nhandler_timout = \"2m\"\n")
             .unwrap_err();
         assert!(e.to_string().contains("handler_timout"), "{e}");
-        assert!(toml::from_str::<Config>("[queues.a]\ndlq = \"x\"\nreplay_window = \"3 parsecs\"\n").is_err());
+        assert!(
+            toml::from_str::<Config>("[queues.a]\ndlq = \"x\"\nreplay_window = \"3 parsecs\"\n")
+                .is_err()
+        );
         assert!("json:order_id".parse::<IdSource>().is_err());
-        assert_eq!("header:x-id".parse::<IdSource>(), Ok(IdSource::Attribute("x-id".into())));
+        assert_eq!(
+            "header:x-id".parse::<IdSource>(),
+            Ok(IdSource::Attribute("x-id".into()))
+        );
     }
 }

@@ -48,7 +48,8 @@ impl Filter {
             let Some(age) = m.age(now).and_then(|a| a.to_std().ok()) else {
                 return false;
             };
-            if self.older_than.is_some_and(|d| age < d) || self.newer_than.is_some_and(|d| age > d) {
+            if self.older_than.is_some_and(|d| age < d) || self.newer_than.is_some_and(|d| age > d)
+            {
                 return false;
             }
         }
@@ -62,10 +63,11 @@ impl Filter {
         {
             return false;
         }
-        if !self.attributes.iter().all(|(name, re)| {
-            m.attribute(name)
-                .is_some_and(|v| re.is_match(&v.display()))
-        }) {
+        if !self
+            .attributes
+            .iter()
+            .all(|(name, re)| m.attribute(name).is_some_and(|v| re.is_match(&v.display())))
+        {
             return false;
         }
         if !self.class.is_empty() {
@@ -94,10 +96,10 @@ impl Filter {
             parts.push(format!("{n} ~ /{r}/"));
         }
         if let Some(d) = self.older_than {
-            parts.push(format!("older than {}", humantime::format_duration(d)));
+            parts.push(format!("older than {}", crate::output::fmt_duration(d)));
         }
         if let Some(d) = self.newer_than {
-            parts.push(format!("newer than {}", humantime::format_duration(d)));
+            parts.push(format!("newer than {}", crate::output::fmt_duration(d)));
         }
         if let Some(ids) = &self.ids {
             parts.push(format!("{} listed ids", ids.len()));

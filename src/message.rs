@@ -52,8 +52,14 @@ pub struct Attribute {
 pub enum AttrValue {
     /// SQS String/Number (with custom type suffixes), Kafka headers that are UTF-8,
     /// PostgreSQL header values.
-    Text { data_type: String, value: String },
-    Binary { data_type: String, value: Vec<u8> },
+    Text {
+        data_type: String,
+        value: String,
+    },
+    Binary {
+        data_type: String,
+        value: Vec<u8>,
+    },
     /// Kafka header with a null value.
     Null,
 }
@@ -396,7 +402,10 @@ mod tests {
             ..Message::default()
         };
         let line = serde_json::to_string(&m.to_record()).unwrap();
-        assert!(line.contains(r#""body":"{\"a\":1}","body_encoding":"utf8""#), "{line}");
+        assert!(
+            line.contains(r#""body":"{\"a\":1}","body_encoding":"utf8""#),
+            "{line}"
+        );
     }
 
     #[test]

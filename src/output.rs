@@ -152,9 +152,7 @@ impl Printer {
             None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
         };
         let style = if len.is_some() {
-            ProgressStyle::with_template(
-                "{msg} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})",
-            )
+            ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")
         } else {
             ProgressStyle::with_template("{spinner} {msg} {pos} ({per_sec})")
         }
@@ -176,7 +174,9 @@ impl Printer {
             .default(false)
             .interact()
             .map_err(|e| match e {
-                dialoguer::Error::IO(io) if io.kind() == io::ErrorKind::Interrupted => Error::Interrupted,
+                dialoguer::Error::IO(io) if io.kind() == io::ErrorKind::Interrupted => {
+                    Error::Interrupted
+                }
                 dialoguer::Error::IO(io) => Error::io("terminal", io),
             })
     }
@@ -212,6 +212,43 @@ pub fn human_age(d: chrono::Duration) -> String {
     } else {
         secs
     };
-    humantime::format_duration(Duration::from_secs(rounded)).to_string()
+    crate::output::fmt_duration(Duration::from_secs(rounded)).to_string()
 }
 
+/// Durations the way dlqctl.toml spells them: `45d`, `17d 1h`, `2m 30s`, `0s`.
+pub fn fmt_duration(d: Duration) -> String {
+    let mut secs = d.as_secs();
+    if secs == 0 {
+        return if d.is_zero() {
+            "0s".into()
+        } else {
+            format!("{}ms", d.as_millis())
+        };
+    }
+    let mut parts = Vec::new();
+    for (unit, n) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
+        if secs >= n {
+            parts.push(format!("{}{unit}", secs / n));
+            secs %= n;
+        }
+    }
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_the_config() {
+        assert_eq!(fmt_duration(Duration::from_secs(45 * 86_400)), "45d");
+        assert_eq!(
+            fmt_duration(Duration::from_secs(17 * 86_400 + 3600)),
+            "17d 1h"
+        );
+        assert_eq!(fmt_duration(Duration::from_secs(150)), "2m 30s");
+        assert_eq!(fmt_duration(Duration::ZERO), "0s");
+        let back = humantime::parse_duration(&fmt_duration(Duration::from_secs(90_061))).unwrap();
+        assert_eq!(back, Duration::from_secs(90_061));
+    }
+}

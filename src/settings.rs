@@ -90,7 +90,8 @@ pub fn resolve_queue(config: &Config, arg: &str) -> Result<QueueRef> {
             cfg: cfg.clone(),
         });
     }
-    let looks_like_name = !arg.contains("://") && !arg.contains(':') && !arg.contains('.') && arg != "-";
+    let looks_like_name =
+        !arg.contains("://") && !arg.contains(':') && !arg.contains('.') && arg != "-";
     if looks_like_name {
         return Err(Error::UnknownQueue {
             name: arg.to_string(),
@@ -99,7 +100,10 @@ pub fn resolve_queue(config: &Config, arg: &str) -> Result<QueueRef> {
     }
     let address = Address::parse(arg)?;
     // A URL that matches a configured queue's address picks up its settings.
-    let found = config.queues.iter().find(|(_, q)| Address::parse(&q.dlq).ok().as_ref() == Some(&address));
+    let found = config
+        .queues
+        .iter()
+        .find(|(_, q)| Address::parse(&q.dlq).ok().as_ref() == Some(&address));
     Ok(match found {
         Some((name, cfg)) => QueueRef {
             name: Some(name.clone()),
@@ -115,8 +119,13 @@ pub fn resolve_queue(config: &Config, arg: &str) -> Result<QueueRef> {
 }
 
 /// A redrive/replay target: a URL, or the name of a `[queues.NAME]` entry (its `dlq` URL and
-/// `columns` mapping are the target's).
-pub fn resolve_target(config: &Config, arg: &str, source: &QueueRef) -> Result<(Address, OpenOptions)> {
+/// `columns` mapping are the target's). The source queue's `source_columns` mapping applies
+/// when the target is that queue's configured `source`.
+pub fn resolve_target(
+    config: &Config,
+    arg: &str,
+    source: &QueueRef,
+) -> Result<(Address, OpenOptions)> {
     if let Some(cfg) = config.queues.get(arg) {
         let address = Address::parse(&cfg.dlq)?;
         return Ok((
@@ -129,11 +138,21 @@ pub fn resolve_target(config: &Config, arg: &str, source: &QueueRef) -> Result<(
         ));
     }
     let address = Address::parse(arg)?;
+    let is_configured_source = source
+        .cfg
+        .source
+        .as_deref()
+        .and_then(|s| Address::parse(s).ok())
+        .is_some_and(|s| s == address);
     Ok((
         address,
         OpenOptions {
             id: None,
-            columns: source.cfg.source_columns.clone(),
+            columns: if is_configured_source {
+                source.cfg.source_columns.clone()
+            } else {
+                Default::default()
+            },
             as_target: true,
         },
     ))
@@ -154,7 +173,15 @@ pub struct FilterInput<'a> {
 
 pub fn build_filter(f: FilterInput<'_>) -> Result<Filter> {
     let re = |arg: &str, v: &str| {
-        Regex::new(v).map_err(|e| Error::invalid_arg(arg, format!("not a valid regex: {}", crate::config::one_line(&e.to_string()))))
+        Regex::new(v).map_err(|e| {
+            Error::invalid_arg(
+                arg,
+                format!(
+                    "not a valid regex: {}",
+                    crate::config::one_line(&e.to_string())
+                ),
+            )
+        })
     };
     let dur = |arg: &str, v: &str| parse_duration(v).map_err(|e| Error::invalid_arg(arg, e));
     let mut attributes = Vec::new();
@@ -207,7 +234,10 @@ pub fn parse_rate(s: &str) -> std::result::Result<f64, String> {
         Some((n, u)) => (n, u),
         None => (s, "s"),
     };
-    let n: f64 = n.trim().parse().map_err(|_| format!("`{s}` is not a rate (e.g. 50/s, 3000/m)"))?;
+    let n: f64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a rate (e.g. 50/s, 3000/m)"))?;
     let secs = match per.trim() {
         "s" | "sec" => 1.0,
         "m" | "min" => 60.0,
@@ -236,7 +266,8 @@ mod tests {
 
     #[test]
     fn names_and_urls() {
-        let cfg: Config = toml::from_str("[queues.orders]\ndlq = \"postgres://u@h/db?table=dlq\"\n").unwrap();
+        let cfg: Config =
+            toml::from_str("[queues.orders]\ndlq = \"postgres://u@h/db?table=dlq\"\n").unwrap();
         let q = resolve_queue(&cfg, "orders").unwrap();
         assert_eq!(q.name.as_deref(), Some("orders"));
         let q = resolve_queue(&cfg, "postgres://u@h/db?table=dlq").unwrap();
@@ -248,9 +279,35 @@ mod tests {
 
     #[test]
     fn filter_errors() {
-        assert!(build_filter(FilterInput { body: Some("(x"), ..Default::default() }).is_err());
-        assert!(build_filter(FilterInput { attrs: &["novalue".into()], ..Default::default() }).is_err());
-        assert!(build_filter(FilterInput { older_than: Some("2d"), newer_than: Some("1d"), ..Default::default() }).is_err());
-        assert!(build_filter(FilterInput { older_than: Some("1d"), newer_than: Some("2d"), ..Default::default() }).is_ok());
+        assert!(
+            build_filter(FilterInput {
+                body: Some("(x"),
+                ..Default::default()
+            })
+            .is_err()
+        );
+        assert!(
+            build_filter(FilterInput {
+                attrs: &["novalue".into()],
+                ..Default::default()
+            })
+            .is_err()
+        );
+        assert!(
+            build_filter(FilterInput {
+                older_than: Some("2d"),
+                newer_than: Some("1d"),
+                ..Default::default()
+            })
+            .is_err()
+        );
+        assert!(
+            build_filter(FilterInput {
+                older_than: Some("1d"),
+                newer_than: Some("2d"),
+                ..Default::default()
+            })
+            .is_ok()
+        );
     }
 }

@@ -49,7 +49,8 @@ impl FileBackend {
         Error::Unsupported {
             backend: "a JSON Lines file",
             operation,
-            reason: "a file is a replay source, not a queue: use `dlqctl replay FILE --to QUEUE`".into(),
+            reason: "a file is a replay source, not a queue: use `dlqctl replay FILE --to QUEUE`"
+                .into(),
         }
     }
 }

@@ -58,7 +58,11 @@ pub struct Fact {
 }
 
 impl Fact {
-    pub fn new(name: &str, value: impl Into<serde_json::Value>, display: impl Into<String>) -> Fact {
+    pub fn new(
+        name: &str,
+        value: impl Into<serde_json::Value>,
+        display: impl Into<String>,
+    ) -> Fact {
         Fact {
             name: name.into(),
             value: value.into(),
@@ -104,9 +108,13 @@ pub struct MoveOptions {
 pub enum SendOutcome {
     Sent,
     /// Not accepted; the message stays in the dead-letter queue.
-    Rejected { reason: String },
+    Rejected {
+        reason: String,
+    },
     /// Already present in the target (a unique key held by an active twin).
-    Conflict { reason: String },
+    Conflict {
+        reason: String,
+    },
 }
 
 /// A redrive in progress on the dead-letter side. Claimed messages are invisible to other
@@ -175,7 +183,10 @@ pub struct Term {
     pub source: String,
 }
 
-fn ser_retention<S: serde::Serializer>(r: &Retention, s: S) -> std::result::Result<S::Ok, S::Error> {
+fn ser_retention<S: serde::Serializer>(
+    r: &Retention,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
     match r {
         Retention::For(d) => s.serialize_u64(d.as_secs()),
         Retention::Forever => s.serialize_str("forever"),
@@ -258,7 +269,9 @@ pub fn apply_id_source(m: &mut Message, id: Option<&IdSource>) {
         IdSource::Native => Some(m.native_id.clone()),
         IdSource::Attribute(name) => m.attribute(name).and_then(|v| match v {
             crate::message::AttrValue::Null => None,
-            other => Some(String::from_utf8_lossy(other.as_bytes().unwrap_or_default()).into_owned()),
+            other => {
+                Some(String::from_utf8_lossy(other.as_bytes().unwrap_or_default()).into_owned())
+            }
         }),
         IdSource::Json(ptr) => serde_json::from_slice::<serde_json::Value>(&m.body)
             .ok()

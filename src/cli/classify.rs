@@ -31,5 +31,15 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
         Some(url) => Some(DedupeTable::config_for_url(url)),
         None => queue.cfg.dedupe.clone(),
     };
-    crate::ops::classify::run(ctx, ClassifyRequest { queue, filter, classifier, dedupe, max: a.max }).await
+    crate::ops::classify::run(
+        ctx,
+        ClassifyRequest {
+            queue,
+            filter,
+            classifier,
+            dedupe,
+            max: a.max,
+        },
+    )
+    .await
 }

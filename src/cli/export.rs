@@ -29,7 +29,15 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
     let (filter, classifier) = a.filters.resolve(ctx)?;
     crate::ops::read::export(
         ctx,
-        ExportRequest { read: ReadRequest { queue, filter, classifier, max: a.max }, output: a.output_file },
+        ExportRequest {
+            read: ReadRequest {
+                queue,
+                filter,
+                classifier,
+                max: a.max,
+            },
+            output: a.output_file,
+        },
     )
     .await
 }

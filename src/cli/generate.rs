@@ -35,29 +35,52 @@ pub fn artifacts() -> Vec<Artifact> {
     ] {
         let mut buf = Vec::new();
         clap_complete::generate(shell, &mut super::Cli::command(), "dlqctl", &mut buf);
-        out.push(Artifact { path: file.into(), contents: buf });
+        out.push(Artifact {
+            path: file.into(),
+            contents: buf,
+        });
     }
     let cmd = super::Cli::command();
     let mut buf = Vec::new();
-    clap_mangen::Man::new(cmd.clone()).render(&mut buf).expect("man page renders");
-    out.push(Artifact { path: "man/dlqctl.1".into(), contents: buf });
+    clap_mangen::Man::new(cmd.clone())
+        .render(&mut buf)
+        .expect("man page renders");
+    out.push(Artifact {
+        path: "man/dlqctl.1".into(),
+        contents: buf,
+    });
     let mut md = String::from(
         "# CLI reference\n\nGenerated from the clap definition by `scripts/generate` (checked by the test suite); do not edit by hand.\n\n",
     );
     let mut top = cmd.clone();
-    md.push_str(&format!("## dlqctl\n\n```text\n{}\n```\n\n", top.render_long_help()));
+    md.push_str(&format!(
+        "## dlqctl\n\n```text\n{}\n```\n\n",
+        top.render_long_help()
+    ));
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("dlqctl-{}", sub.get_name());
-        let sub = sub.clone().name(name.clone()).display_name(format!("dlqctl {}", sub.get_name())).bin_name(format!("dlqctl {}", sub.get_name()));
+        let sub = sub
+            .clone()
+            .name(name.clone())
+            .display_name(format!("dlqctl {}", sub.get_name()))
+            .bin_name(format!("dlqctl {}", sub.get_name()));
         let mut buf = Vec::new();
-        clap_mangen::Man::new(sub.clone()).render(&mut buf).expect("man page renders");
-        out.push(Artifact { path: format!("man/{name}.1"), contents: buf });
+        clap_mangen::Man::new(sub.clone())
+            .render(&mut buf)
+            .expect("man page renders");
+        out.push(Artifact {
+            path: format!("man/{name}.1"),
+            contents: buf,
+        });
         let title = sub.get_display_name().unwrap_or_default().to_string();
         let mut sub = sub;
         let help = sub.render_long_help();
         md.push_str(&format!("## {title}\n\n```text\n{help}\n```\n\n"));
     }
-    out.push(Artifact { path: "docs/cli.md".into(), contents: md.into_bytes() });
+    out.push(Artifact {
+        path: "docs/cli.md".into(),
+        contents: md.into_bytes(),
+    });
     out
 }
 

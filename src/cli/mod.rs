@@ -22,7 +22,7 @@ mod replay;
 mod tail;
 mod verify;
 
-pub use generate::{artifacts, Artifact};
+pub use generate::{Artifact, artifacts};
 
 const ABOUT: &str = "Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache Kafka and PostgreSQL";
 
@@ -135,7 +135,12 @@ impl FilterArgs {
                     "--class",
                     format!(
                         "`{c}` is neither transient, permanent, unclassified nor a rule name (rules: {})",
-                        classifier.rules().iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(", ")
+                        classifier
+                            .rules()
+                            .iter()
+                            .map(|r| r.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 ));
             }
@@ -160,7 +165,11 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { exit::USAGE } else { exit::OK };
+            return if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
         }
     };
     init_logging(cli.global.verbose);
@@ -207,7 +216,10 @@ async fn run(cli: Cli) -> i32 {
         no_progress: g.no_progress,
     });
     if printer.format == OutputFormat::Junit && !matches!(cli.command, Command::Verify(_)) {
-        return report(&Error::invalid_arg("--output", "junit is for `dlqctl verify` only"));
+        return report(&Error::invalid_arg(
+            "--output",
+            "junit is for `dlqctl verify` only",
+        ));
     }
     let config = match &cli.command {
         // These never need the config; a broken one must not stop them.
@@ -261,7 +273,8 @@ fn report(e: &Error) -> i32 {
 fn spawn_signal_handler(interrupt: Interrupt) {
     tokio::spawn(async move {
         #[cfg(unix)]
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let mut count = 0;
         loop {
             #[cfg(unix)]
@@ -279,7 +292,9 @@ fn spawn_signal_handler(interrupt: Interrupt) {
             }
             count += 1;
             if count == 1 {
-                eprintln!("\ninterrupting: finishing the current batch (press Ctrl-C again to stop at once)");
+                eprintln!(
+                    "\ninterrupting: finishing the current batch (press Ctrl-C again to stop at once)"
+                );
                 interrupt.trigger();
             } else {
                 // The open transaction, if any, is rolled back by the server: nothing is lost.
@@ -288,4 +303,14 @@ fn spawn_signal_handler(interrupt: Interrupt) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
 }

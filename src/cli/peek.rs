@@ -26,5 +26,14 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
     }
     let queue = resolve_queue(&ctx.config, &a.queue)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
-    crate::ops::read::peek(ctx, ReadRequest { queue, filter, classifier, max: Some(a.count) }).await
+    crate::ops::read::peek(
+        ctx,
+        ReadRequest {
+            queue,
+            filter,
+            classifier,
+            max: Some(a.count),
+        },
+    )
+    .await
 }

@@ -39,7 +39,10 @@ pub struct Args {
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
     let source = resolve_queue(&ctx.config, &a.queue)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
-    let to = a.to.as_deref().map(|t| resolve_target(&ctx.config, t, &source)).transpose()?;
+    let to =
+        a.to.as_deref()
+            .map(|t| resolve_target(&ctx.config, t, &source))
+            .transpose()?;
     crate::ops::moves::run(
         ctx,
         MoveRequest {
@@ -49,7 +52,11 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             filter,
             classifier,
             max: a.max,
-            rate: a.rate.as_deref().map(|r| parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e))).transpose()?,
+            rate: a
+                .rate
+                .as_deref()
+                .map(|r| parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e)))
+                .transpose()?,
             batch_size: check_batch(a.batch_size)?,
             dry_run: a.dry_run,
             yes: a.yes,

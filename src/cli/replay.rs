@@ -49,7 +49,11 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             filter,
             classifier,
             max: a.max,
-            rate: a.rate.as_deref().map(|r| parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e))).transpose()?,
+            rate: a
+                .rate
+                .as_deref()
+                .map(|r| parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e)))
+                .transpose()?,
             batch_size: check_batch(a.batch_size)?,
             dry_run: a.dry_run,
             yes: a.yes,

@@ -37,14 +37,20 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
         .as_deref()
         .map(|d| parse_duration(d).map_err(|e| Error::invalid_arg("--idle-timeout", e)))
         .transpose()?;
-    let poll_interval = parse_duration(&a.poll_interval).map_err(|e| Error::invalid_arg("--poll-interval", e))?;
+    let poll_interval =
+        parse_duration(&a.poll_interval).map_err(|e| Error::invalid_arg("--poll-interval", e))?;
     if poll_interval.is_zero() {
         return Err(Error::invalid_arg("--poll-interval", "must be more than 0"));
     }
     crate::ops::read::tail(
         ctx,
         TailRequest {
-            read: ReadRequest { queue, filter, classifier, max: a.max },
+            read: ReadRequest {
+                queue,
+                filter,
+                classifier,
+                max: a.max,
+            },
             from_start: a.from_start,
             idle_timeout,
             poll_interval,

@@ -25,6 +25,9 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             "nothing to verify: name queues, or define [queues.NAME] entries in dlqctl.toml",
         ));
     }
-    let queues = names.iter().map(|q| resolve_queue(&ctx.config, q)).collect::<Result<Vec<_>>>()?;
+    let queues = names
+        .iter()
+        .map(|q| resolve_queue(&ctx.config, q))
+        .collect::<Result<Vec<_>>>()?;
     crate::ops::verify::run(ctx, queues).await
 }

@@ -125,10 +125,19 @@ pub async fn run(ctx: &Ctx, req: ClassifyRequest) -> Result<i32> {
         }),
     };
     render(ctx, &report)?;
-    Ok(if ctx.interrupt.is_set() { exit::INTERRUPTED } else { exit::OK })
+    Ok(if ctx.interrupt.is_set() {
+        exit::INTERRUPTED
+    } else {
+        exit::OK
+    })
 }
 
-fn add(rows: &mut BTreeMap<(Kind, String), ClassRow>, key: &(Kind, String), m: &Message, dedupe: bool) {
+fn add(
+    rows: &mut BTreeMap<(Kind, String), ClassRow>,
+    key: &(Kind, String),
+    m: &Message,
+    dedupe: bool,
+) {
     let seen = m.dead_lettered_at.or(m.enqueued_at);
     let row = rows.entry(key.clone()).or_insert_with(|| ClassRow {
         kind: key.0,
@@ -186,7 +195,9 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
         if let Some(n) = c.processed {
             row.push(n.to_string());
         }
-        let ts = |t: Option<DateTime<Utc>>| t.map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M").to_string());
+        let ts = |t: Option<DateTime<Utc>>| {
+            t.map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M").to_string())
+        };
         row.push(ts(c.first_seen));
         row.push(ts(c.last_seen));
         row.push(format!(

@@ -45,17 +45,27 @@ async fn add_dedupe(ins: &mut Inspection, cfg: &crate::config::DedupeConfig) {
         }
     };
     let shown = match d.retention().await {
-        Ok(KnownRetention::Declared(r)) => format!("{} (declared)", crate::ops::verify::fmt_retention(r)),
+        Ok(KnownRetention::Declared(r)) => {
+            format!("{} (declared)", crate::ops::verify::fmt_retention(r))
+        }
         Ok(KnownRetention::Discovered { how, .. }) => how,
         Ok(KnownRetention::AtLeast { age, .. }) => format!(
             "at least {} (oldest row)",
-            humantime::format_duration(std::time::Duration::from_secs(age.as_secs()))
+            crate::output::fmt_duration(std::time::Duration::from_secs(age.as_secs()))
         ),
         Ok(KnownRetention::Unknown(why)) => format!("unknown: {why}"),
         Err(e) => format!("unreadable: {e}"),
     };
-    ins.facts.push(Fact::new("dedupe_table", d.display.clone(), d.display.clone()));
-    ins.facts.push(Fact::new("dedupe_retention", Value::String(shown.clone()), shown));
+    ins.facts.push(Fact::new(
+        "dedupe_table",
+        d.display.clone(),
+        d.display.clone(),
+    ));
+    ins.facts.push(Fact::new(
+        "dedupe_retention",
+        Value::String(shown.clone()),
+        shown,
+    ));
 }
 
 fn render(ctx: &Ctx, ins: &Inspection) -> Result<()> {

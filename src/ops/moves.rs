@@ -90,11 +90,14 @@ struct Tally {
 
 impl Tally {
     fn fail(&mut self, reason: &str, id: &str) {
-        let g = self.failures.entry(reason.to_string()).or_insert_with(|| FailureGroup {
-            reason: reason.to_string(),
-            count: 0,
-            ids: Vec::new(),
-        });
+        let g = self
+            .failures
+            .entry(reason.to_string())
+            .or_insert_with(|| FailureGroup {
+                reason: reason.to_string(),
+                count: 0,
+                ids: Vec::new(),
+            });
         g.count += 1;
         if g.ids.len() < 5 {
             g.ids.push(id.to_string());
@@ -152,7 +155,9 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         return Err(Error::Unsupported {
             backend: req.source.address.backend_name(),
             operation: "redrive",
-            reason: "this source cannot remove a message after copying it; use `dlqctl replay` to copy".into(),
+            reason:
+                "this source cannot remove a message after copying it; use `dlqctl replay` to copy"
+                    .into(),
         });
     }
     if let Some(effect) = caps.read_side_effect {
@@ -166,14 +171,20 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         },
     };
     if req.mode == Mode::Replay && fixed.is_none() {
-        return Err(Error::invalid_arg("--to", "replay needs a target: --to QUEUE"));
+        return Err(Error::invalid_arg(
+            "--to",
+            "replay needs a target: --to QUEUE",
+        ));
     }
     let target_options = match &req.to {
         Some((_, o)) => o.clone(),
-        None => OpenOptions {
-            id: None,
-            columns: req.source.cfg.source_columns.clone(),
-            as_target: true,
+        None => match &req.source.cfg.source {
+            Some(s) => crate::settings::resolve_target(&ctx.config, s, &req.source)?.1,
+            None => OpenOptions {
+                id: None,
+                columns: req.source.cfg.source_columns.clone(),
+                as_target: true,
+            },
         },
     };
 
@@ -200,7 +211,10 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
             "rate".to_string(),
             req.rate.map_or("unlimited".into(), |r| format!("{r:.1}/s")),
         ]);
-        t.add_row(vec!["keeps", "stable id, body, headers/attributes, group/key"]);
+        t.add_row(vec![
+            "keeps",
+            "stable id, body, headers/attributes, group/key",
+        ]);
         eprintln!("{t}");
     }
     if !req.dry_run && !req.yes {
@@ -247,9 +261,31 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     );
 
     let result = if req.dry_run || req.mode == Mode::Replay {
-        copy_loop(ctx, &req, source.as_ref(), fixed.as_ref(), &mut targets, &pacer, &mut s, &mut tally, &bar).await
+        copy_loop(
+            ctx,
+            &req,
+            source.as_ref(),
+            fixed.as_ref(),
+            &mut targets,
+            &pacer,
+            &mut s,
+            &mut tally,
+            &bar,
+        )
+        .await
     } else {
-        move_loop(ctx, &req, source.as_ref(), fixed.as_ref(), &mut targets, &pacer, &mut s, &mut tally, &bar).await
+        move_loop(
+            ctx,
+            &req,
+            source.as_ref(),
+            fixed.as_ref(),
+            &mut targets,
+            &pacer,
+            &mut s,
+            &mut tally,
+            &bar,
+        )
+        .await
     };
     bar.finish_and_clear();
     let aborted = match result {
@@ -289,7 +325,11 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     })
 }
 
-async fn destination_of(source: &dyn QueueBackend, fixed: Option<&Address>, m: &Message) -> Result<Option<Address>> {
+async fn destination_of(
+    source: &dyn QueueBackend,
+    fixed: Option<&Address>,
+    m: &Message,
+) -> Result<Option<Address>> {
     match fixed {
         Some(a) => Ok(Some(a.clone())),
         None => source.destination(m).await,
@@ -365,7 +405,11 @@ async fn flush_copies(
     }
     let mut groups: BTreeMap<String, (Address, Vec<Message>)> = BTreeMap::new();
     for (a, m) in pending.drain(..) {
-        groups.entry(a.to_string()).or_insert_with(|| (a, Vec::new())).1.push(m);
+        groups
+            .entry(a.to_string())
+            .or_insert_with(|| (a, Vec::new()))
+            .1
+            .push(m);
     }
     for (key, (addr, msgs)) in groups {
         let t = targets.get(&addr).await?;
@@ -421,7 +465,9 @@ async fn move_loop(
             break;
         }
         let n = (req.batch_size as u64).min(room) as usize;
-        let Some(batch) = session.next_batch(n).await? else { break };
+        let Some(batch) = session.next_batch(n).await? else {
+            break;
+        };
         s.examined += batch.len() as u64;
         let mut selected = Vec::new();
         for (i, m) in batch.iter().enumerate() {
@@ -446,10 +492,17 @@ async fn move_loop(
             let mut groups: BTreeMap<String, (Address, Vec<usize>)> = BTreeMap::new();
             for &i in &selected {
                 match destination_of(source, fixed, &batch[i]).await? {
-                    Some(a) => groups.entry(a.to_string()).or_insert_with(|| (a, Vec::new())).1.push(i),
+                    Some(a) => groups
+                        .entry(a.to_string())
+                        .or_insert_with(|| (a, Vec::new()))
+                        .1
+                        .push(i),
                     None => {
                         s.failed += 1;
-                        tally.fail("no destination known for this message: pass --to", &batch[i].id);
+                        tally.fail(
+                            "no destination known for this message: pass --to",
+                            &batch[i].id,
+                        );
                     }
                 }
             }
@@ -501,7 +554,11 @@ fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {
         s.failed,
         s.examined,
         s.elapsed_seconds,
-        if s.dry_run { String::new() } else { format!(" ({:.0}/s)", s.messages_per_second) }
+        if s.dry_run {
+            String::new()
+        } else {
+            format!(" ({:.0}/s)", s.messages_per_second)
+        }
     ))?;
     for d in &s.destinations {
         p.line(&format!("  → {}  {}", d.to, d.messages))?;
@@ -509,7 +566,12 @@ fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {
     if !s.failures.is_empty() {
         p.line("not sent (left in the source):")?;
         for f in &s.failures {
-            p.line(&format!("  {:>6}  {}  (e.g. {})", f.count, f.reason, f.ids.join(", ")))?;
+            p.line(&format!(
+                "  {:>6}  {}  (e.g. {})",
+                f.count,
+                f.reason,
+                f.ids.join(", ")
+            ))?;
         }
     }
     if s.interrupted {

@@ -24,7 +24,8 @@ pub struct ReadRequest {
 
 fn warn_side_effects(ctx: &Ctx, b: &dyn backend::QueueBackend) {
     if let Some(effect) = b.capabilities().read_side_effect {
-        ctx.printer.warn(&format!("reading {} {effect}", b.address()));
+        ctx.printer
+            .warn(&format!("reading {} {effect}", b.address()));
     }
 }
 
@@ -35,8 +36,16 @@ pub async fn peek(ctx: &Ctx, req: ReadRequest) -> Result<i32> {
     let limit = req.max.unwrap_or(10);
     let mut stream = b
         .scan(ScanOptions {
-            limit: if req.filter.is_empty() { Some(limit) } else { None },
-            page_size: if req.filter.is_empty() { limit.min(500) as usize } else { 500 },
+            limit: if req.filter.is_empty() {
+                Some(limit)
+            } else {
+                None
+            },
+            page_size: if req.filter.is_empty() {
+                limit.min(500) as usize
+            } else {
+                500
+            },
         })
         .await?;
     let now = Utc::now();
@@ -63,7 +72,11 @@ pub async fn peek(ctx: &Ctx, req: ReadRequest) -> Result<i32> {
         p.note("no messages");
     }
     p.flush()?;
-    Ok(if ctx.interrupt.is_set() { exit::INTERRUPTED } else { exit::OK })
+    Ok(if ctx.interrupt.is_set() {
+        exit::INTERRUPTED
+    } else {
+        exit::OK
+    })
 }
 
 fn emit(ctx: &Ctx, m: &Message, c: &Classifier, n: u64, json_array: bool) -> Result<()> {
@@ -83,7 +96,11 @@ fn emit(ctx: &Ctx, m: &Message, c: &Classifier, n: u64, json_array: bool) -> Res
 /// as a hex preview, control characters escaped).
 pub fn card(m: &Message, c: &Classifier, color: bool) -> String {
     let now = Utc::now();
-    let (b, r) = if color { ("\x1b[1m", "\x1b[0m") } else { ("", "") };
+    let (b, r) = if color {
+        ("\x1b[1m", "\x1b[0m")
+    } else {
+        ("", "")
+    };
     let mut s = format!("{b}── {}{r}", m.id);
     if m.native_id != m.id && !m.native_id.is_empty() {
         s.push_str(&format!("  (native {})", m.native_id));
@@ -117,7 +134,9 @@ pub fn card(m: &Message, c: &Classifier, color: bool) -> String {
     for a in &m.attributes {
         let v = match &a.value {
             AttrValue::Text { value, .. } => safe_text(value.as_bytes(), 200),
-            AttrValue::Binary { value, .. } => format!("{} ({} bytes)", preview_hex(value, 32), value.len()),
+            AttrValue::Binary { value, .. } => {
+                format!("{} ({} bytes)", preview_hex(value, 32), value.len())
+            }
             AttrValue::Null => "(null)".into(),
         };
         s.push_str(&format!("  {} = {v}\n", a.name));
@@ -136,9 +155,19 @@ fn body_for_people(body: &[u8]) -> String {
         return indent(&pretty);
     }
     match std::str::from_utf8(body) {
-        Ok(t) if !t.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r')) => indent(t),
+        Ok(t)
+            if !t
+                .chars()
+                .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r')) =>
+        {
+            indent(t)
+        }
         Ok(t) => indent(&t.escape_debug().to_string()),
-        Err(_) => format!("  binary body, {} bytes: {}\n", body.len(), preview_hex(body, 64)),
+        Err(_) => format!(
+            "  binary body, {} bytes: {}\n",
+            body.len(),
+            preview_hex(body, 64)
+        ),
     }
 }
 
@@ -164,7 +193,16 @@ fn preview_hex(b: &[u8], n: usize) -> String {
 fn safe_text(b: &[u8], max: usize) -> String {
     match std::str::from_utf8(b) {
         Ok(t) => {
-            let e: String = t.chars().flat_map(|c| if c.is_control() { c.escape_debug().collect::<Vec<_>>() } else { vec![c] }).collect();
+            let e: String = t
+                .chars()
+                .flat_map(|c| {
+                    if c.is_control() {
+                        c.escape_debug().collect::<Vec<_>>()
+                    } else {
+                        vec![c]
+                    }
+                })
+                .collect();
             one_line_trunc(&e, max)
         }
         Err(_) => preview_hex(b, max / 2),
@@ -262,7 +300,9 @@ pub async fn export(ctx: &Ctx, req: ExportRequest) -> Result<i32> {
         Some(path) if path.as_os_str() != "-" => {
             let partial = path.with_extension(format!(
                 "{}partial",
-                path.extension().map(|e| format!("{}.", e.to_string_lossy())).unwrap_or_default()
+                path.extension()
+                    .map(|e| format!("{}.", e.to_string_lossy()))
+                    .unwrap_or_default()
             ));
             let f = std::fs::File::create(&partial).map_err(|e| Error::io(&partial, e))?;
             (Some(std::io::BufWriter::new(f)), Some(partial))
@@ -303,7 +343,10 @@ pub async fn export(ctx: &Ctx, req: ExportRequest) -> Result<i32> {
         f.flush().map_err(|e| Error::io(&partial, e))?;
         f.get_ref().sync_all().map_err(|e| Error::io(&partial, e))?;
         if interrupted {
-            p.warn(&format!("interrupted: {n} messages written to {}", partial.display()));
+            p.warn(&format!(
+                "interrupted: {n} messages written to {}",
+                partial.display()
+            ));
             return Ok(exit::INTERRUPTED);
         }
         std::fs::rename(&partial, path).map_err(|e| Error::io(path, e))?;

@@ -30,7 +30,7 @@ pub struct QueueChecks {
 pub fn fmt_retention(r: Retention) -> String {
     match r {
         Retention::Forever => "forever".into(),
-        Retention::For(d) => humantime::format_duration(d).to_string(),
+        Retention::For(d) => crate::output::fmt_duration(d).to_string(),
     }
 }
 
@@ -55,8 +55,13 @@ pub async fn run(ctx: &Ctx, queues: Vec<QueueRef>) -> Result<i32> {
     for q in queues {
         out.push(verify_one(&q).await);
     }
-    let passed = out.iter().all(|q| q.checks.iter().all(|c| c.status != Status::Fail));
-    let report = VerifyReport { passed, queues: out };
+    let passed = out
+        .iter()
+        .all(|q| q.checks.iter().all(|c| c.status != Status::Fail));
+    let report = VerifyReport {
+        passed,
+        queues: out,
+    };
     render(ctx, &report)?;
     Ok(if passed { exit::OK } else { exit::PARTIAL })
 }
@@ -74,14 +79,24 @@ async fn verify_one(q: &QueueRef) -> QueueChecks {
     let b = match backend::open(&q.address, &q.source_options()).await {
         Ok(b) => b,
         Err(e) => {
-            checks.push(check("reachable", "Dead-letter queue is reachable", Status::Fail, e.to_string()));
+            checks.push(check(
+                "reachable",
+                "Dead-letter queue is reachable",
+                Status::Fail,
+                e.to_string(),
+            ));
             return QueueChecks { checks, ..result };
         }
     };
     let facts = match b.verify_facts(&q.cfg).await {
         Ok(f) => f,
         Err(e) => {
-            checks.push(check("reachable", "Dead-letter queue is readable", Status::Fail, e.to_string()));
+            checks.push(check(
+                "reachable",
+                "Dead-letter queue is readable",
+                Status::Fail,
+                e.to_string(),
+            ));
             return QueueChecks { checks, ..result };
         }
     };
@@ -98,7 +113,9 @@ async fn verify_one(q: &QueueRef) -> QueueChecks {
             source: "not declared (set replay_window); counted as 0".into(),
         },
     });
-    let bound = redelivery.iter().fold(Retention::For(Duration::ZERO), |acc, t| add(acc, t.value));
+    let bound = redelivery
+        .iter()
+        .fold(Retention::For(Duration::ZERO), |acc, t| add(acc, t.value));
     let arithmetic = redelivery
         .iter()
         .map(|t| format!("{} {}", t.label, fmt_retention(t.value)))
@@ -119,14 +136,27 @@ async fn verify_one(q: &QueueRef) -> QueueChecks {
             ),
         ));
         checks.extend(facts.checks);
-        return QueueChecks { checks, redelivery, ..result };
+        return QueueChecks {
+            checks,
+            redelivery,
+            ..result
+        };
     };
     let d = match DedupeTable::open(dcfg).await {
         Ok(d) => d,
         Err(e) => {
-            checks.push(check("dedupe-unique", "Dedupe table exists with a unique id", Status::Fail, e.to_string()));
+            checks.push(check(
+                "dedupe-unique",
+                "Dedupe table exists with a unique id",
+                Status::Fail,
+                e.to_string(),
+            ));
             checks.extend(facts.checks);
-            return QueueChecks { checks, redelivery, ..result };
+            return QueueChecks {
+                checks,
+                redelivery,
+                ..result
+            };
         }
     };
     // Check 2.
@@ -174,7 +204,12 @@ async fn verify_one(q: &QueueRef) -> QueueChecks {
             (Some(*r), false)
         }
         Ok(KnownRetention::Discovered { retention, how }) => {
-            checks.push(check("dedupe-retention-known", "Dedupe retention is known", Status::Pass, format!("discovered: {how}")));
+            checks.push(check(
+                "dedupe-retention-known",
+                "Dedupe retention is known",
+                Status::Pass,
+                format!("discovered: {how}"),
+            ));
             (Some(*retention), false)
         }
         Ok(KnownRetention::AtLeast { age, oldest }) => {
@@ -188,7 +223,10 @@ async fn verify_one(q: &QueueRef) -> QueueChecks {
                     oldest.format("%Y-%m-%d %H:%M UTC")
                 ),
             ));
-            (Some(Retention::For(Duration::from_secs(age.as_secs()))), true)
+            (
+                Some(Retention::For(Duration::from_secs(age.as_secs()))),
+                true,
+            )
         }
         Ok(KnownRetention::Unknown(why)) => {
             checks.push(check(
@@ -200,7 +238,12 @@ async fn verify_one(q: &QueueRef) -> QueueChecks {
             (None, false)
         }
         Err(e) => {
-            checks.push(check("dedupe-retention-known", "Dedupe retention is known", Status::Fail, e.to_string()));
+            checks.push(check(
+                "dedupe-retention-known",
+                "Dedupe retention is known",
+                Status::Fail,
+                e.to_string(),
+            ));
             (None, false)
         }
     };
@@ -255,7 +298,7 @@ async fn verify_one(q: &QueueRef) -> QueueChecks {
                 format!(
                     "{n} dead letters are older than the dedupe retention ({}): their ids may be forgotten, so redriving them would run their side effects again (find them with `peek --older-than {}`)",
                     fmt_retention(Retention::For(r)),
-                    humantime::format_duration(r)
+                    crate::output::fmt_duration(r)
                 ),
             ),
             Ok(None) => check(
@@ -267,7 +310,11 @@ async fn verify_one(q: &QueueRef) -> QueueChecks {
             Err(e) => check("old-dead-letters", "No dead letters older than the dedupe retention", Status::Warn, e.to_string()),
         });
     }
-    QueueChecks { checks, redelivery, ..result }
+    QueueChecks {
+        checks,
+        redelivery,
+        ..result
+    }
 }
 
 fn render(ctx: &Ctx, r: &VerifyReport) -> Result<()> {
@@ -280,13 +327,25 @@ fn render(ctx: &Ctx, r: &VerifyReport) -> Result<()> {
                 let mut t = p.table();
                 t.set_header(vec!["", "check", "detail"]);
                 for c in &q.checks {
-                    t.add_row(vec![c.status.to_string(), c.title.clone(), c.detail.clone()]);
+                    t.add_row(vec![
+                        c.status.to_string(),
+                        c.title.clone(),
+                        c.detail.clone(),
+                    ]);
                 }
                 p.line(&format!("{} ({})", q.queue, q.address))?;
                 p.line(&t.to_string())?;
             }
-            let fails: usize = r.queues.iter().map(|q| q.checks.iter().filter(|c| c.status == Status::Fail).count()).sum();
-            let warns: usize = r.queues.iter().map(|q| q.checks.iter().filter(|c| c.status == Status::Warn).count()).sum();
+            let fails: usize = r
+                .queues
+                .iter()
+                .map(|q| q.checks.iter().filter(|c| c.status == Status::Fail).count())
+                .sum();
+            let warns: usize = r
+                .queues
+                .iter()
+                .map(|q| q.checks.iter().filter(|c| c.status == Status::Warn).count())
+                .sum();
             p.line(&format!(
                 "{}: {} queue(s), {fails} failed, {warns} warning(s)",
                 if r.passed { "PASS" } else { "FAIL" },

@@ -27,9 +27,12 @@ impl PruneJob {
                 "pg_cron job {} ({}) deletes rows older than {}",
                 self.jobid,
                 self.schedule,
-                humantime::format_duration(d)
+                crate::output::fmt_duration(d)
             ),
-            None => format!("pg_cron job {} ({}) deletes from it", self.jobid, self.schedule),
+            None => format!(
+                "pg_cron job {} ({}) deletes from it",
+                self.jobid, self.schedule
+            ),
         }
     }
 }
@@ -69,11 +72,12 @@ pub async fn prune_jobs(pool: &PgPool, schema: &str, table: &str) -> Result<Opti
                 .map(|m| m.as_str().to_string())
                 .or_else(|| c.get(3).map(|d| format!("{} days", d.as_str())));
             if let Some(lit) = lit {
-                let secs: Option<f64> = sqlx::query_scalar("SELECT extract(epoch FROM $1::interval)::float8")
-                    .bind(&lit)
-                    .fetch_one(pool)
-                    .await
-                    .ok();
+                let secs: Option<f64> =
+                    sqlx::query_scalar("SELECT extract(epoch FROM $1::interval)::float8")
+                        .bind(&lit)
+                        .fetch_one(pool)
+                        .await
+                        .ok();
                 retention = secs.filter(|s| *s > 0.0).map(Duration::from_secs_f64);
             }
         }
@@ -84,7 +88,12 @@ pub async fn prune_jobs(pool: &PgPool, schema: &str, table: &str) -> Result<Opti
             retention,
         };
         best = match best {
-            Some(b) if b.retention.is_some() && (job.retention.is_none() || b.retention <= job.retention) => Some(b),
+            Some(b)
+                if b.retention.is_some()
+                    && (job.retention.is_none() || b.retention <= job.retention) =>
+            {
+                Some(b)
+            }
             _ => Some(job),
         };
     }
@@ -107,7 +116,9 @@ mod tests {
     #[test]
     fn matches_delete_statements() {
         let p = table_pattern("public", "processed_messages");
-        assert!(p.is_match("DELETE FROM processed_messages WHERE handled_at < now() - interval '30 days'"));
+        assert!(p.is_match(
+            "DELETE FROM processed_messages WHERE handled_at < now() - interval '30 days'"
+        ));
         assert!(p.is_match("delete from public.processed_messages where x"));
         assert!(p.is_match("DELETE FROM \"public\".\"processed_messages\" WHERE x"));
         assert!(!p.is_match("DELETE FROM processed_messages_archive WHERE x"));

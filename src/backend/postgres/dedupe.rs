@@ -11,7 +11,9 @@ use url::Url;
 use super::layout::quote_ident;
 use super::{connect, cron, pg_err};
 use crate::address::redact;
-use crate::config::{DedupeConfig, Retention, default_dedupe_table, default_id_column, default_time_column};
+use crate::config::{
+    DedupeConfig, Retention, default_dedupe_table, default_id_column, default_time_column,
+};
 use crate::error::{Error, Result};
 
 pub struct DedupeTable {
@@ -33,9 +35,15 @@ pub struct DedupeTable {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Uniqueness {
     /// A primary key or unique index on exactly the id column.
-    Unique { index: String, primary: bool },
+    Unique {
+        index: String,
+        primary: bool,
+    },
     /// Unique only together with other columns, or only for some rows.
-    Partial { index: String, why: String },
+    Partial {
+        index: String,
+        why: String,
+    },
     None,
 }
 
@@ -43,9 +51,15 @@ pub enum Uniqueness {
 #[derive(Debug, Clone)]
 pub enum KnownRetention {
     Declared(Retention),
-    Discovered { retention: Retention, how: String },
+    Discovered {
+        retention: Retention,
+        how: String,
+    },
     /// Only a lower bound: the oldest row's age.
-    AtLeast { age: Duration, oldest: DateTime<Utc> },
+    AtLeast {
+        age: Duration,
+        oldest: DateTime<Utc>,
+    },
     Unknown(String),
 }
 
@@ -74,9 +88,11 @@ impl DedupeTable {
                 "id_column" => id_name = v.into_owned(),
                 "time_column" => time_name = v.into_owned(),
                 "retention" => {
-                    declared = Some(crate::config::parse_retention(&v).map_err(|r| Error::InvalidAddress {
-                        input: redact(&cfg.url),
-                        reason: r,
+                    declared = Some(crate::config::parse_retention(&v).map_err(|r| {
+                        Error::InvalidAddress {
+                            input: redact(&cfg.url),
+                            reason: r,
+                        }
                     })?)
                 }
                 _ => keep.push((k.into_owned(), v.into_owned())),
@@ -176,7 +192,11 @@ impl DedupeTable {
         let mut partial = None;
         for r in rows {
             let index: String = r.try_get("index").unwrap_or_default();
-            let cols: Vec<String> = r.try_get::<Option<Vec<String>>, _>("cols").ok().flatten().unwrap_or_default();
+            let cols: Vec<String> = r
+                .try_get::<Option<Vec<String>>, _>("cols")
+                .ok()
+                .flatten()
+                .unwrap_or_default();
             if !cols.contains(&self.id_name) {
                 continue;
             }
@@ -235,7 +255,11 @@ impl DedupeTable {
                 if let Some(s) = secs.filter(|s| *s > 0.0) {
                     return Ok(KnownRetention::Discovered {
                         retention: Retention::For(Duration::from_secs_f64(s)),
-                        how: format!("expiry column {exp}: ids are kept up to {} after {}", humantime::format_duration(Duration::from_secs(s as u64)), self.time_name),
+                        how: format!(
+                            "expiry column {exp}: ids are kept up to {} after {}",
+                            crate::output::fmt_duration(Duration::from_secs(s as u64)),
+                            self.time_name
+                        ),
                     });
                 }
             }
@@ -252,7 +276,9 @@ impl DedupeTable {
                         age: (Utc::now() - o).to_std().unwrap_or_default(),
                         oldest: o,
                     },
-                    None => KnownRetention::Unknown("the table is empty and no retention is declared".into()),
+                    None => KnownRetention::Unknown(
+                        "the table is empty and no retention is declared".into(),
+                    ),
                 })
             }
             None => Ok(KnownRetention::Unknown(format!(
@@ -275,10 +301,22 @@ impl DedupeTable {
             self.id_type,
             c = self.id_col
         );
-        let found: Vec<String> = match sqlx::query_scalar(AssertSqlSafe(typed)).bind(ids).fetch_all(&self.pool).await {
+        let found: Vec<String> = match sqlx::query_scalar(AssertSqlSafe(typed))
+            .bind(ids)
+            .fetch_all(&self.pool)
+            .await
+        {
             Ok(f) => f,
-            Err(e) if e.as_database_error().and_then(|d| d.code()).is_some_and(|c| c == "22P02") => {
-                let sql = format!("SELECT {c}::text FROM {} WHERE {c}::text = ANY($1::text[])", self.table, c = self.id_col);
+            Err(e)
+                if e.as_database_error()
+                    .and_then(|d| d.code())
+                    .is_some_and(|c| c == "22P02") =>
+            {
+                let sql = format!(
+                    "SELECT {c}::text FROM {} WHERE {c}::text = ANY($1::text[])",
+                    self.table,
+                    c = self.id_col
+                );
                 sqlx::query_scalar(AssertSqlSafe(sql))
                     .bind(ids)
                     .fetch_all(&self.pool)

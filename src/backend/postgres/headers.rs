@@ -86,7 +86,9 @@ fn json_text(v: &Value) -> AttrValue {
 fn to_value(a: &AttrValue) -> Value {
     match a {
         AttrValue::Null => Value::Null,
-        AttrValue::Text { data_type, value } if data_type == "String" => Value::String(value.clone()),
+        AttrValue::Text { data_type, value } if data_type == "String" => {
+            Value::String(value.clone())
+        }
         AttrValue::Text { data_type, value }
             if data_type == "Number"
                 && serde_json::from_str::<serde_json::Number>(value)
@@ -139,13 +141,40 @@ mod tests {
     #[test]
     fn round_trip() {
         let attrs = vec![
-            Attribute { name: "trace".into(), value: AttrValue::text("abc") },
-            Attribute { name: "n".into(), value: AttrValue::Text { data_type: "Number.int".into(), value: "7".into() } },
-            Attribute { name: "bin".into(), value: AttrValue::Binary { data_type: "Binary".into(), value: vec![0, 1, 255] } },
-            Attribute { name: "rep".into(), value: AttrValue::text("1") },
-            Attribute { name: "rep".into(), value: AttrValue::Null },
-            Attribute { name: "rep".into(), value: AttrValue::text("3") },
-            Attribute { name: "nul".into(), value: AttrValue::Null },
+            Attribute {
+                name: "trace".into(),
+                value: AttrValue::text("abc"),
+            },
+            Attribute {
+                name: "n".into(),
+                value: AttrValue::Text {
+                    data_type: "Number.int".into(),
+                    value: "7".into(),
+                },
+            },
+            Attribute {
+                name: "bin".into(),
+                value: AttrValue::Binary {
+                    data_type: "Binary".into(),
+                    value: vec![0, 1, 255],
+                },
+            },
+            Attribute {
+                name: "rep".into(),
+                value: AttrValue::text("1"),
+            },
+            Attribute {
+                name: "rep".into(),
+                value: AttrValue::Null,
+            },
+            Attribute {
+                name: "rep".into(),
+                value: AttrValue::text("3"),
+            },
+            Attribute {
+                name: "nul".into(),
+                value: AttrValue::Null,
+            },
         ];
         let j = to_json(&attrs);
         let mut back = from_json(&j);
@@ -159,8 +188,20 @@ mod tests {
     fn plain_objects_read_naturally() {
         let a = from_json(&serde_json::json!({"x-tenant": "acme", "retries": 3, "ctx": {"a": 1}}));
         assert_eq!(a[0].value, AttrValue::text("acme"));
-        assert_eq!(a[1].value, AttrValue::Text { data_type: "Number".into(), value: "3".into() });
-        assert_eq!(a[2].value, AttrValue::Text { data_type: "Json".into(), value: "{\"a\":1}".into() });
+        assert_eq!(
+            a[1].value,
+            AttrValue::Text {
+                data_type: "Number".into(),
+                value: "3".into()
+            }
+        );
+        assert_eq!(
+            a[2].value,
+            AttrValue::Text {
+                data_type: "Json".into(),
+                value: "{\"a\":1}".into()
+            }
+        );
         // And back: a Json attribute returns to the same JSON.
         assert_eq!(to_json(&a)["ctx"], serde_json::json!({"a": 1}));
         assert_eq!(to_json(&a)["retries"], serde_json::json!(3));

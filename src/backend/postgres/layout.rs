@@ -131,7 +131,9 @@ impl Layout {
         if !matches!(kind.as_str(), "r" | "p") {
             return Err(Error::Schema {
                 table: name.to_string(),
-                reason: "is not a table (a view or other relation); point table= at the table itself".into(),
+                reason:
+                    "is not a table (a view or other relation); point table= at the table itself"
+                        .into(),
             });
         }
         let cols = sqlx::query(
@@ -171,7 +173,11 @@ impl Layout {
                         table: display,
                         reason: format!(
                             "has no column `{col_name}` for `{logical}`{}; its columns are {}. Map it with [{mapping_key}] {logical} = \"COLUMN\"",
-                            if explicit.is_some() { " (as mapped)" } else { "" },
+                            if explicit.is_some() {
+                                " (as mapped)"
+                            } else {
+                                ""
+                            },
                             actual.keys().cloned().collect::<Vec<_>>().join(", ")
                         ),
                     });
@@ -264,6 +270,12 @@ impl Layout {
             Some(b) => format!("COALESCE({}, {main}, ''::bytea)", b.sql),
             None => format!("COALESCE({main}, ''::bytea)"),
         }
+    }
+
+    /// The row key, qualified: select lists alias `id` to text, and ORDER BY would otherwise
+    /// pick the alias and sort as text.
+    pub fn key(&self) -> String {
+        format!("{}.{}", self.table, self.cols["id"].sql)
     }
 
     pub fn id_type(&self) -> &str {

@@ -51,7 +51,10 @@ pub fn pg_err(target: &str, e: sqlx::Error) -> Error {
                 target,
                 reason: format!("authentication failed ({msg}); check the user and PGPASSWORD"),
             },
-            "42501" => Error::PermissionDenied { target, reason: msg },
+            "42501" => Error::PermissionDenied {
+                target,
+                reason: msg,
+            },
             "3D000" => Error::NotFound {
                 what: "database".into(),
                 detail: msg,
@@ -62,7 +65,9 @@ pub fn pg_err(target: &str, e: sqlx::Error) -> Error {
             },
             "57P01" | "57P02" | "57P03" | "08000" | "08003" | "08006" => Error::Unreachable {
                 target,
-                reason: format!("{msg} (the server went away; nothing was lost, re-run to continue)"),
+                reason: format!(
+                    "{msg} (the server went away; nothing was lost, re-run to continue)"
+                ),
             },
             _ => Error::Backend {
                 target,
@@ -101,7 +106,10 @@ pub async fn connect(conn: &Url) -> Result<PgPool> {
         .map_err(|e| pg_err(&shown, e))?
         .application_name("dlqctl");
     // A PgBouncer in transaction mode cannot keep prepared statements: `statement_cache=0`.
-    let opts = if conn.query_pairs().any(|(k, v)| k == "statement_cache" && v == "0") {
+    let opts = if conn
+        .query_pairs()
+        .any(|(k, v)| k == "statement_cache" && v == "0")
+    {
         opts.statement_cache_capacity(0)
     } else {
         opts
@@ -158,7 +166,11 @@ impl PgBackend {
     }
 
     fn target(&self) -> String {
-        format!("{} ({})", self.layout.display, redact(self.pg.conn.as_str()))
+        format!(
+            "{} ({})",
+            self.layout.display,
+            redact(self.pg.conn.as_str())
+        )
     }
 
     fn err(&self, e: sqlx::Error) -> Error {
@@ -180,7 +192,7 @@ impl PgBackend {
 
     async fn page(&self, after: Option<&str>, limit: i64) -> Result<Vec<Message>> {
         let l = &self.layout;
-        let id = &l.cols["id"].sql;
+        let id = l.key();
         let sql = format!(
             "SELECT {} FROM {} WHERE ($1::text IS NULL OR {id} > $1::text::{}){} ORDER BY {id} LIMIT $2",
             l.select_list(),
@@ -202,7 +214,7 @@ impl PgBackend {
         let l = &self.layout;
         let sql = format!(
             "SELECT max({})::text FROM {} WHERE true{}",
-            l.cols["id"].sql,
+            l.key(),
             l.table,
             self.queue_clause(1)
         );
@@ -241,7 +253,9 @@ pub(crate) fn row_to_message(
     let error: Option<String> = row.try_get("error")?;
     let attempts: Option<i64> = row.try_get("attempts")?;
     let mut m = Message {
-        id: message_id.filter(|s| !s.is_empty()).unwrap_or_else(|| native_id.clone()),
+        id: message_id
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| native_id.clone()),
         native_id,
         body: row.try_get("body")?,
         attributes: hdrs.map(|h| headers::from_json(&h)).unwrap_or_default(),
@@ -256,8 +270,10 @@ pub(crate) fn row_to_message(
         group: row.try_get("group_key")?,
         ..Message::default()
     };
-    m.meta
-        .insert("table".into(), serde_json::Value::String(layout.display.clone()));
+    m.meta.insert(
+        "table".into(),
+        serde_json::Value::String(layout.display.clone()),
+    );
     super::apply_id_source(&mut m, id);
     Ok(m)
 }
@@ -267,7 +283,11 @@ fn time_fact(name: &str, t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Fact {
         Some(t) => Fact::new(
             name,
             t.to_rfc3339(),
-            format!("{} ago ({})", human_age(now - t), t.format("%Y-%m-%d %H:%M:%S UTC")),
+            format!(
+                "{} ago ({})",
+                human_age(now - t),
+                t.format("%Y-%m-%d %H:%M:%S UTC")
+            ),
         ),
         None => Fact::new(name, serde_json::Value::Null, "-"),
     }
@@ -301,10 +321,14 @@ impl QueueBackend for PgBackend {
         let dl = l.col("failed_at").map(|c| c.sql.clone());
         let sql = format!(
             "SELECT count(*)::int8 AS n, {} AS oldest, {} AS newest, {} AS first_dead, {} AS last_dead FROM {} WHERE true{}",
-            age.as_ref().map_or("NULL::timestamptz".into(), |a| format!("min({a})")),
-            age.as_ref().map_or("NULL::timestamptz".into(), |a| format!("max({a})")),
-            dl.as_ref().map_or("NULL::timestamptz".into(), |a| format!("min({a})")),
-            dl.as_ref().map_or("NULL::timestamptz".into(), |a| format!("max({a})")),
+            age.as_ref()
+                .map_or("NULL::timestamptz".into(), |a| format!("min({a})")),
+            age.as_ref()
+                .map_or("NULL::timestamptz".into(), |a| format!("max({a})")),
+            dl.as_ref()
+                .map_or("NULL::timestamptz".into(), |a| format!("min({a})")),
+            dl.as_ref()
+                .map_or("NULL::timestamptz".into(), |a| format!("max({a})")),
             l.table,
             self.queue_clause(1)
         );
@@ -315,7 +339,8 @@ impl QueueBackend for PgBackend {
             .map_err(|e| self.err(e))?;
         let n: i64 = row.try_get("n").map_err(|e| self.err(e))?;
         let (bytes, _) = layout::table_size(&self.pool, l).await?;
-        ins.facts.push(Fact::new("table", l.display.clone(), l.display.clone()));
+        ins.facts
+            .push(Fact::new("table", l.display.clone(), l.display.clone()));
         if let Some(q) = &self.pg.queue {
             ins.facts.push(Fact::new("queue", q.clone(), q.clone()));
         }
@@ -323,9 +348,12 @@ impl QueueBackend for PgBackend {
         let t = |c: &str| row.try_get::<Option<DateTime<Utc>>, _>(c).ok().flatten();
         ins.facts.push(time_fact("oldest", t("oldest"), now));
         ins.facts.push(time_fact("newest", t("newest"), now));
-        ins.facts.push(time_fact("first_dead_lettered", t("first_dead"), now));
-        ins.facts.push(time_fact("last_dead_lettered", t("last_dead"), now));
-        ins.facts.push(Fact::new("table_size_bytes", bytes, human_bytes(bytes)));
+        ins.facts
+            .push(time_fact("first_dead_lettered", t("first_dead"), now));
+        ins.facts
+            .push(time_fact("last_dead_lettered", t("last_dead"), now));
+        ins.facts
+            .push(Fact::new("size_bytes", bytes, human_bytes(bytes)));
         match cron::prune_jobs(&self.pool, &l.schema, &l.name).await? {
             Some(job) => ins.facts.push(Fact::new(
                 "retention",
@@ -339,7 +367,8 @@ impl QueueBackend for PgBackend {
             )),
         }
         if let Some(source) = &self.pg.source_table {
-            ins.facts.push(Fact::new("source", source.clone(), source.clone()));
+            ins.facts
+                .push(Fact::new("source", source.clone(), source.clone()));
         }
 
         if let Some(q) = l.col("queue")
@@ -361,7 +390,10 @@ impl QueueBackend for PgBackend {
                     .iter()
                     .map(|r| {
                         vec![
-                            r.try_get::<Option<String>, _>("queue").ok().flatten().into(),
+                            r.try_get::<Option<String>, _>("queue")
+                                .ok()
+                                .flatten()
+                                .into(),
                             r.try_get::<i64, _>("n").unwrap_or(0).into(),
                         ]
                     })
@@ -376,7 +408,7 @@ impl QueueBackend for PgBackend {
                 "SELECT left({e}::text, 2000) FROM {} WHERE true{} ORDER BY {} DESC LIMIT $2",
                 l.table,
                 self.queue_clause(1),
-                l.cols["id"].sql,
+                l.key(),
                 e = e.sql
             );
             let errors: Vec<Option<String>> = sqlx::query_scalar(AssertSqlSafe(sql))
@@ -396,7 +428,9 @@ impl QueueBackend for PgBackend {
                     ..Message::default()
                 };
                 let class = c.classify(&m);
-                *counts.entry((class.kind.to_string(), class.rule)).or_default() += 1;
+                *counts
+                    .entry((class.kind.to_string(), class.rule))
+                    .or_default() += 1;
             }
             let mut rows: Vec<_> = counts.into_iter().collect();
             rows.sort_by(|a, b| b.1.cmp(&a.1));
@@ -443,7 +477,11 @@ impl QueueBackend for PgBackend {
     }
 
     async fn tail(&self, opts: TailOptions) -> Result<MessageStream<'_>> {
-        let start = if opts.from_start { None } else { self.max_id().await? };
+        let start = if opts.from_start {
+            None
+        } else {
+            self.max_id().await?
+        };
         let channel = self.notify_channel().await?;
         let mut listener = match &channel {
             Some(ch) => {
@@ -488,9 +526,7 @@ impl QueueBackend for PgBackend {
         if self.as_target {
             unreachable!("begin_move on a target-opened table");
         }
-        Ok(Box::new(
-            moves::PgMoveSession::begin(self, opts).await?,
-        ))
+        Ok(Box::new(moves::PgMoveSession::begin(self, opts).await?))
     }
 
     async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
@@ -536,8 +572,10 @@ impl QueueBackend for PgBackend {
                     status: Status::Pass,
                     detail: format!(
                         "declared dlq_retention {}{}",
-                        humantime::format_duration(d),
-                        job.as_ref().map(|j| format!("; also found {}", j.describe())).unwrap_or_default()
+                        crate::output::fmt_duration(d),
+                        job.as_ref()
+                            .map(|j| format!("; also found {}", j.describe()))
+                            .unwrap_or_default()
                     ),
                 },
             ),
@@ -559,7 +597,10 @@ impl QueueBackend for PgBackend {
                         id: "dead-row-pruning".into(),
                         title: "Dead-letter pruning".into(),
                         status: Status::Warn,
-                        detail: format!("{}, but its age limit could not be read; declare dlq_retention", j.describe()),
+                        detail: format!(
+                            "{}, but its age limit could not be read; declare dlq_retention",
+                            j.describe()
+                        ),
                     },
                 ),
             },
@@ -587,7 +628,9 @@ impl QueueBackend for PgBackend {
     }
 
     async fn count_older_than(&self, age: Duration) -> Result<Option<u64>> {
-        let Some(a) = self.layout.age_expr() else { return Ok(None) };
+        let Some(a) = self.layout.age_expr() else {
+            return Ok(None);
+        };
         let sql = format!(
             "SELECT count(*)::int8 FROM {} WHERE {a} < now() - make_interval(secs => $2){}",
             self.layout.table,
@@ -603,8 +646,14 @@ impl QueueBackend for PgBackend {
     }
 
     async fn oldest(&self) -> Result<Option<DateTime<Utc>>> {
-        let Some(a) = self.layout.age_expr() else { return Ok(None) };
-        let sql = format!("SELECT min({a}) FROM {} WHERE true{}", self.layout.table, self.queue_clause(1));
+        let Some(a) = self.layout.age_expr() else {
+            return Ok(None);
+        };
+        let sql = format!(
+            "SELECT min({a}) FROM {} WHERE true{}",
+            self.layout.table,
+            self.queue_clause(1)
+        );
         sqlx::query_scalar(AssertSqlSafe(sql))
             .bind(self.pg.queue.as_deref())
             .fetch_one(&self.pool)

@@ -46,7 +46,12 @@ struct Claimed {
 impl<'a> PgMoveSession<'a> {
     pub async fn begin(b: &'a PgBackend, opts: MoveOptions) -> Result<PgMoveSession<'a>> {
         let target = b.target();
-        let mut lock = b.pool.acquire().await.map_err(|e| pg_err(&target, e))?.detach();
+        let mut lock = b
+            .pool
+            .acquire()
+            .await
+            .map_err(|e| pg_err(&target, e))?
+            .detach();
         let key = format!("dlqctl.redrive:{}", b.layout.oid);
         let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
             .bind(&key)
@@ -76,7 +81,12 @@ impl<'a> PgMoveSession<'a> {
         self.b.err(e)
     }
 
-    async fn target_layout(&mut self, table: &str, queue_given: bool, pool: &sqlx::PgPool) -> Result<Layout> {
+    async fn target_layout(
+        &mut self,
+        table: &str,
+        queue_given: bool,
+        pool: &sqlx::PgPool,
+    ) -> Result<Layout> {
         if let Some(l) = self.targets.get(table) {
             return Ok(l.clone());
         }
@@ -156,20 +166,27 @@ fn payload_compatible(src: PayloadKind, tgt: PayloadKind) -> bool {
 impl MoveSession for PgMoveSession<'_> {
     async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>> {
         assert!(self.tx.is_none(), "settle the last batch first");
-        let Some(end) = self.end.clone() else { return Ok(None) };
+        let Some(end) = self.end.clone() else {
+            return Ok(None);
+        };
         let l = &self.b.layout;
-        let id = &l.cols["id"].sql;
+        let id = l.key();
         let flags = format!(
             "{} AS is_binary, {} AS has_headers",
             l.col("payload_bytes")
                 .map_or("false".into(), |c| format!("({} IS NOT NULL)", c.sql)),
-            l.col("headers")
-                .map_or("false".into(), |c| format!("({0} IS NOT NULL AND {0}::jsonb <> '{{}}'::jsonb)", c.sql)),
+            l.col("headers").map_or("false".into(), |c| format!(
+                "({0} IS NOT NULL AND {0}::jsonb <> '{{}}'::jsonb)",
+                c.sql
+            )),
         );
         let list = if self.opts.need_content {
             format!("{}, {flags}", l.select_list())
         } else {
-            format!("{id}::text AS id, {}::text AS message_id, {flags}", l.cols["message_id"].sql)
+            format!(
+                "{id}::text AS id, {}::text AS message_id, {flags}",
+                l.cols["message_id"].sql
+            )
         };
         let sql = format!(
             "SELECT {list} FROM {} WHERE ($1::text IS NULL OR {id} > $1::text::{ty}) AND {id} <= $2::text::{ty}{} ORDER BY {id} LIMIT $4 FOR UPDATE SKIP LOCKED",
@@ -224,7 +241,10 @@ impl MoveSession for PgMoveSession<'_> {
         let mut tx = self.tx.take().expect("a claimed batch");
         if !accepted.is_empty() {
             let l = &self.b.layout;
-            let ids: Vec<&str> = accepted.iter().map(|&i| self.batch[i].native_id.as_str()).collect();
+            let ids: Vec<&str> = accepted
+                .iter()
+                .map(|&i| self.batch[i].native_id.as_str())
+                .collect();
             let sql = format!(
                 "DELETE FROM {} WHERE {} = ANY($1::text[]::{}[])",
                 l.table,
@@ -242,8 +262,14 @@ impl MoveSession for PgMoveSession<'_> {
         Ok(())
     }
 
-    async fn move_locally(&mut self, target: &Address, selected: &[usize]) -> Result<Vec<SendOutcome>> {
-        let Address::Postgres(t) = target else { unreachable!("checked by can_move_locally") };
+    async fn move_locally(
+        &mut self,
+        target: &Address,
+        selected: &[usize],
+    ) -> Result<Vec<SendOutcome>> {
+        let Address::Postgres(t) = target else {
+            unreachable!("checked by can_move_locally")
+        };
         let table = t.table().expect("checked by can_move_locally").to_string();
         let pool = self.b.pool.clone();
         let tl = self.target_layout(&table, t.queue.is_some(), &pool).await?;
@@ -251,7 +277,9 @@ impl MoveSession for PgMoveSession<'_> {
         let mut outcomes: Vec<Option<SendOutcome>> = vec![None; selected.len()];
 
         let fast = payload_compatible(src.payload(), tl.payload())
-            && !(tl.col("queue").is_some_and(|c| c.not_null) && t.queue.is_none() && src.col("queue").is_none());
+            && !(tl.col("queue").is_some_and(|c| c.not_null)
+                && t.queue.is_none()
+                && src.col("queue").is_none());
         if !fast {
             // Types that need checking row by row: build the copies here, still inside this
             // batch's transaction, so the move stays atomic.
@@ -280,11 +308,17 @@ impl MoveSession for PgMoveSession<'_> {
             let c = &self.batch[i];
             if c.binary && tl.col("payload_bytes").is_none() && tl.payload() != PayloadKind::Bytea {
                 outcomes[pos] = Some(SendOutcome::Rejected {
-                    reason: format!("the body is binary and {} has no payload_bytes column", tl.display),
+                    reason: format!(
+                        "the body is binary and {} has no payload_bytes column",
+                        tl.display
+                    ),
                 });
             } else if c.has_headers && tl.col("headers").is_none() {
                 outcomes[pos] = Some(SendOutcome::Rejected {
-                    reason: format!("{} has no headers column; the row's headers would be lost", tl.display),
+                    reason: format!(
+                        "{} has no headers column; the row's headers would be lost",
+                        tl.display
+                    ),
                 });
             } else {
                 movable.push((pos, i));
@@ -306,7 +340,10 @@ impl MoveSession for PgMoveSession<'_> {
         let sql = local_move_sql(&src, &tl, t.queue.is_some());
         let tx = self.tx.as_mut().expect("a claimed batch");
         for round in rounds {
-            let ids: Vec<&str> = round.iter().map(|&(_, i)| self.batch[i].native_id.as_str()).collect();
+            let ids: Vec<&str> = round
+                .iter()
+                .map(|&(_, i)| self.batch[i].native_id.as_str())
+                .collect();
             let moved: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql.clone()))
                 .bind(&ids)
                 .bind(t.queue.as_deref())
@@ -330,7 +367,10 @@ impl MoveSession for PgMoveSession<'_> {
         let tx = self.tx.take().expect("a claimed batch");
         tx.commit().await.map_err(|e| self.err(e))?;
         self.batch.clear();
-        Ok(outcomes.into_iter().map(|o| o.expect("an outcome per selected row")).collect())
+        Ok(outcomes
+            .into_iter()
+            .map(|o| o.expect("an outcome per selected row"))
+            .collect())
     }
 }
 
@@ -339,7 +379,10 @@ impl MoveSession for PgMoveSession<'_> {
 fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
     let sid = &src.cols["id"].sql;
     let smid = &src.cols["message_id"].sql;
-    let mut cols = vec![tgt.cols["message_id"].sql.clone(), tgt.cols["payload"].sql.clone()];
+    let mut cols = vec![
+        tgt.cols["message_id"].sql.clone(),
+        tgt.cols["payload"].sql.clone(),
+    ];
     let sp = &src.cols["payload"].sql;
     let payload = match (src.payload(), tgt.payload()) {
         (_, PayloadKind::Bytea) => src.body_expr(),
@@ -353,7 +396,10 @@ fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
         && tgt.payload() != PayloadKind::Bytea
     {
         cols.push(c.sql.clone());
-        vals.push(src.col("payload_bytes").map_or("NULL::bytea".into(), |s| s.sql.clone()));
+        vals.push(
+            src.col("payload_bytes")
+                .map_or("NULL::bytea".into(), |s| s.sql.clone()),
+        );
     }
     if let Some(c) = tgt.col("headers") {
         cols.push(c.sql.clone());
@@ -381,7 +427,11 @@ fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
         cols.push(c.sql.clone());
         vals.push("now()".into());
     }
-    let queue_ref = if queue_override { "" } else { " AND $2::text IS NULL" };
+    let queue_ref = if queue_override {
+        ""
+    } else {
+        " AND $2::text IS NULL"
+    };
     format!(
         "WITH src AS (SELECT * FROM {st} WHERE {sid} = ANY($1::text[]::{ty}[]){queue_ref}),
               ins AS (INSERT INTO {tt} ({cols}) SELECT {vals} FROM src ORDER BY {sid} ON CONFLICT DO NOTHING RETURNING {tmid}::text AS mid)

@@ -119,7 +119,10 @@ pub(crate) async fn insert_messages(
             continue;
         }
         let (payload, bin) = match place_body(l, m) {
-            Placed::Ok { payload, payload_bin } => (payload, payload_bin),
+            Placed::Ok {
+                payload,
+                payload_bin,
+            } => (payload, payload_bin),
             Placed::Rejected(reason) => {
                 out[i] = Some(SendOutcome::Rejected { reason });
                 continue;
@@ -139,7 +142,10 @@ pub(crate) async fn insert_messages(
         order.push(i);
     }
     if !order.is_empty() {
-        let mut cols = vec![l.cols["message_id"].sql.clone(), l.cols["payload"].sql.clone()];
+        let mut cols = vec![
+            l.cols["message_id"].sql.clone(),
+            l.cols["payload"].sql.clone(),
+        ];
         let mut vals = vec![
             format!("u.m::{}", l.cols["message_id"].ty),
             match l.payload() {
@@ -209,5 +215,8 @@ pub(crate) async fn insert_messages(
             });
         }
     }
-    Ok(out.into_iter().map(|o| o.expect("every message has an outcome")).collect())
+    Ok(out
+        .into_iter()
+        .map(|o| o.expect("every message has an outcome"))
+        .collect())
 }

@@ -1,0 +1,311 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'dlqctl'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'dlqctl' {
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('inspect', 'inspect', [CompletionResultType]::ParameterValue, 'Show what is in a dead-letter queue and how it is configured')
+            [CompletionResult]::new('peek', 'peek', [CompletionResultType]::ParameterValue, 'Show messages without removing them')
+            [CompletionResult]::new('tail', 'tail', [CompletionResultType]::ParameterValue, 'Follow messages as they arrive, without consuming them')
+            [CompletionResult]::new('classify', 'classify', [CompletionResultType]::ParameterValue, 'Group messages by failure reason: transient, permanent (poison) or unclassified')
+            [CompletionResult]::new('redrive', 'redrive', [CompletionResultType]::ParameterValue, 'Move messages back to their source queue, keeping their stable ids')
+            [CompletionResult]::new('replay', 'replay', [CompletionResultType]::ParameterValue, 'Send copies of messages to a target; nothing is removed from the source')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write messages as JSON Lines, losslessly, without removing them')
+            [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check queue configuration for CI')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('generate-artifacts', 'generate-artifacts', [CompletionResultType]::ParameterValue, 'Write (or check) the generated files')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'dlqctl;inspect' {
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;peek' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'How many messages to show')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'How many messages to show')
+            [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
+            [CompletionResult]::new('--match', '--match', [CompletionResultType]::ParameterName, 'Only messages whose body matches REGEX')
+            [CompletionResult]::new('--error', '--error', [CompletionResultType]::ParameterName, 'Only messages whose error (class and message) matches REGEX')
+            [CompletionResult]::new('--attr', '--attr', [CompletionResultType]::ParameterName, 'Only messages with attribute/header NAME matching REGEX (repeatable)')
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)')
+            [CompletionResult]::new('--newer-than', '--newer-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued more recently than DURATION')
+            [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'Only these stable or native ids (repeatable)')
+            [CompletionResult]::new('--ids-from', '--ids-from', [CompletionResultType]::ParameterName, 'Only the ids listed in FILE, one per line (- for stdin)')
+            [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;tail' {
+            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Stop after N messages')
+            [CompletionResult]::new('--idle-timeout', '--idle-timeout', [CompletionResultType]::ParameterName, 'Stop when nothing arrives for DURATION')
+            [CompletionResult]::new('--poll-interval', '--poll-interval', [CompletionResultType]::ParameterName, 'How often to look for new messages')
+            [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
+            [CompletionResult]::new('--match', '--match', [CompletionResultType]::ParameterName, 'Only messages whose body matches REGEX')
+            [CompletionResult]::new('--error', '--error', [CompletionResultType]::ParameterName, 'Only messages whose error (class and message) matches REGEX')
+            [CompletionResult]::new('--attr', '--attr', [CompletionResultType]::ParameterName, 'Only messages with attribute/header NAME matching REGEX (repeatable)')
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)')
+            [CompletionResult]::new('--newer-than', '--newer-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued more recently than DURATION')
+            [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'Only these stable or native ids (repeatable)')
+            [CompletionResult]::new('--ids-from', '--ids-from', [CompletionResultType]::ParameterName, 'Only the ids listed in FILE, one per line (- for stdin)')
+            [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('--from-start', '--from-start', [CompletionResultType]::ParameterName, 'Start with the messages already there')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;classify' {
+            [CompletionResult]::new('--dedupe', '--dedupe', [CompletionResultType]::ParameterName, 'Dedupe table: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id]')
+            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Look at no more than N messages')
+            [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
+            [CompletionResult]::new('--match', '--match', [CompletionResultType]::ParameterName, 'Only messages whose body matches REGEX')
+            [CompletionResult]::new('--error', '--error', [CompletionResultType]::ParameterName, 'Only messages whose error (class and message) matches REGEX')
+            [CompletionResult]::new('--attr', '--attr', [CompletionResultType]::ParameterName, 'Only messages with attribute/header NAME matching REGEX (repeatable)')
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)')
+            [CompletionResult]::new('--newer-than', '--newer-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued more recently than DURATION')
+            [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'Only these stable or native ids (repeatable)')
+            [CompletionResult]::new('--ids-from', '--ids-from', [CompletionResultType]::ParameterName, 'Only the ids listed in FILE, one per line (- for stdin)')
+            [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;redrive' {
+            [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Where to send the messages [default: the configured or discovered source]')
+            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Move at most N messages')
+            [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many messages per second (50, 50/s, 3000/m)')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch (one transaction on PostgreSQL)')
+            [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
+            [CompletionResult]::new('--match', '--match', [CompletionResultType]::ParameterName, 'Only messages whose body matches REGEX')
+            [CompletionResult]::new('--error', '--error', [CompletionResultType]::ParameterName, 'Only messages whose error (class and message) matches REGEX')
+            [CompletionResult]::new('--attr', '--attr', [CompletionResultType]::ParameterName, 'Only messages with attribute/header NAME matching REGEX (repeatable)')
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)')
+            [CompletionResult]::new('--newer-than', '--newer-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued more recently than DURATION')
+            [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'Only these stable or native ids (repeatable)')
+            [CompletionResult]::new('--ids-from', '--ids-from', [CompletionResultType]::ParameterName, 'Only the ids listed in FILE, one per line (- for stdin)')
+            [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Show what would be moved; change nothing')
+            [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
+            [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;replay' {
+            [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Where to send the copies')
+            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Copy at most N messages')
+            [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many messages per second (50, 50/s, 3000/m)')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch')
+            [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
+            [CompletionResult]::new('--match', '--match', [CompletionResultType]::ParameterName, 'Only messages whose body matches REGEX')
+            [CompletionResult]::new('--error', '--error', [CompletionResultType]::ParameterName, 'Only messages whose error (class and message) matches REGEX')
+            [CompletionResult]::new('--attr', '--attr', [CompletionResultType]::ParameterName, 'Only messages with attribute/header NAME matching REGEX (repeatable)')
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)')
+            [CompletionResult]::new('--newer-than', '--newer-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued more recently than DURATION')
+            [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'Only these stable or native ids (repeatable)')
+            [CompletionResult]::new('--ids-from', '--ids-from', [CompletionResultType]::ParameterName, 'Only the ids listed in FILE, one per line (- for stdin)')
+            [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Show what would be sent; change nothing')
+            [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
+            [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;export' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write to FILE instead of stdout (written as FILE.partial, renamed when complete)')
+            [CompletionResult]::new('--output-file', '--output-file', [CompletionResultType]::ParameterName, 'Write to FILE instead of stdout (written as FILE.partial, renamed when complete)')
+            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Export at most N messages')
+            [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
+            [CompletionResult]::new('--match', '--match', [CompletionResultType]::ParameterName, 'Only messages whose body matches REGEX')
+            [CompletionResult]::new('--error', '--error', [CompletionResultType]::ParameterName, 'Only messages whose error (class and message) matches REGEX')
+            [CompletionResult]::new('--attr', '--attr', [CompletionResultType]::ParameterName, 'Only messages with attribute/header NAME matching REGEX (repeatable)')
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)')
+            [CompletionResult]::new('--newer-than', '--newer-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued more recently than DURATION')
+            [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'Only these stable or native ids (repeatable)')
+            [CompletionResult]::new('--ids-from', '--ids-from', [CompletionResultType]::ParameterName, 'Only the ids listed in FILE, one per line (- for stdin)')
+            [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;verify' {
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;completions' {
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;generate-artifacts' {
+            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Repository root to write into')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('--check', '--check', [CompletionResultType]::ParameterName, 'Only compare; exit 1 listing the files that differ')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;help' {
+            [CompletionResult]::new('inspect', 'inspect', [CompletionResultType]::ParameterValue, 'Show what is in a dead-letter queue and how it is configured')
+            [CompletionResult]::new('peek', 'peek', [CompletionResultType]::ParameterValue, 'Show messages without removing them')
+            [CompletionResult]::new('tail', 'tail', [CompletionResultType]::ParameterValue, 'Follow messages as they arrive, without consuming them')
+            [CompletionResult]::new('classify', 'classify', [CompletionResultType]::ParameterValue, 'Group messages by failure reason: transient, permanent (poison) or unclassified')
+            [CompletionResult]::new('redrive', 'redrive', [CompletionResultType]::ParameterValue, 'Move messages back to their source queue, keeping their stable ids')
+            [CompletionResult]::new('replay', 'replay', [CompletionResultType]::ParameterValue, 'Send copies of messages to a target; nothing is removed from the source')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write messages as JSON Lines, losslessly, without removing them')
+            [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check queue configuration for CI')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('generate-artifacts', 'generate-artifacts', [CompletionResultType]::ParameterValue, 'Write (or check) the generated files')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'dlqctl;help;inspect' {
+            break
+        }
+        'dlqctl;help;peek' {
+            break
+        }
+        'dlqctl;help;tail' {
+            break
+        }
+        'dlqctl;help;classify' {
+            break
+        }
+        'dlqctl;help;redrive' {
+            break
+        }
+        'dlqctl;help;replay' {
+            break
+        }
+        'dlqctl;help;export' {
+            break
+        }
+        'dlqctl;help;verify' {
+            break
+        }
+        'dlqctl;help;completions' {
+            break
+        }
+        'dlqctl;help;generate-artifacts' {
+            break
+        }
+        'dlqctl;help;help' {
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

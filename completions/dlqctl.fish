@@ -1,0 +1,258 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_dlqctl_global_optspecs
+    string join \n output= config= q/quiet v/verbose no-progress color= h/help V/version
+end
+
+function __fish_dlqctl_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_dlqctl_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_dlqctl_using_subcommand
+    set -l cmd (__fish_dlqctl_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify only)'"
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -s V -l version -d 'Print version'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "inspect" -d 'Show what is in a dead-letter queue and how it is configured'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "peek" -d 'Show messages without removing them'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "tail" -d 'Follow messages as they arrive, without consuming them'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "classify" -d 'Group messages by failure reason: transient, permanent (poison) or unclassified'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "redrive" -d 'Move messages back to their source queue, keeping their stable ids'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "replay" -d 'Send copies of messages to a target; nothing is removed from the source'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "export" -d 'Write messages as JSON Lines, losslessly, without removing them'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "verify" -d 'Check queue configuration for CI'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "generate-artifacts" -d 'Write (or check) the generated files'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify only)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s n -l count -d 'How many messages to show' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l match -d 'Only messages whose body matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l error -d 'Only messages whose error (class and message) matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l attr -d 'Only messages with attribute/header NAME matching REGEX (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l older-than -d 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l id -d 'Only these stable or native ids (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify only)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l max -d 'Stop after N messages' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l idle-timeout -d 'Stop when nothing arrives for DURATION' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l poll-interval -d 'How often to look for new messages' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l match -d 'Only messages whose body matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l error -d 'Only messages whose error (class and message) matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l attr -d 'Only messages with attribute/header NAME matching REGEX (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l older-than -d 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l id -d 'Only these stable or native ids (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify only)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l from-start -d 'Start with the messages already there'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l dedupe -d 'Dedupe table: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l max -d 'Look at no more than N messages' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l match -d 'Only messages whose body matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l error -d 'Only messages whose error (class and message) matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l attr -d 'Only messages with attribute/header NAME matching REGEX (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l older-than -d 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l id -d 'Only these stable or native ids (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify only)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l to -d 'Where to send the messages [default: the configured or discovered source]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l max -d 'Move at most N messages' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l rate -d 'At most this many messages per second (50, 50/s, 3000/m)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l batch-size -d 'Messages per batch (one transaction on PostgreSQL)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l match -d 'Only messages whose body matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l error -d 'Only messages whose error (class and message) matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l attr -d 'Only messages with attribute/header NAME matching REGEX (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l older-than -d 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l id -d 'Only these stable or native ids (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify only)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l dry-run -d 'Show what would be moved; change nothing'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s y -l yes -d 'Do not ask for confirmation (required without a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l to -d 'Where to send the copies' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l max -d 'Copy at most N messages' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l rate -d 'At most this many messages per second (50, 50/s, 3000/m)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l batch-size -d 'Messages per batch' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l match -d 'Only messages whose body matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l error -d 'Only messages whose error (class and message) matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l attr -d 'Only messages with attribute/header NAME matching REGEX (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l older-than -d 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l id -d 'Only these stable or native ids (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify only)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l dry-run -d 'Show what would be sent; change nothing'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s y -l yes -d 'Do not ask for confirmation (required without a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s o -l output-file -d 'Write to FILE instead of stdout (written as FILE.partial, renamed when complete)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l max -d 'Export at most N messages' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l match -d 'Only messages whose body matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l error -d 'Only messages whose error (class and message) matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l attr -d 'Only messages with attribute/header NAME matching REGEX (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l older-than -d 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l id -d 'Only these stable or native ids (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify only)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify only)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify only)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l dir -d 'Repository root to write into' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify only)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l check -d 'Only compare; exit 1 listing the files that differ'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "inspect" -d 'Show what is in a dead-letter queue and how it is configured'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "peek" -d 'Show messages without removing them'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "tail" -d 'Follow messages as they arrive, without consuming them'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "classify" -d 'Group messages by failure reason: transient, permanent (poison) or unclassified'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "redrive" -d 'Move messages back to their source queue, keeping their stable ids'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "replay" -d 'Send copies of messages to a target; nothing is removed from the source'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "export" -d 'Write messages as JSON Lines, losslessly, without removing them'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "verify" -d 'Check queue configuration for CI'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "completions" -d 'Print a shell completion script'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "generate-artifacts" -d 'Write (or check) the generated files'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

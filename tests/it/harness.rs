@@ -1,0 +1,225 @@
+//! Test harness: the real binary in a clean environment, against the real PostgreSQL started
+//! by `scripts/services` (its URL in DLQCTL_TEST_PG_URL; `scripts/test` sets it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{AssertSqlSafe, PgPool};
+
+pub const LAYOUT_SQL: &str = include_str!("../../docs/sql/generic-layout.sql");
+
+pub fn pg_url() -> String {
+    std::env::var("DLQCTL_TEST_PG_URL").unwrap_or_else(|_| {
+        panic!(
+            "DLQCTL_TEST_PG_URL is not set: run the suite with `scripts/test` (it starts PostgreSQL), or `eval \"$(scripts/services env)\"` after `scripts/services start pg`"
+        )
+    })
+}
+
+/// One output of the binary.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    pub fn jsonl(&self) -> Vec<serde_json::Value> {
+        self.stdout
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}"))
+            })
+            .collect()
+    }
+
+    #[track_caller]
+    pub fn ok(self) -> Run {
+        assert_eq!(
+            self.code, 0,
+            "exit code {}\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.stdout, self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn code(self, want: i32) -> Run {
+        assert_eq!(
+            self.code, want,
+            "exit code {} (wanted {want})\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.stdout, self.stderr
+        );
+        self
+    }
+}
+
+/// A scratch directory as the working directory and HOME, so no user config leaks in.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        Sandbox {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, text).expect("write file");
+        p
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dlqctl"));
+        c.args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path())
+            .env("XDG_CONFIG_HOME", self.dir.path().join(".config"))
+            .env("NO_COLOR", "1")
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null());
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.run_env(args, &[])
+    }
+
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut c = self.cmd(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out: Output = c.output().expect("run dlqctl");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+static CLEANED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A schema of its own for one test, with the generic layout created in it.
+pub struct Db {
+    pub pool: PgPool,
+    pub schema: String,
+}
+
+impl Db {
+    pub async fn new(name: &str) -> Db {
+        let n = SEQ.fetch_add(1, Ordering::SeqCst);
+        let schema = format!("t_{}_{}_{}", name, std::process::id(), n);
+        let pool = PgPoolOptions::new()
+            .max_connections(4)
+            .connect(&pg_url())
+            .await
+            .expect("connect to the test PostgreSQL");
+        // Schemas of earlier runs are dropped by the first test of this run; a failed test's
+        // data stays until then, for inspection.
+        if !CLEANED.swap(true, Ordering::SeqCst) {
+            let pid = std::process::id();
+            let _ = sqlx::raw_sql(AssertSqlSafe(format!(
+                "DO $$DECLARE r record; BEGIN FOR r IN SELECT nspname FROM pg_namespace WHERE nspname LIKE 't\\_%' AND nspname NOT LIKE 't\\_%\\_{pid}\\_%' LOOP EXECUTE format('DROP SCHEMA %I CASCADE', r.nspname); END LOOP; END$$;
+                 SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname LIKE 'dlqctl-test-%' AND jobname NOT LIKE '%-{pid}-%';"
+            )))
+            .execute(&pool)
+            .await;
+        }
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema};"
+        )))
+        .execute(&pool)
+        .await
+        .expect("create schema");
+        let mut conn = pool.acquire().await.expect("conn");
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "SET search_path TO {schema}; {LAYOUT_SQL}; RESET search_path;"
+        )))
+        .execute(&mut *conn)
+        .await
+        .expect("create layout");
+        Db { pool, schema }
+    }
+
+    /// `postgres://…?table=SCHEMA.dead_letters&source=SCHEMA.queue_messages`
+    pub fn dlq(&self) -> String {
+        format!(
+            "{}?table={s}.dead_letters&source={s}.queue_messages",
+            pg_url(),
+            s = self.schema
+        )
+    }
+
+    pub fn table_url(&self, table: &str) -> String {
+        format!("{}?table={}.{table}", pg_url(), self.schema)
+    }
+
+    pub async fn exec(&self, sql: &str) {
+        let sql = sql.replace("{s}", &self.schema);
+        sqlx::raw_sql(AssertSqlSafe(sql.clone()))
+            .execute(&self.pool)
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{sql}"));
+    }
+
+    pub async fn count(&self, table: &str) -> i64 {
+        sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT count(*) FROM {}.{table}",
+            self.schema
+        )))
+        .fetch_one(&self.pool)
+        .await
+        .expect("count")
+    }
+
+    pub async fn ids(&self, table: &str) -> Vec<String> {
+        sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT message_id FROM {}.{table} ORDER BY message_id",
+            self.schema
+        )))
+        .fetch_all(&self.pool)
+        .await
+        .expect("ids")
+    }
+
+    /// `n` dead letters `ord-1..n` with a mix of errors: i%4 == 0 timeout (transient),
+    /// 1 validation (permanent), 2 HTTP 503 (transient), 3 not found (permanent).
+    pub async fn seed(&self, n: i64) {
+        self.exec(&format!(
+            "INSERT INTO {{s}}.dead_letters (message_id, queue, payload, headers, error, attempts, group_key, enqueued_at, failed_at)
+             SELECT 'ord-'||g, 'orders', jsonb_build_object('order_id', g, 'amount', g * 10),
+                    jsonb_build_object('trace-id', 'tr-'||g, 'tenant', CASE WHEN g % 2 = 0 THEN 'acme' ELSE 'globex' END),
+                    (ARRAY['upstream call timed out after 30s', 'validation failed: amount must be positive', 'HTTP 503 Service Unavailable', 'customer 7 not found'])[1 + g % 4],
+                    5, 'cust-'||(g % 3), now() - (g || ' hours')::interval, now() - (g || ' minutes')::interval
+             FROM generate_series(1, {n}) g"
+        ))
+        .await;
+    }
+}
+
+pub fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}

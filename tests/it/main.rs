@@ -1,0 +1,9 @@
+//! The integration suite: one binary, the real dlqctl, real services (see harness.rs).
+
+mod artifacts;
+mod exactly_once;
+mod harness;
+mod pg_errors;
+mod pg_read;
+mod pg_redrive;
+mod pg_verify;

@@ -1,0 +1,143 @@
+//! Bad input: one clear line naming the problem, a hint, the documented exit code, and
+//! nothing changed. Secrets never appear.
+
+use crate::harness::{Db, Sandbox, pg_url};
+
+#[track_caller]
+fn one_error_line(stderr: &str) -> &str {
+    let first = stderr.lines().next().unwrap_or_default();
+    assert!(first.starts_with("error: "), "{stderr}");
+    first
+}
+
+#[tokio::test]
+async fn addresses_and_names() {
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&["inspect", "postgres://u:hunter2@localhost/db"])
+        .code(2);
+    assert!(one_error_line(&r.stderr).contains("table="), "{}", r.stderr);
+    assert!(!r.stderr.contains("hunter2"));
+    let r = sb.run(&["peek", "redis://x/y"]).code(2);
+    assert!(one_error_line(&r.stderr).contains("unknown scheme"));
+    let r = sb.run(&["peek", "orders"]).code(2);
+    assert!(
+        one_error_line(&r.stderr).contains("unknown queue `orders`"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("hint:"));
+    let r = sb.run(&["peek", "kafka://broker/topic"]).code(2);
+    assert!(one_error_line(&r.stderr).contains("HOST:PORT"));
+    sb.run(&["peek"]).code(2);
+    sb.run(&["redrive", "x", "--rate", "fast"]).code(2);
+}
+
+#[tokio::test]
+async fn missing_tables_wrong_mappings_and_bad_config() {
+    let db = Db::new("errs").await;
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&["inspect", &format!("{}?table={}.nope", pg_url(), db.schema)])
+        .code(3);
+    assert!(
+        one_error_line(&r.stderr).contains("not found"),
+        "{}",
+        r.stderr
+    );
+    db.exec("CREATE TABLE {s}.mine (pk bigserial PRIMARY KEY, msg_id text, body jsonb, err text)")
+        .await;
+    let url = format!("{}?table={}.mine", pg_url(), db.schema);
+    let r = sb.run(&["peek", &url]).code(2);
+    let line = one_error_line(&r.stderr);
+    assert!(
+        line.contains("`id`") && line.contains("body, err, msg_id, pk"),
+        "{line}"
+    );
+    assert!(r.stderr.contains("[queues.NAME.columns]"));
+    // With the mapping it works.
+    sb.write(
+        "dlqctl.toml",
+        &format!("[queues.mine]\ndlq = \"{url}\"\n[queues.mine.columns]\nid = \"pk\"\nmessage_id = \"msg_id\"\npayload = \"body\"\nerror = \"err\"\n"),
+    );
+    db.exec("INSERT INTO {s}.mine (msg_id, body, err) VALUES ('m-1', '{\"a\": 1}', 'timed out')")
+        .await;
+    let recs = sb.run(&["peek", "mine", "--output", "jsonl"]).ok().jsonl();
+    assert_eq!(recs[0]["id"], "m-1");
+    assert_eq!(recs[0]["error"]["message"], "timed out");
+    // A mapping to a column that is not there.
+    sb.write("dlqctl.toml", &format!("[queues.mine]\ndlq = \"{url}\"\n[queues.mine.columns]\nid = \"pk\"\nmessage_id = \"message_ref\"\npayload = \"body\"\n"));
+    let r = sb.run(&["peek", "mine"]).code(2);
+    assert!(
+        one_error_line(&r.stderr).contains("message_ref"),
+        "{}",
+        r.stderr
+    );
+    // A typo in the config file.
+    sb.write(
+        "dlqctl.toml",
+        &format!("[queues.mine]\ndlq = \"{url}\"\nhandler_timout = \"2m\"\n"),
+    );
+    let r = sb.run(&["peek", "mine"]).code(2);
+    assert!(
+        one_error_line(&r.stderr).contains("handler_timout"),
+        "{}",
+        r.stderr
+    );
+    // --config to a missing file.
+    sb.run(&["--config", "/nonexistent/dlqctl.toml", "peek", "mine"])
+        .code(2);
+    // The target is the dead-letter table itself.
+    db.seed(1).await;
+    let r = sb
+        .run(&[
+            "--config",
+            "/dev/null",
+            "redrive",
+            &db.dlq(),
+            "--to",
+            &db.table_url("dead_letters"),
+            "--yes",
+        ])
+        .code(2);
+    assert!(r.stderr.contains("itself"), "{}", r.stderr);
+    assert_eq!(db.count("dead_letters").await, 1);
+}
+
+#[tokio::test]
+async fn unreachable_servers_and_bad_passwords() {
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&["inspect", "postgres://dlqctl:s3cr3t@127.0.0.1:1/db?table=t"])
+        .code(3);
+    assert!(
+        one_error_line(&r.stderr).contains("cannot reach"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("s3cr3t"), "{}", r.stderr);
+    let url = pg_url().replace("dlqctl:dlqctl@", "dlqctl:wrong-pass-42@");
+    let r = sb.run(&["inspect", &format!("{url}?table=x")]).code(3);
+    assert!(
+        one_error_line(&r.stderr).contains("permission denied"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("wrong-pass-42"), "{}", r.stderr);
+    // PGPASSWORD is honoured when the URL has none.
+    let url = pg_url().replace("dlqctl:dlqctl@", "dlqctl@");
+    let db = Db::new("pgpass").await;
+    db.seed(1).await;
+    let r = sb
+        .run_env(
+            &[
+                "inspect",
+                &format!("{url}?table={}.dead_letters", db.schema),
+                "--output",
+                "json",
+            ],
+            &[("PGPASSWORD", "dlqctl")],
+        )
+        .ok();
+    assert!(r.stdout.contains("\"messages\""));
+}

@@ -1,0 +1,372 @@
+//! Redriving a PostgreSQL dead-letter table: nothing lost, nothing doubled, ids kept.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use sqlx::{AssertSqlSafe, Row};
+
+use crate::harness::{Db, Sandbox};
+
+#[tokio::test]
+async fn dry_run_changes_nothing_and_no_terminal_means_no_move() {
+    let db = Db::new("dry").await;
+    db.seed(10).await;
+    let sb = Sandbox::new();
+    let j = sb
+        .run(&["redrive", &db.dlq(), "--dry-run", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(j["dry_run"], true);
+    assert_eq!(j["moved"], 10);
+    assert_eq!(
+        j["destinations"][0]["to"]
+            .as_str()
+            .unwrap()
+            .contains("queue_messages"),
+        true
+    );
+    let r = sb.run(&["redrive", &db.dlq()]).code(2);
+    assert!(r.stderr.contains("--yes"), "{}", r.stderr);
+    assert_eq!(db.count("dead_letters").await, 10);
+    assert_eq!(db.count("queue_messages").await, 0);
+}
+
+#[tokio::test]
+async fn redrive_moves_everything_with_ids_headers_and_groups() {
+    let db = Db::new("move").await;
+    db.seed(2500).await;
+    db.exec("INSERT INTO {s}.dead_letters (message_id, queue, payload_bytes, error) VALUES ('bin-1', 'orders', '\\x00ff10'::bytea, 'x')").await;
+    let before: Vec<(String, String)> = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT message_id, md5(coalesce(payload::text, '') || coalesce(encode(payload_bytes, 'hex'), '') || headers::text || queue || coalesce(group_key, '')) FROM {}.dead_letters ORDER BY message_id",
+        db.schema
+    )))
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    let sb = Sandbox::new();
+    let j = sb
+        .run(&[
+            "redrive",
+            &db.dlq(),
+            "--yes",
+            "--batch-size",
+            "400",
+            "--output",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 2501);
+    assert_eq!(j["failed"], 0);
+    assert_eq!(db.count("dead_letters").await, 0);
+    let after: Vec<(String, String)> = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT message_id, md5(coalesce(payload::text, '') || coalesce(encode(payload_bytes, 'hex'), '') || headers::text || queue || coalesce(group_key, '')) FROM {}.queue_messages ORDER BY message_id",
+        db.schema
+    )))
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(before, after);
+    // A second run finds nothing and says so.
+    let j = sb
+        .run(&["redrive", &db.dlq(), "--yes", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 0);
+}
+
+#[tokio::test]
+async fn filters_and_max_leave_the_rest_in_place() {
+    let db = Db::new("filt").await;
+    db.seed(20).await;
+    let sb = Sandbox::new();
+    let j = sb
+        .run(&[
+            "redrive",
+            &db.dlq(),
+            "--class",
+            "transient",
+            "--max",
+            "4",
+            "--yes",
+            "--output",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 4);
+    assert_eq!(db.count("queue_messages").await, 4);
+    let j = sb
+        .run(&[
+            "redrive",
+            &db.dlq(),
+            "--class",
+            "transient",
+            "--yes",
+            "--output",
+            "json",
+            "--batch-size",
+            "3",
+        ])
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 6);
+    assert_eq!(j["skipped"], 10);
+    let left = db.ids("dead_letters").await;
+    assert_eq!(left.len(), 10);
+    let permanent: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT count(*) FROM {}.dead_letters WHERE error ~ 'validation|not found'",
+        db.schema
+    )))
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(permanent, 10, "only the permanent failures are left");
+}
+
+#[tokio::test]
+async fn an_active_twin_is_reported_and_its_dead_letter_kept() {
+    let db = Db::new("twin").await;
+    db.seed(6).await;
+    db.exec(
+        "CREATE UNIQUE INDEX ON {s}.queue_messages (message_id);
+         INSERT INTO {s}.queue_messages (message_id, queue, payload) VALUES ('ord-3', 'orders', '{\"twin\": true}');
+         INSERT INTO {s}.dead_letters (message_id, queue, payload) VALUES ('ord-5', 'orders', '{\"again\": true}')",
+    )
+    .await;
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&["redrive", &db.dlq(), "--yes", "--output", "json"])
+        .code(1);
+    let j = r.json();
+    assert_eq!(j["moved"], 5, "{j}");
+    assert_eq!(j["failed"], 2, "the twin of ord-3 and the second ord-5");
+    assert!(
+        j["failures"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("unique"),
+        "{j}"
+    );
+    assert_eq!(db.ids("dead_letters").await, ["ord-3", "ord-5"]);
+    assert_eq!(db.count("queue_messages").await, 6);
+}
+
+#[tokio::test]
+async fn locked_rows_are_skipped_not_waited_on() {
+    let db = Db::new("locked").await;
+    db.seed(8).await;
+    let mut tx = db.pool.begin().await.unwrap();
+    sqlx::query(AssertSqlSafe(format!(
+        "SELECT 1 FROM {}.dead_letters WHERE message_id IN ('ord-2', 'ord-7') FOR UPDATE",
+        db.schema
+    )))
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    let sb = Sandbox::new();
+    let j = sb
+        .run(&[
+            "redrive",
+            &db.dlq(),
+            "--yes",
+            "--output",
+            "json",
+            "--batch-size",
+            "3",
+        ])
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 6);
+    assert_eq!(db.ids("dead_letters").await, ["ord-2", "ord-7"]);
+    tx.rollback().await.unwrap();
+    let j = sb
+        .run(&["redrive", &db.dlq(), "--yes", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 2);
+    assert_eq!(db.count("queue_messages").await, 8);
+}
+
+#[tokio::test]
+async fn two_operators_cannot_redrive_one_table_at_once() {
+    let db = Db::new("advisory").await;
+    db.seed(3).await;
+    let mut conn = db.pool.acquire().await.unwrap();
+    sqlx::query(AssertSqlSafe(format!(
+        "SELECT pg_advisory_lock(hashtextextended('dlqctl.redrive:' || '{}.dead_letters'::regclass::oid, 0))",
+        db.schema
+    )))
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    let sb = Sandbox::new();
+    let r = sb.run(&["redrive", &db.dlq(), "--yes"]).code(3);
+    assert!(r.stderr.contains("advisory lock"), "{}", r.stderr);
+    assert_eq!(db.count("dead_letters").await, 3);
+    sqlx::query("SELECT pg_advisory_unlock_all()")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+}
+
+/// Ctrl-C (SIGINT) and kill -9 in the middle of a redrive: every message is in exactly one
+/// of the two tables, and a re-run finishes the job.
+#[tokio::test]
+async fn interrupted_or_killed_redrives_lose_nothing() {
+    for signal in ["-INT", "-KILL"] {
+        let db = Db::new("crash").await;
+        db.seed(3000).await;
+        let sb = Sandbox::new();
+        let mut child = sb
+            .cmd(&[
+                "redrive",
+                &db.dlq(),
+                "--yes",
+                "--batch-size",
+                "50",
+                "--rate",
+                "2000/s",
+                "--output",
+                "json",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until it is under way.
+        for _ in 0..100 {
+            if db.count("queue_messages").await > 100 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let st = std::process::Command::new("kill")
+            .arg(signal)
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let status = child.wait().unwrap();
+        let (dlq, queue) = (
+            db.count("dead_letters").await,
+            db.count("queue_messages").await,
+        );
+        assert_eq!(
+            dlq + queue,
+            3000,
+            "{signal}: nothing lost, nothing doubled (dlq {dlq}, queue {queue})"
+        );
+        assert!(
+            queue > 0 && dlq > 0,
+            "{signal}: stopped mid-run (dlq {dlq}, queue {queue})"
+        );
+        if signal == "-INT" {
+            assert_eq!(status.code(), Some(130));
+        }
+        sb.run(&["redrive", &db.dlq(), "--yes", "--output", "json"])
+            .ok();
+        assert_eq!(db.count("dead_letters").await, 0);
+        let distinct: i64 = sqlx::query(AssertSqlSafe(format!(
+            "SELECT count(DISTINCT message_id) AS n FROM {}.queue_messages",
+            db.schema
+        )))
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+        .get("n");
+        assert_eq!((distinct, db.count("queue_messages").await), (3000, 3000));
+    }
+}
+
+#[tokio::test]
+async fn targets_with_other_payload_types_and_missing_columns() {
+    let db = Db::new("types").await;
+    db.seed(3).await;
+    db.exec(
+        "INSERT INTO {s}.dead_letters (message_id, queue, payload_bytes, error) VALUES ('bin-1', 'orders', '\\xdeadbeef'::bytea, 'x');
+         CREATE TABLE {s}.text_jobs (id bigserial PRIMARY KEY, message_id text NOT NULL, body text NOT NULL, headers jsonb, queue text);
+         CREATE TABLE {s}.bytes_jobs (id bigserial PRIMARY KEY, message_id text NOT NULL, payload bytea NOT NULL, headers jsonb)",
+    )
+    .await;
+    let sb = Sandbox::new();
+    // A text payload column (mapped from `body`): the binary row cannot go there.
+    let cfg = sb.write(
+        "dlqctl.toml",
+        &format!(
+            "[queues.orders]\ndlq = \"{}\"\nsource = \"{}\"\n[queues.orders.source_columns]\npayload = \"body\"\n",
+            db.dlq(),
+            db.table_url("text_jobs")
+        ),
+    );
+    let _ = cfg;
+    let r = sb
+        .run(&["redrive", "orders", "--yes", "--output", "json"])
+        .code(1);
+    let j = r.json();
+    assert_eq!(j["moved"], 3, "{j}");
+    assert!(
+        j["failures"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("binary"),
+        "{j}"
+    );
+    assert_eq!(db.ids("dead_letters").await, ["bin-1"]);
+    let body: String = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT body FROM {}.text_jobs WHERE message_id = 'ord-1'",
+        db.schema
+    )))
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["order_id"],
+        1
+    );
+    // A bytea payload column takes anything, byte for byte.
+    let r = sb
+        .run(&[
+            "redrive",
+            &db.dlq(),
+            "--to",
+            &db.table_url("bytes_jobs"),
+            "--yes",
+            "--output",
+            "json",
+        ])
+        .ok();
+    assert_eq!(r.json()["moved"], 1);
+    let b: Vec<u8> = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT payload FROM {}.bytes_jobs",
+        db.schema
+    )))
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(b, [0xde, 0xad, 0xbe, 0xef]);
+}
+
+#[tokio::test]
+async fn replay_from_a_queue_copies_and_keeps_the_source() {
+    let db = Db::new("replayq").await;
+    db.seed(5).await;
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&[
+            "replay",
+            &db.dlq(),
+            "--to",
+            &db.table_url("queue_messages"),
+            "--yes",
+            "--class",
+            "permanent",
+            "--output",
+            "json",
+        ])
+        .ok();
+    assert_eq!(r.json()["moved"], 3);
+    assert_eq!(db.count("dead_letters").await, 5);
+    assert_eq!(db.ids("queue_messages").await, ["ord-1", "ord-3", "ord-5"]);
+    sb.run(&["replay", &db.dlq(), "--yes"]).code(2);
+}
