@@ -10,7 +10,7 @@ use regex::Regex;
 use tokio::sync::Notify;
 
 use crate::address::Address;
-use crate::backend::OpenOptions;
+use crate::backend::{AwsOptions, OpenOptions};
 use crate::config::{Config, QueueConfig, parse_duration};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
@@ -20,7 +20,20 @@ use crate::output::Printer;
 pub struct Ctx {
     pub printer: Printer,
     pub config: Config,
+    pub aws: AwsOptions,
     pub interrupt: Interrupt,
+}
+
+impl Ctx {
+    /// A queue named on the command line (see [`resolve_queue`]).
+    pub fn queue(&self, arg: &str) -> Result<QueueRef> {
+        resolve_queue(&self.config, &self.aws, arg)
+    }
+
+    /// A redrive/replay target (see [`resolve_target`]).
+    pub fn target(&self, arg: &str, source: &QueueRef) -> Result<(Address, OpenOptions)> {
+        resolve_target(&self.config, &self.aws, arg, source)
+    }
 }
 
 /// Set once by Ctrl-C / SIGTERM. Long operations stop at the next safe point.
@@ -57,6 +70,7 @@ pub struct QueueRef {
     pub name: Option<String>,
     pub address: Address,
     pub cfg: QueueConfig,
+    pub aws: AwsOptions,
 }
 
 impl QueueRef {
@@ -73,12 +87,13 @@ impl QueueRef {
             id: self.cfg.id.clone(),
             columns: self.cfg.columns.clone(),
             as_target: false,
+            aws: self.aws.clone(),
         }
     }
 }
 
 /// A URL, or the name of a `[queues.NAME]` entry.
-pub fn resolve_queue(config: &Config, arg: &str) -> Result<QueueRef> {
+pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<QueueRef> {
     if let Some(cfg) = config.queues.get(arg) {
         let address = Address::parse(&cfg.dlq).map_err(|e| Error::Config {
             path: config.path.clone().unwrap_or_default(),
@@ -88,6 +103,7 @@ pub fn resolve_queue(config: &Config, arg: &str) -> Result<QueueRef> {
             name: Some(arg.to_string()),
             address,
             cfg: cfg.clone(),
+            aws: aws.clone(),
         });
     }
     let looks_like_name =
@@ -109,11 +125,13 @@ pub fn resolve_queue(config: &Config, arg: &str) -> Result<QueueRef> {
             name: Some(name.clone()),
             address,
             cfg: cfg.clone(),
+            aws: aws.clone(),
         },
         None => QueueRef {
             name: None,
             address,
             cfg: QueueConfig::default(),
+            aws: aws.clone(),
         },
     })
 }
@@ -123,6 +141,7 @@ pub fn resolve_queue(config: &Config, arg: &str) -> Result<QueueRef> {
 /// when the target is that queue's configured `source`.
 pub fn resolve_target(
     config: &Config,
+    aws: &AwsOptions,
     arg: &str,
     source: &QueueRef,
 ) -> Result<(Address, OpenOptions)> {
@@ -134,6 +153,7 @@ pub fn resolve_target(
                 id: None,
                 columns: cfg.columns.clone(),
                 as_target: true,
+                aws: aws.clone(),
             },
         ));
     }
@@ -154,6 +174,7 @@ pub fn resolve_target(
                 Default::default()
             },
             as_target: true,
+            aws: aws.clone(),
         },
     ))
 }
@@ -268,11 +289,12 @@ mod tests {
     fn names_and_urls() {
         let cfg: Config =
             toml::from_str("[queues.orders]\ndlq = \"postgres://u@h/db?table=dlq\"\n").unwrap();
-        let q = resolve_queue(&cfg, "orders").unwrap();
+        let aws = AwsOptions::default();
+        let q = resolve_queue(&cfg, &aws, "orders").unwrap();
         assert_eq!(q.name.as_deref(), Some("orders"));
-        let q = resolve_queue(&cfg, "postgres://u@h/db?table=dlq").unwrap();
+        let q = resolve_queue(&cfg, &aws, "postgres://u@h/db?table=dlq").unwrap();
         assert_eq!(q.name.as_deref(), Some("orders"));
-        let e = resolve_queue(&cfg, "payments").unwrap_err();
+        let e = resolve_queue(&cfg, &aws, "payments").unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("payments"));
     }

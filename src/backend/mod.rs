@@ -20,6 +20,8 @@ use crate::message::Message;
 pub mod file;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "sqs")]
+pub mod sqs;
 
 pub type MessageStream<'a> = Pin<Box<dyn Stream<Item = Result<Message>> + Send + 'a>>;
 
@@ -129,6 +131,12 @@ pub trait MoveSession: Send {
     /// Remove the messages at `accepted` (indices into the last batch) and release the rest.
     async fn settle(&mut self, accepted: &[usize]) -> Result<()>;
 
+    /// The run is over: release whatever is still held (SQS: messages kept hidden so that a
+    /// run does not see them twice).
+    async fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// Move the messages at `selected` into `target` and settle the batch in one step (only
     /// called when [`QueueBackend::can_move_locally`] said yes).
     /// Returns one outcome per selected index.
@@ -230,6 +238,37 @@ pub trait QueueBackend: Send + Sync {
     async fn count_older_than(&self, age: Duration) -> Result<Option<u64>>;
     /// Oldest first-enqueue time, where cheap.
     async fn oldest(&self) -> Result<Option<DateTime<Utc>>>;
+    /// Start the backend's own server-side redrive (SQS StartMessageMoveTask); returns a
+    /// task handle.
+    async fn start_native_move(&self, _to: Option<&Address>, _rate: Option<f64>) -> Result<String> {
+        Err(Error::Unsupported { backend: self.address().backend_name(), operation: "native redrive", reason: "only SQS has a server-side move (--native)".into() })
+    }
+    /// The backend's server-side move tasks for this queue, newest first.
+    async fn native_moves(&self) -> Result<Vec<NativeMoveTask>> {
+        Err(Error::Unsupported { backend: self.address().backend_name(), operation: "native redrive", reason: "only SQS has a server-side move (--native)".into() })
+    }
+    /// Cancel a server-side move; returns how many it had moved.
+    async fn cancel_native_move(&self, _handle: &str) -> Result<u64> {
+        Err(Error::Unsupported { backend: self.address().backend_name(), operation: "native redrive", reason: "only SQS has a server-side move (--native)".into() })
+    }
+    /// Give back whatever reads still hold (SQS: make browsed messages visible again).
+    async fn close(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A server-side move task (SQS message move task).
+#[derive(Clone, Debug, Serialize)]
+pub struct NativeMoveTask {
+    pub handle: Option<String>,
+    pub status: String,
+    pub source: String,
+    pub destination: Option<String>,
+    pub moved: u64,
+    pub to_move: Option<u64>,
+    pub rate: Option<i32>,
+    pub failure: Option<String>,
+    pub started_ms: i64,
 }
 
 /// Per-queue settings a backend is opened with.
@@ -239,6 +278,36 @@ pub struct OpenOptions {
     pub columns: std::collections::BTreeMap<String, String>,
     /// Whether this backend is opened as a redrive/replay target (different table checks).
     pub as_target: bool,
+    pub aws: AwsOptions,
+}
+
+/// AWS settings from the command line (the SDK's standard environment and profiles apply
+/// underneath).
+#[derive(Clone, Debug, Default)]
+pub struct AwsOptions {
+    pub profile: Option<String>,
+    pub region: Option<String>,
+    pub endpoint_url: Option<String>,
+    /// Read a DLQ that has its own RedrivePolicy although receives may push messages onward.
+    pub allow_onward_redrive: bool,
+    /// How FIFO targets get a MessageDeduplicationId.
+    pub dedup: DedupStrategy,
+    /// Seconds a claimed message stays hidden before the heartbeat extends it.
+    pub visibility_timeout: Option<i32>,
+    /// Receive/send batches in flight at once.
+    pub parallel: usize,
+}
+
+/// How a FIFO target gets each copy's MessageDeduplicationId.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum DedupStrategy {
+    /// The message's own deduplication id if it has one, else its stable id.
+    #[default]
+    Keep,
+    /// Always the stable id.
+    StableId,
+    /// A fresh random id (a resend inside the 5-minute window is then not dropped).
+    Regenerate,
 }
 
 /// Pick and connect the backend for an address.
@@ -249,6 +318,9 @@ pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<Box<dyn QueueBac
         #[cfg(not(feature = "postgres"))]
         Address::Postgres(_) => Err(not_built("postgres")),
         Address::File(_) => Ok(Box::new(file::FileBackend::open(addr, opts)?)),
+        #[cfg(feature = "sqs")]
+        Address::Sqs(_) => Ok(Box::new(sqs::SqsBackend::open(addr, opts).await?)),
+        #[cfg(not(feature = "sqs"))]
         Address::Sqs(_) => Err(not_built("sqs")),
         Address::Kafka(_) => Err(not_built("kafka")),
     }

@@ -2,7 +2,7 @@ use super::FilterArgs;
 use crate::backend::postgres::dedupe::DedupeTable;
 use crate::error::Result;
 use crate::ops::classify::ClassifyRequest;
-use crate::settings::{Ctx, resolve_queue};
+use crate::settings::Ctx;
 
 /// Group messages by failure reason: transient, permanent (poison) or unclassified
 ///
@@ -25,7 +25,7 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
-    let queue = resolve_queue(&ctx.config, &a.queue)?;
+    let queue = ctx.queue(&a.queue)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
     let dedupe = match &a.dedupe {
         Some(url) => Some(DedupeTable::config_for_url(url)),

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use super::FilterArgs;
 use crate::error::Result;
 use crate::ops::read::{ExportRequest, ReadRequest};
-use crate::settings::{Ctx, resolve_queue};
+use crate::settings::Ctx;
 
 /// Write messages as JSON Lines, losslessly, without removing them
 ///
@@ -25,7 +25,7 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
-    let queue = resolve_queue(&ctx.config, &a.queue)?;
+    let queue = ctx.queue(&a.queue)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
     crate::ops::read::export(
         ctx,

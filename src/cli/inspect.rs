@@ -1,5 +1,5 @@
 use crate::error::Result;
-use crate::settings::{Ctx, resolve_queue};
+use crate::settings::Ctx;
 
 /// Show what is in a dead-letter queue and how it is configured
 ///
@@ -16,7 +16,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
     let queues = a
         .queues
         .iter()
-        .map(|q| resolve_queue(&ctx.config, q))
+        .map(|q| ctx.queue(q))
         .collect::<Result<Vec<_>>>()?;
     crate::ops::inspect::run(ctx, queues).await
 }

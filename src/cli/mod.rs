@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::backend::{AwsOptions, DedupStrategy};
 use crate::classify::Classifier;
 use crate::config::Config;
 use crate::error::{Error, Result, exit};
@@ -72,6 +73,35 @@ pub struct GlobalArgs {
     /// When to use colour
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
+    #[command(flatten)]
+    pub aws: AwsArgs,
+}
+
+/// Amazon SQS options (the standard AWS environment and profiles apply underneath).
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Amazon SQS")]
+pub struct AwsArgs {
+    /// AWS profile [env: AWS_PROFILE]
+    #[arg(long, global = true, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// AWS region, unless the queue URL or ARN names one [env: AWS_REGION]
+    #[arg(long, global = true, value_name = "REGION")]
+    pub region: Option<String>,
+    /// SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]
+    #[arg(long, global = true, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward
+    #[arg(long, global = true)]
+    pub allow_onward_redrive: bool,
+    /// How copies sent to a FIFO queue get their MessageDeduplicationId
+    #[arg(long = "dedup-id", global = true, value_enum, default_value_t = DedupStrategy::Keep, value_name = "STRATEGY")]
+    pub dedup: DedupStrategy,
+    /// Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = clap::value_parser!(i32).range(1..=43200))]
+    pub visibility_timeout: Option<i32>,
+    /// SQS requests in flight at once
+    #[arg(long, global = true, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub parallel: u16,
 }
 
 #[derive(Subcommand, Debug)]
@@ -229,9 +259,19 @@ async fn run(cli: Cli) -> i32 {
             Err(e) => return report(&e),
         },
     };
+    let a = &g.aws;
     let ctx = Ctx {
         printer,
         config,
+        aws: AwsOptions {
+            profile: a.profile.clone(),
+            region: a.region.clone(),
+            endpoint_url: a.endpoint_url.clone(),
+            allow_onward_redrive: a.allow_onward_redrive,
+            dedup: a.dedup,
+            visibility_timeout: a.visibility_timeout,
+            parallel: a.parallel as usize,
+        },
         interrupt: Interrupt::default(),
     };
     spawn_signal_handler(ctx.interrupt.clone());

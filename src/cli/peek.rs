@@ -1,7 +1,7 @@
 use super::FilterArgs;
 use crate::error::{Error, Result};
 use crate::ops::read::ReadRequest;
-use crate::settings::{Ctx, resolve_queue};
+use crate::settings::Ctx;
 
 /// Show messages without removing them
 ///
@@ -24,7 +24,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
     if a.count == 0 {
         return Err(Error::invalid_arg("-n", "must be at least 1"));
     }
-    let queue = resolve_queue(&ctx.config, &a.queue)?;
+    let queue = ctx.queue(&a.queue)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
     crate::ops::read::peek(
         ctx,

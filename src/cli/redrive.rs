@@ -1,7 +1,7 @@
 use super::FilterArgs;
 use crate::error::{Error, Result};
 use crate::ops::moves::{Mode, MoveRequest};
-use crate::settings::{Ctx, parse_rate, resolve_queue, resolve_target};
+use crate::settings::{Ctx, parse_rate};
 
 /// Move messages back to their source queue, keeping their stable ids
 ///
@@ -37,11 +37,11 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
-    let source = resolve_queue(&ctx.config, &a.queue)?;
+    let source = ctx.queue(&a.queue)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
     let to =
         a.to.as_deref()
-            .map(|t| resolve_target(&ctx.config, t, &source))
+            .map(|t| ctx.target(t, &source))
             .transpose()?;
     crate::ops::moves::run(
         ctx,

@@ -2,7 +2,7 @@ use super::FilterArgs;
 use super::redrive::check_batch;
 use crate::error::{Error, Result};
 use crate::ops::moves::{Mode, MoveRequest};
-use crate::settings::{Ctx, parse_rate, resolve_queue, resolve_target};
+use crate::settings::{Ctx, parse_rate};
 
 /// Send copies of messages to a target; nothing is removed from the source
 ///
@@ -37,9 +37,9 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
-    let source = resolve_queue(&ctx.config, &a.source)?;
+    let source = ctx.queue(&a.source)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
-    let to = Some(resolve_target(&ctx.config, &a.to, &source)?);
+    let to = Some(ctx.target(&a.to, &source)?);
     crate::ops::moves::run(
         ctx,
         MoveRequest {

@@ -2,7 +2,7 @@ use super::FilterArgs;
 use crate::config::parse_duration;
 use crate::error::{Error, Result};
 use crate::ops::read::{ReadRequest, TailRequest};
-use crate::settings::{Ctx, resolve_queue};
+use crate::settings::Ctx;
 
 /// Follow messages as they arrive, without consuming them
 ///
@@ -30,7 +30,7 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
-    let queue = resolve_queue(&ctx.config, &a.queue)?;
+    let queue = ctx.queue(&a.queue)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
     let idle_timeout = a
         .idle_timeout

@@ -1,5 +1,5 @@
 use crate::error::{Error, Result};
-use crate::settings::{Ctx, resolve_queue};
+use crate::settings::Ctx;
 
 /// Check queue configuration for CI
 ///
@@ -27,7 +27,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
     }
     let queues = names
         .iter()
-        .map(|q| resolve_queue(&ctx.config, q))
+        .map(|q| ctx.queue(q))
         .collect::<Result<Vec<_>>>()?;
     crate::ops::verify::run(ctx, queues).await
 }

@@ -166,7 +166,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     let fixed = match &req.to {
         Some((a, _)) => Some(a.clone()),
         None => match &req.source.cfg.source {
-            Some(s) => Some(crate::settings::resolve_target(&ctx.config, s, &req.source)?.0),
+            Some(s) => Some(ctx.target(s, &req.source)?.0),
             None => source.destination(&Message::default()).await?,
         },
     };
@@ -179,11 +179,12 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     let target_options = match &req.to {
         Some((_, o)) => o.clone(),
         None => match &req.source.cfg.source {
-            Some(s) => crate::settings::resolve_target(&ctx.config, s, &req.source)?.1,
+            Some(s) => ctx.target(s, &req.source)?.1,
             None => OpenOptions {
                 id: None,
                 columns: req.source.cfg.source_columns.clone(),
                 as_target: true,
+                aws: ctx.aws.clone(),
             },
         },
     };

@@ -1,0 +1,130 @@
+//! The local redrive journal: which messages were accepted by the target but not yet deleted
+//! from the DLQ. A run that dies between the two leaves entries behind, and the next run
+//! deletes those messages instead of sending them again.
+//!
+//! One file per queue under `$DLQCTL_STATE_DIR` (default `~/.local/state/dlqctl/journal/`),
+//! lines `sent MESSAGE_ID` / `deleted MESSAGE_ID`, flushed and synced before each delete.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+    /// Sent and not yet known to be deleted.
+    pending: HashSet<String>,
+}
+
+fn dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("DLQCTL_STATE_DIR") {
+        return PathBuf::from(d).join("journal");
+    }
+    dirs::state_dir()
+        .or_else(dirs::data_local_dir)
+        .unwrap_or_else(std::env::temp_dir)
+        .join("dlqctl")
+        .join("journal")
+}
+
+impl Journal {
+    pub fn open(arn: &str, url: &str) -> Result<Journal> {
+        let key = if arn.is_empty() { url } else { arn };
+        let name: String = key.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
+        let d = dir();
+        std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+        let path = d.join(format!("{name}.log"));
+        let mut pending = HashSet::new();
+        if let Ok(f) = File::open(&path) {
+            for line in BufReader::new(f).lines() {
+                let line = line.map_err(|e| Error::io(&path, e))?;
+                match line.split_once(' ') {
+                    Some(("sent", id)) => {
+                        pending.insert(id.to_string());
+                    }
+                    Some(("deleted", id)) => {
+                        pending.remove(id);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if !pending.is_empty() {
+            tracing::warn!(count = pending.len(), path = %path.display(), "an earlier redrive was interrupted after sending; those messages will be deleted, not sent again");
+        }
+        let file = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| Error::io(&path, e))?;
+        Ok(Journal { path, file, pending })
+    }
+
+    pub fn was_sent(&self, id: &str) -> bool {
+        self.pending.contains(id)
+    }
+
+    fn append(&mut self, kind: &str, ids: &[String]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut text = String::new();
+        for id in ids {
+            text.push_str(kind);
+            text.push(' ');
+            text.push_str(id);
+            text.push('\n');
+        }
+        self.file.write_all(text.as_bytes()).and_then(|_| self.file.sync_data()).map_err(|e| Error::io(&self.path, e))
+    }
+
+    pub fn sent(&mut self, ids: &[String]) -> Result<()> {
+        self.append("sent", ids)?;
+        self.pending.extend(ids.iter().cloned());
+        Ok(())
+    }
+
+    pub fn deleted(&mut self, ids: &[String]) -> Result<()> {
+        self.append("deleted", ids)?;
+        for id in ids {
+            self.pending.remove(id);
+        }
+        Ok(())
+    }
+
+    /// Rewrite the file with only what is still pending (remove it when nothing is).
+    pub fn compact(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            let _ = std::fs::remove_file(&self.path);
+            return Ok(());
+        }
+        let tmp = self.path.with_extension("log.tmp");
+        let mut text = String::new();
+        for id in &self.pending {
+            text.push_str("sent ");
+            text.push_str(id);
+            text.push('\n');
+        }
+        std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &self.path)).map_err(|e| Error::io(&self.path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_survives_a_restart_and_compacts() {
+        let d = tempfile::tempdir().unwrap();
+        // SAFETY: tests in this module are the only users of DLQCTL_STATE_DIR in-process.
+        unsafe { std::env::set_var("DLQCTL_STATE_DIR", d.path()) };
+        let mut j = Journal::open("arn:aws:sqs:us-east-1:1:q", "").unwrap();
+        j.sent(&["a".into(), "b".into()]).unwrap();
+        j.deleted(&["a".into()]).unwrap();
+        drop(j);
+        let mut j = Journal::open("arn:aws:sqs:us-east-1:1:q", "").unwrap();
+        assert!(j.was_sent("b") && !j.was_sent("a"));
+        j.deleted(&["b".into()]).unwrap();
+        j.compact().unwrap();
+        assert!(!d.path().join("journal").join("arn_aws_sqs_us-east-1_1_q.log").exists());
+    }
+}

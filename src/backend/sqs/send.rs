@@ -1,0 +1,201 @@
+//! Sending copies into an SQS queue: validate each message against what SQS accepts, pack
+//! batches of ≤10 entries within the target's MaximumMessageSize, send batches in parallel
+//! (bounded), and read `Failed[]` entry by entry.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use aws_sdk_sqs::primitives::Blob;
+use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
+use futures::StreamExt;
+
+use super::{STABLE_ID_ATTRIBUTE, SqsBackend, sdk_err};
+use crate::backend::{DedupStrategy, SendOutcome};
+use crate::error::Result;
+use crate::message::{AttrValue, Message};
+
+pub const MAX_ATTRIBUTES: usize = 10;
+
+/// Characters SQS allows in a body or string attribute.
+fn allowed(c: char) -> bool {
+    matches!(c, '\u{9}' | '\u{a}' | '\u{d}' | '\u{20}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..='\u{10ffff}')
+}
+
+fn valid_attr_name(n: &str) -> bool {
+    let lower = n.to_ascii_lowercase();
+    !n.is_empty()
+        && n.len() <= 256
+        && n.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        && !n.starts_with('.')
+        && !n.ends_with('.')
+        && !n.contains("..")
+        && !lower.starts_with("aws.")
+        && !lower.starts_with("amazon.")
+}
+
+pub struct Prepared {
+    entry: SendMessageBatchRequestEntry,
+    size: usize,
+}
+
+static REGEN: AtomicU64 = AtomicU64::new(0);
+
+/// Everything SQS would refuse, refused here with a reason; nothing is silently dropped.
+pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Prepared, String> {
+    let body = std::str::from_utf8(&m.body).map_err(|_| {
+        "the body is binary (not UTF-8); SQS bodies are text: export it and replay it into a backend that takes bytes, or base64 it first".to_string()
+    })?;
+    if let Some(bad) = body.chars().find(|c| !allowed(*c)) {
+        return Err(format!("the body contains U+{:04X}, which SQS does not allow in a message", bad as u32));
+    }
+    if body.is_empty() {
+        return Err("the body is empty; SQS needs at least one character".into());
+    }
+    let mut attrs: HashMap<String, MessageAttributeValue> = HashMap::new();
+    let mut size = body.len();
+    for a in &m.attributes {
+        if !valid_attr_name(&a.name) {
+            return Err(format!("attribute/header name `{}` is not a valid SQS attribute name", a.name));
+        }
+        if attrs.contains_key(&a.name) {
+            return Err(format!("attribute/header `{}` appears more than once; SQS attributes are unique", a.name));
+        }
+        let v = match &a.value {
+            AttrValue::Null => return Err(format!("header `{}` has a null value, which SQS cannot carry", a.name)),
+            AttrValue::Text { data_type, value } => {
+                if value.is_empty() {
+                    return Err(format!("attribute `{}` is empty; SQS needs a value", a.name));
+                }
+                if let Some(bad) = value.chars().find(|c| !allowed(*c)) {
+                    return Err(format!("attribute `{}` contains U+{:04X}, which SQS does not allow", a.name, bad as u32));
+                }
+                let ty = if data_type == "Json" { "String.json" } else { data_type.as_str() };
+                size += a.name.len() + ty.len() + value.len();
+                MessageAttributeValue::builder().data_type(ty).string_value(value).build()
+            }
+            AttrValue::Binary { data_type, value } => {
+                size += a.name.len() + data_type.len() + value.len();
+                MessageAttributeValue::builder().data_type(data_type).binary_value(Blob::new(value.clone())).build()
+            }
+        }
+        .map_err(|e| format!("attribute `{}`: {e}", a.name))?;
+        attrs.insert(a.name.clone(), v);
+    }
+    // Carry the stable id when no attribute carries it yet (SQS gives every copy a new MessageId).
+    let carried = m.attributes.iter().any(|a| a.name == STABLE_ID_ATTRIBUTE || a.value.as_bytes() == Some(m.id.as_bytes()));
+    if !carried && !m.id.is_empty() && attrs.len() < MAX_ATTRIBUTES {
+        let ty = "String";
+        size += STABLE_ID_ATTRIBUTE.len() + ty.len() + m.id.len();
+        attrs.insert(
+            STABLE_ID_ATTRIBUTE.into(),
+            MessageAttributeValue::builder().data_type(ty).string_value(&m.id).build().map_err(|e| e.to_string())?,
+        );
+    }
+    if attrs.len() > MAX_ATTRIBUTES {
+        return Err(format!("{} attributes; SQS allows at most {MAX_ATTRIBUTES} per message", attrs.len()));
+    }
+    if size > b.max_size {
+        return Err(format!("{size} bytes is more than the target's MaximumMessageSize ({} bytes)", b.max_size));
+    }
+    let mut e = SendMessageBatchRequestEntry::builder().id(format!("m{i}")).message_body(body).set_message_attributes(Some(attrs));
+    let group = m.group.clone().or_else(|| m.key.as_deref().and_then(|k| std::str::from_utf8(k).ok()).map(str::to_string));
+    if b.fifo {
+        let Some(g) = group else {
+            return Err("the target is a FIFO queue and the message has no group (MessageGroupId) or key to use as one".into());
+        };
+        if g.len() > 128 {
+            return Err("MessageGroupId longer than 128 characters".into());
+        }
+        let dedup = match b.opts.dedup {
+            DedupStrategy::Keep => m.dedup_id.clone().unwrap_or_else(|| m.id.clone()),
+            DedupStrategy::StableId => m.id.clone(),
+            DedupStrategy::Regenerate => format!(
+                "{:x}-{:x}",
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0),
+                REGEN.fetch_add(1, Ordering::Relaxed)
+            ),
+        };
+        if dedup.len() > 128 {
+            return Err("MessageDeduplicationId longer than 128 characters (use --dedup-id regenerate)".into());
+        }
+        e = e.message_group_id(g).message_deduplication_id(dedup);
+    } else if let Some(g) = m.group.clone() {
+        // Standard queues take a MessageGroupId too (fair queues): keep it.
+        e = e.message_group_id(g);
+    }
+    Ok(Prepared { entry: e.build().map_err(|e| e.to_string())?, size })
+}
+
+pub async fn send(b: &SqsBackend, batch: &[Message]) -> Result<Vec<SendOutcome>> {
+    let mut out: Vec<Option<SendOutcome>> = vec![None; batch.len()];
+    let mut ready: Vec<(usize, Prepared)> = Vec::new();
+    for (i, m) in batch.iter().enumerate() {
+        match prepare(b, i, m) {
+            Ok(p) => ready.push((i, p)),
+            Err(reason) => out[i] = Some(SendOutcome::Rejected { reason }),
+        }
+    }
+    // Pack: ≤10 entries and ≤ MaximumMessageSize per request.
+    let mut packs: Vec<Vec<(usize, Prepared)>> = Vec::new();
+    let mut cur: Vec<(usize, Prepared)> = Vec::new();
+    let mut cur_size = 0;
+    for (i, p) in ready {
+        if !cur.is_empty() && (cur.len() == 10 || cur_size + p.size > b.max_size) {
+            packs.push(std::mem::take(&mut cur));
+            cur_size = 0;
+        }
+        cur_size += p.size;
+        cur.push((i, p));
+    }
+    if !cur.is_empty() {
+        packs.push(cur);
+    }
+    let parallel = b.opts.parallel.max(1);
+    let mut results = futures::stream::iter(packs.into_iter().map(|pack| async move {
+        let idx: Vec<usize> = pack.iter().map(|(i, _)| *i).collect();
+        let entries = pack.into_iter().map(|(_, p)| p.entry).collect();
+        let r = b.client.send_message_batch().queue_url(&b.url).set_entries(Some(entries)).send().await;
+        (idx, r)
+    }))
+    .buffer_unordered(parallel);
+    let mut first_err = None;
+    while let Some((idx, r)) = results.next().await {
+        match r {
+            Ok(o) => {
+                for s in o.successful() {
+                    if let Some(i) = s.id().strip_prefix('m').and_then(|n| n.parse::<usize>().ok()) {
+                        out[i] = Some(SendOutcome::Sent);
+                    }
+                }
+                for f in o.failed() {
+                    if let Some(i) = f.id().strip_prefix('m').and_then(|n| n.parse::<usize>().ok()) {
+                        out[i] = Some(SendOutcome::Rejected {
+                            reason: format!("{}: {}", f.code(), f.message().unwrap_or_default()),
+                        });
+                    }
+                }
+                for i in idx {
+                    if out[i].is_none() {
+                        out[i] = Some(SendOutcome::Rejected { reason: "missing from the SendMessageBatch response".into() });
+                    }
+                }
+            }
+            Err(e) => {
+                // A whole request failed: those entries are unknown, the rest may have gone.
+                // Entries already accepted must still be reported (and deleted by the caller),
+                // so record the error and carry on collecting.
+                let err = sdk_err(&b.shown(), e);
+                for i in idx {
+                    out[i] = Some(SendOutcome::Rejected { reason: format!("request failed: {err}") });
+                }
+                first_err.get_or_insert(err);
+            }
+        }
+    }
+    if let Some(e) = first_err
+        && !out.iter().any(|o| matches!(o, Some(SendOutcome::Sent)))
+    {
+        return Err(e);
+    }
+    Ok(out.into_iter().map(|o| o.unwrap_or(SendOutcome::Rejected { reason: "not sent".into() })).collect())
+}
