@@ -299,15 +299,22 @@ pub struct AwsOptions {
 }
 
 /// How a FIFO target gets each copy's MessageDeduplicationId.
+///
+/// SQS FIFO drops, silently, a send whose deduplication id was used in the last 5 minutes:
+/// SendMessage succeeds and nothing is enqueued. A redrive soon after the original send that
+/// reuses the original id would delete the dead letter and lose the message, so the default
+/// derives a fresh id per run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum DedupStrategy {
-    /// The message's own deduplication id if it has one, else its stable id.
+    /// A new id for each run, derived from the stable id: retries inside one run are still
+    /// deduplicated by SQS, and no copy collides with the original send's 5-minute window.
     #[default]
+    PerRun,
+    /// The message's own deduplication id if it has one, else its stable id (inside the
+    /// 5-minute window SQS drops the copy).
     Keep,
-    /// Always the stable id.
+    /// Always the stable id (same caveat as keep).
     StableId,
-    /// A fresh random id (a resend inside the 5-minute window is then not dropped).
-    Regenerate,
 }
 
 /// Pick and connect the backend for an address.

@@ -94,7 +94,7 @@ pub struct AwsArgs {
     #[arg(long, global = true)]
     pub allow_onward_redrive: bool,
     /// How copies sent to a FIFO queue get their MessageDeduplicationId
-    #[arg(long = "dedup-id", global = true, value_enum, default_value_t = DedupStrategy::Keep, value_name = "STRATEGY")]
+    #[arg(long = "dedup-id", global = true, value_enum, default_value_t = DedupStrategy::PerRun, value_name = "STRATEGY")]
     pub dedup: DedupStrategy,
     /// Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]
     #[arg(long, global = true, value_name = "SECONDS", value_parser = clap::value_parser!(i32).range(1..=43200))]

@@ -56,11 +56,19 @@ pub struct DedupeSummary {
 }
 
 pub async fn run(ctx: &Ctx, req: ClassifyRequest) -> Result<i32> {
-    let p = &ctx.printer;
     let b = backend::open(&req.queue.address, &req.queue.source_options()).await?;
     if let Some(effect) = b.capabilities().read_side_effect {
-        p.warn(&format!("reading {} {effect}", req.queue.address));
+        ctx.printer.warn(&format!("reading {} {effect}", req.queue.address));
     }
+    let r = classify_with(ctx, &req, b.as_ref()).await;
+    let closed = b.close().await;
+    let code = r?;
+    closed?;
+    Ok(code)
+}
+
+async fn classify_with(ctx: &Ctx, req: &ClassifyRequest, b: &dyn backend::QueueBackend) -> Result<i32> {
+    let p = &ctx.printer;
     let dedupe = match &req.dedupe {
         Some(cfg) => Some(DedupeTable::open(cfg).await?),
         None => None,

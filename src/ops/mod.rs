@@ -4,5 +4,6 @@
 pub mod classify;
 pub mod inspect;
 pub mod moves;
+pub mod native;
 pub mod read;
 pub mod verify;

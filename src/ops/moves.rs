@@ -456,6 +456,26 @@ async fn move_loop(
             target_columns: targets.options.columns.clone(),
         })
         .await?;
+    let result = move_batches(ctx, req, source, fixed, local, session.as_mut(), targets, pacer, s, tally, bar).await;
+    // Release what the run still holds, whatever happened (SQS: hidden messages).
+    let finished = session.finish().await;
+    result.and(finished)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn move_batches(
+    ctx: &Ctx,
+    req: &MoveRequest,
+    source: &dyn QueueBackend,
+    fixed: Option<&Address>,
+    local: Option<&Address>,
+    session: &mut (dyn crate::backend::MoveSession + '_),
+    targets: &mut Targets,
+    pacer: &Pacer,
+    s: &mut MoveSummary,
+    tally: &mut Tally,
+    bar: &indicatif::ProgressBar,
+) -> Result<()> {
     let now = Utc::now();
     loop {
         if ctx.interrupt.is_set() {

@@ -30,9 +30,18 @@ fn warn_side_effects(ctx: &Ctx, b: &dyn backend::QueueBackend) {
 }
 
 pub async fn peek(ctx: &Ctx, req: ReadRequest) -> Result<i32> {
-    let p = &ctx.printer;
     let b = backend::open(&req.queue.address, &req.queue.source_options()).await?;
     warn_side_effects(ctx, b.as_ref());
+    let r = peek_with(ctx, &req, b.as_ref()).await;
+    // Reads that hold messages (SQS) give them back, after an error too.
+    let closed = b.close().await;
+    let code = r?;
+    closed?;
+    Ok(code)
+}
+
+async fn peek_with(ctx: &Ctx, req: &ReadRequest, b: &dyn backend::QueueBackend) -> Result<i32> {
+    let p = &ctx.printer;
     let limit = req.max.unwrap_or(10);
     let mut stream = b
         .scan(ScanOptions {
@@ -226,7 +235,6 @@ pub struct TailRequest {
 }
 
 pub async fn tail(ctx: &Ctx, req: TailRequest) -> Result<i32> {
-    let p = &ctx.printer;
     let r = &req.read;
     let b = backend::open(&r.queue.address, &r.queue.source_options()).await?;
     warn_side_effects(ctx, b.as_ref());
@@ -237,6 +245,16 @@ pub async fn tail(ctx: &Ctx, req: TailRequest) -> Result<i32> {
             reason: "this source cannot follow new messages".into(),
         });
     }
+    let r = tail_with(ctx, &req, b.as_ref()).await;
+    let closed = b.close().await;
+    let code = r?;
+    closed?;
+    Ok(code)
+}
+
+async fn tail_with(ctx: &Ctx, req: &TailRequest, b: &dyn backend::QueueBackend) -> Result<i32> {
+    let p = &ctx.printer;
+    let r = &req.read;
     let mut stream = b
         .tail(TailOptions {
             from_start: req.from_start,
@@ -284,10 +302,18 @@ pub struct ExportRequest {
 }
 
 pub async fn export(ctx: &Ctx, req: ExportRequest) -> Result<i32> {
+    let b = backend::open(&req.read.queue.address, &req.read.queue.source_options()).await?;
+    warn_side_effects(ctx, b.as_ref());
+    let r = export_with(ctx, &req, b.as_ref()).await;
+    let closed = b.close().await;
+    let code = r?;
+    closed?;
+    Ok(code)
+}
+
+async fn export_with(ctx: &Ctx, req: &ExportRequest, b: &dyn backend::QueueBackend) -> Result<i32> {
     let p = &ctx.printer;
     let r = &req.read;
-    let b = backend::open(&r.queue.address, &r.queue.source_options()).await?;
-    warn_side_effects(ctx, b.as_ref());
     let mut stream = b
         .scan(ScanOptions {
             limit: if r.filter.is_empty() { r.max } else { None },

@@ -200,6 +200,23 @@ impl SqsBackend {
         self.addr.to_string()
     }
 
+    /// ApproximateNumberOfMessages now (a stop-rule input, never the only one).
+    pub(crate) async fn visible_now(&self) -> Result<u64> {
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(&self.url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .send()
+            .await
+            .map_err(|e| sdk_err(&self.shown(), e))?;
+        Ok(out
+            .attributes()
+            .and_then(|a| a.get(&QueueAttributeName::ApproximateNumberOfMessages))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0))
+    }
+
     fn attr_u64(&self, k: &str) -> Option<u64> {
         self.attrs.get(k).and_then(|v| v.parse().ok())
     }

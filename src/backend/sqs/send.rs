@@ -3,7 +3,7 @@
 //! (bounded), and read `Failed[]` entry by entry.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use aws_sdk_sqs::primitives::Blob;
 use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
@@ -38,7 +38,18 @@ pub struct Prepared {
     size: usize,
 }
 
-static REGEN: AtomicU64 = AtomicU64::new(0);
+/// One id per process run.
+fn run_id() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        format!("{:012x}", fnv1a(format!("{t}-{}", std::process::id()).as_bytes()) & 0xffff_ffff_ffff)
+    })
+}
+
+fn fnv1a(b: &[u8]) -> u64 {
+    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, x| (h ^ *x as u64).wrapping_mul(0x100_0000_01b3))
+}
 
 /// Everything SQS would refuse, refused here with a reason; nothing is silently dropped.
 pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Prepared, String> {
@@ -109,14 +120,10 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
         let dedup = match b.opts.dedup {
             DedupStrategy::Keep => m.dedup_id.clone().unwrap_or_else(|| m.id.clone()),
             DedupStrategy::StableId => m.id.clone(),
-            DedupStrategy::Regenerate => format!(
-                "{:x}-{:x}",
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0),
-                REGEN.fetch_add(1, Ordering::Relaxed)
-            ),
+            DedupStrategy::PerRun => format!("dlqctl-{}-{:016x}", run_id(), fnv1a(m.id.as_bytes())),
         };
         if dedup.len() > 128 {
-            return Err("MessageDeduplicationId longer than 128 characters (use --dedup-id regenerate)".into());
+            return Err("MessageDeduplicationId longer than 128 characters (use --dedup-id per-run)".into());
         }
         e = e.message_group_id(g).message_deduplication_id(dedup);
     } else if let Some(g) = m.group.clone() {

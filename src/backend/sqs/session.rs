@@ -40,6 +40,11 @@ async fn receive(b: &SqsBackend, n: i32, visibility: i32, wait: i32) -> Result<V
     Ok(out.messages().to_vec())
 }
 
+fn hold(b: &SqsBackend, msgs: &[aws_sdk_sqs::types::Message]) {
+    let mut held = b.held.lock().unwrap_or_else(|p| p.into_inner());
+    held.extend(msgs.iter().filter_map(|m| m.receipt_handle()).map(str::to_string));
+}
+
 /// Hide what was read for the scan's duration, dedupe by MessageId, stop on a streak of
 /// empty long polls; `close()` makes everything visible again.
 pub fn browse(b: &SqsBackend, limit: Option<u64>, since: Option<DateTime<Utc>>) -> MessageStream<'_> {
@@ -50,12 +55,12 @@ pub fn browse(b: &SqsBackend, limit: Option<u64>, since: Option<DateTime<Utc>>) 
         let mut n = 0u64;
         'outer: loop {
             let msgs = receive(b, 10, vis, wait_seconds()).await?;
+            // Every handle is recorded before anything is yielded: a reader that stops early
+            // (peek -n 2) must still release all ten.
+            hold(b, &msgs);
             let mut fresh = 0;
             for m in msgs {
                 let id = m.message_id().unwrap_or_default().to_string();
-                if let Some(h) = m.receipt_handle() {
-                    b.held.lock().unwrap_or_else(|p| p.into_inner()).push(h.to_string());
-                }
                 if !seen.insert(id) {
                     continue;
                 }
@@ -72,7 +77,7 @@ pub fn browse(b: &SqsBackend, limit: Option<u64>, since: Option<DateTime<Utc>>) 
             }
             if fresh == 0 {
                 streak += 1;
-                if streak >= EMPTY_STREAK {
+                if streak >= EMPTY_STREAK || (streak >= 2 && b.visible_now().await? == 0) {
                     break;
                 }
             } else {
@@ -89,11 +94,9 @@ pub fn follow(b: &SqsBackend, since: Option<DateTime<Utc>>) -> MessageStream<'_>
         let mut seen: HashSet<String> = HashSet::new();
         loop {
             let msgs = receive(b, 10, vis, 5).await?;
+            hold(b, &msgs);
             for m in msgs {
                 let id = m.message_id().unwrap_or_default().to_string();
-                if let Some(h) = m.receipt_handle() {
-                    b.held.lock().unwrap_or_else(|p| p.into_inner()).push(h.to_string());
-                }
                 if !seen.insert(id) {
                     continue;
                 }
@@ -245,7 +248,7 @@ impl MoveSession for SqsMoveSession<'_> {
             }
             if out.is_empty() {
                 self.streak += 1;
-                if self.streak >= EMPTY_STREAK {
+                if self.streak >= EMPTY_STREAK || (self.streak >= 2 && self.b.visible_now().await? == 0) {
                     return Ok(None);
                 }
                 continue;

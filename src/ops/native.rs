@@ -1,0 +1,114 @@
+//! `redrive --native`: the backend's own server-side move (SQS message move tasks). No
+//! filters and no editing; every moved message gets a new MessageId (a stable id carried in
+//! an attribute survives).
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::address::Address;
+use crate::backend::{self, NativeMoveTask};
+use crate::error::{Error, Result, exit};
+use crate::settings::{Ctx, QueueRef};
+
+pub struct NativeRequest {
+    pub source: QueueRef,
+    pub to: Option<Address>,
+    pub rate: Option<f64>,
+    pub dry_run: bool,
+    pub yes: bool,
+    pub cancel: bool,
+    pub wait: bool,
+}
+
+#[derive(Serialize)]
+struct NativeSummary {
+    operation: &'static str,
+    source: String,
+    task: Option<NativeMoveTask>,
+    dry_run: bool,
+}
+
+pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
+    let p = &ctx.printer;
+    let b = backend::open(&req.source.address, &req.source.source_options()).await?;
+    let emit = |task: Option<NativeMoveTask>, op: &'static str| -> Result<()> {
+        let s = NativeSummary { operation: op, source: req.source.address.to_string(), task, dry_run: req.dry_run };
+        if !p.is_table() {
+            return p.json(&s);
+        }
+        match &s.task {
+            Some(t) => p.line(&format!(
+                "{op}: task {} {} · moved {}{}{}",
+                t.handle.as_deref().unwrap_or("-"),
+                t.status,
+                t.moved,
+                t.to_move.map(|n| format!(" of {n}")).unwrap_or_default(),
+                t.failure.as_deref().map(|f| format!(" · {f}")).unwrap_or_default()
+            )),
+            None => p.line(&format!("{op}: no task")),
+        }
+    };
+    if req.cancel {
+        let tasks = b.native_moves().await?;
+        let Some(running) = tasks.into_iter().find(|t| t.status == "RUNNING") else {
+            p.note("no native move task is running for this queue");
+            return Ok(exit::OK);
+        };
+        let handle = running.handle.clone().unwrap_or_default();
+        if !req.yes && !p.confirm(&format!("Cancel native move task {handle}?"), "`dlqctl redrive --native --cancel`")? {
+            return Ok(exit::OK);
+        }
+        let moved = b.cancel_native_move(&handle).await?;
+        emit(Some(NativeMoveTask { moved, status: "CANCELLING".into(), ..running }), "cancel")?;
+        return Ok(exit::OK);
+    }
+    if p.is_table() {
+        let mut t = p.table();
+        t.add_row(vec!["operation".to_string(), "native server-side move (StartMessageMoveTask)".into()]);
+        t.add_row(vec!["from".to_string(), req.source.label()]);
+        t.add_row(vec!["to".to_string(), req.to.as_ref().map_or("each message's original source queue".into(), ToString::to_string)]);
+        t.add_row(vec!["rate".to_string(), req.rate.map_or("service default".into(), |r| format!("{r:.0}/s (at most 500)"))]);
+        t.add_row(vec!["note", "no filters; every moved message gets a new MessageId"]);
+        eprintln!("{t}");
+    }
+    if req.dry_run {
+        emit(None, "native-redrive (dry run)")?;
+        return Ok(exit::OK);
+    }
+    if !req.yes && !p.confirm("Start the move task?", "`dlqctl redrive --native`")? {
+        p.note("nothing done");
+        return Ok(exit::OK);
+    }
+    let handle = b.start_native_move(req.to.as_ref(), req.rate).await?;
+    if !req.wait {
+        let task = b.native_moves().await?.into_iter().find(|t| t.handle.as_deref() == Some(handle.as_str()));
+        emit(task, "native-redrive started")?;
+        return Ok(exit::OK);
+    }
+    let bar = p.progress(None, "native move");
+    loop {
+        let tasks = b.native_moves().await?;
+        let task = tasks.into_iter().find(|t| t.handle.as_deref() == Some(handle.as_str()) || t.handle.is_none());
+        if let Some(t) = &task {
+            if let Some(n) = t.to_move {
+                bar.set_length(n);
+            }
+            bar.set_position(t.moved);
+            if matches!(t.status.as_str(), "COMPLETED" | "FAILED" | "CANCELLED") {
+                bar.finish_and_clear();
+                let failed = t.status != "COMPLETED";
+                emit(task.clone(), "native-redrive")?;
+                return Ok(if failed { exit::PARTIAL } else { exit::OK });
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+            _ = ctx.interrupt.wait() => {
+                bar.finish_and_clear();
+                p.warn(&format!("the move task {handle} keeps running on the server; stop it with `dlqctl redrive {} --native --cancel`", req.source.address));
+                return Err(Error::Interrupted);
+            }
+        }
+    }
+}
