@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dlqctl_global_optspecs
-    string join \n output= config= q/quiet v/verbose no-progress color= h/help V/version
+    string join \n output= config= q/quiet v/verbose no-progress color= profile= region= endpoint-url= allow-onward-redrive dedup-id= visibility-timeout= parallel= h/help V/version
 end
 
 function __fish_dlqctl_needs_command
@@ -32,9 +32,18 @@ complete -c dlqctl -n "__fish_dlqctl_needs_command" -l config -d 'Config file [d
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -s V -l version -d 'Print version'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "inspect" -d 'Show what is in a dead-letter queue and how it is configured'
@@ -56,9 +65,18 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l config -d 'Con
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s n -l count -d 'How many messages to show' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
@@ -78,9 +96,18 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l config -d 'Config
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l max -d 'Stop after N messages' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l idle-timeout -d 'Stop when nothing arrives for DURATION' -r
@@ -102,10 +129,19 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l config -d 'Config
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l from-start -d 'Start with the messages already there'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l dedupe -d 'Dedupe table: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l max -d 'Look at no more than N messages' -r
@@ -126,9 +162,18 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l config -d 'Co
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l to -d 'Where to send the messages [default: the configured or discovered source]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l max -d 'Move at most N messages' -r
@@ -151,11 +196,23 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l config -d 'Con
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l dry-run -d 'Show what would be moved; change nothing'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s y -l yes -d 'Do not ask for confirmation (required without a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l native -d 'SQS: use the service\'s own move task (StartMessageMoveTask); no filters, ≤500/s'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l cancel -d 'With --native: cancel the running move task'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l no-wait -d 'With --native: start the task and return instead of following its progress'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l to -d 'Where to send the copies' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l max -d 'Copy at most N messages' -r
@@ -178,11 +235,20 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l config -d 'Conf
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l dry-run -d 'Show what would be sent; change nothing'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s y -l yes -d 'Do not ask for confirmation (required without a terminal)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s o -l output-file -d 'Write to FILE instead of stdout (written as FILE.partial, renamed when complete)' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l max -d 'Export at most N messages' -r
@@ -203,9 +269,18 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l config -d 'Conf
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
@@ -215,9 +290,18 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l config -d 'Conf
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
@@ -227,9 +311,18 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l config -d 
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l dir -d 'Repository root to write into' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
@@ -240,10 +333,19 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l con
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l check -d 'Only compare; exit 1 listing the files that differ'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "inspect" -d 'Show what is in a dead-letter queue and how it is configured'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "peek" -d 'Show messages without removing them'

@@ -262,7 +262,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     );
 
     let result = if req.dry_run || req.mode == Mode::Replay {
-        copy_loop(
+        let r = copy_loop(
             ctx,
             &req,
             source.as_ref(),
@@ -273,7 +273,10 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
             &mut tally,
             &bar,
         )
-        .await
+        .await;
+        // Reads that hold messages (SQS) give them back, after an error too.
+        let closed = source.close().await;
+        r.and(closed)
     } else {
         move_loop(
             ctx,

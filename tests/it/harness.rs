@@ -105,6 +105,11 @@ impl Sandbox {
         self.run_env(args, &[])
     }
 
+    pub fn run_with(&self, args: &[&str], env: &[(String, String)]) -> Run {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        self.run_env(args, &env)
+    }
+
     pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut c = self.cmd(args);
         for (k, v) in env {
@@ -222,4 +227,124 @@ impl Db {
 
 pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The SQS emulator (moto) started by `scripts/services start sqs`.
+pub fn sqs_endpoint() -> String {
+    std::env::var("DLQCTL_TEST_SQS_ENDPOINT").unwrap_or_else(|_| {
+        panic!("DLQCTL_TEST_SQS_ENDPOINT is not set: run the suite with `scripts/test` (it starts the SQS emulator)")
+    })
+}
+
+pub struct Sqs {
+    pub client: aws_sdk_sqs::Client,
+    pub prefix: String,
+}
+
+impl Sqs {
+    pub async fn new(name: &str) -> Sqs {
+        let n = SEQ.fetch_add(1, Ordering::SeqCst);
+        let conf = aws_sdk_sqs::Config::builder()
+            .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
+            .region(aws_sdk_sqs::config::Region::new("us-east-1"))
+            .endpoint_url(sqs_endpoint())
+            .credentials_provider(aws_sdk_sqs::config::Credentials::new("testing", "testing", None, None, "test"))
+            .build();
+        Sqs { client: aws_sdk_sqs::Client::from_conf(conf), prefix: format!("{name}-{}-{n}", std::process::id()) }
+    }
+
+    /// The environment the binary needs to reach the emulator.
+    pub fn env(&self, sb: &Sandbox) -> Vec<(String, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL".into(), sqs_endpoint()),
+            ("AWS_ACCESS_KEY_ID".into(), "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY".into(), "testing".into()),
+            ("AWS_REGION".into(), "us-east-1".into()),
+            ("DLQCTL_SQS_WAIT_SECONDS".into(), "1".into()),
+            ("DLQCTL_STATE_DIR".into(), sb.path("state").to_string_lossy().into_owned()),
+        ]
+    }
+
+    pub fn name(&self, q: &str) -> String {
+        if let Some(base) = q.strip_suffix(".fifo") {
+            format!("{}-{base}.fifo", self.prefix)
+        } else {
+            format!("{}-{q}", self.prefix)
+        }
+    }
+
+    pub async fn create(&self, q: &str, attrs: &[(&str, &str)]) -> (String, String) {
+        let mut req = self.client.create_queue().queue_name(self.name(q));
+        for (k, v) in attrs {
+            req = req.attributes(aws_sdk_sqs::types::QueueAttributeName::from(*k), *v);
+        }
+        let url = req.send().await.expect("create queue").queue_url().unwrap().to_string();
+        let arn = self.attr(&url, "QueueArn").await;
+        (url, arn)
+    }
+
+    pub async fn attr(&self, url: &str, name: &str) -> String {
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::All)
+            .send()
+            .await
+            .expect("attributes");
+        out.attributes().and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::from(name))).cloned().unwrap_or_default()
+    }
+
+    pub async fn visible(&self, url: &str) -> u64 {
+        self.attr(url, "ApproximateNumberOfMessages").await.parse().unwrap()
+    }
+
+    /// A standard (or FIFO) source with a RedrivePolicy into a DLQ.
+    pub async fn pair(&self, fifo: bool, max_receive: u32) -> (String, String) {
+        let sfx = if fifo { ".fifo" } else { "" };
+        let fifo_attrs: &[(&str, &str)] = if fifo { &[("FifoQueue", "true")] } else { &[] };
+        let mut dlq_attrs = vec![("MessageRetentionPeriod", "1209600")];
+        dlq_attrs.extend_from_slice(fifo_attrs);
+        let (dlq, dlq_arn) = self.create(&format!("dlq{sfx}"), &dlq_attrs).await;
+        let policy = format!("{{\"deadLetterTargetArn\":\"{dlq_arn}\",\"maxReceiveCount\":{max_receive}}}");
+        let mut src_attrs = vec![("RedrivePolicy", policy.as_str()), ("VisibilityTimeout", "0")];
+        src_attrs.extend_from_slice(fifo_attrs);
+        let (src, _) = self.create(&format!("src{sfx}"), &src_attrs).await;
+        (src, dlq)
+    }
+
+    /// Receive from `url` (visibility 0) until moto has moved everything to the DLQ (it does
+    /// so lazily, on the receive after maxReceiveCount).
+    pub async fn fail_all(&self, url: &str) {
+        for _ in 0..500 {
+            let r = self.client.receive_message().queue_url(url).max_number_of_messages(10).visibility_timeout(0).send().await.unwrap();
+            if r.messages().is_empty() && self.visible(url).await == 0 {
+                return;
+            }
+        }
+        panic!("messages were not dead-lettered");
+    }
+
+    pub async fn receive_all(&self, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
+        let mut out = Vec::new();
+        let mut empty = 0;
+        while empty < 2 {
+            let r = self
+                .client
+                .receive_message()
+                .queue_url(url)
+                .max_number_of_messages(10)
+                .visibility_timeout(60)
+                .message_attribute_names("All")
+                .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+                .send()
+                .await
+                .unwrap();
+            if r.messages().is_empty() {
+                empty += 1;
+            }
+            out.extend(r.messages().iter().cloned());
+        }
+        out
+    }
 }

@@ -7,3 +7,4 @@ mod pg_errors;
 mod pg_read;
 mod pg_redrive;
 mod pg_verify;
+mod sqs;

@@ -112,6 +112,7 @@ mod tests {
             .region(Region::new("us-east-1"))
             .credentials_provider(Credentials::for_tests())
             .http_client(http.clone())
+            .retry_config(aws_sdk_sqs::config::retry::RetryConfig::disabled())
             .build();
         (Client::from_conf(conf), http)
     }

@@ -206,3 +206,71 @@ pub async fn send(b: &SqsBackend, batch: &[Message]) -> Result<Vec<SendOutcome>>
     }
     Ok(out.into_iter().map(|o| o.unwrap_or(SendOutcome::Rejected { reason: "not sent".into() })).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    //! Partial batch failures come back as HTTP 200 with `Failed[]` (moto never produces
+    //! them for these inputs), so this runs against a recorded exchange.
+    use super::*;
+    use crate::address::Address;
+    use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
+    use aws_smithy_http_client::test_util::{ReplayEvent, StaticReplayClient};
+    use aws_smithy_types::body::SdkBody;
+
+    fn backend(resp: &str) -> SqsBackend {
+        let http = StaticReplayClient::new(vec![ReplayEvent::new(
+            http::Request::builder().uri("https://sqs.us-east-1.amazonaws.com/").body(SdkBody::empty()).unwrap(),
+            http::Response::builder().status(200).body(SdkBody::from(resp.to_string())).unwrap(),
+        )]);
+        let conf = aws_sdk_sqs::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::for_tests())
+            .http_client(http)
+            .retry_config(aws_sdk_sqs::config::retry::RetryConfig::disabled())
+            .build();
+        SqsBackend {
+            addr: Address::parse("sqs://orders").unwrap(),
+            client: aws_sdk_sqs::Client::from_conf(conf),
+            url: "https://sqs.us-east-1.amazonaws.com/123456789012/orders".into(),
+            arn: "arn:aws:sqs:us-east-1:123456789012:orders".into(),
+            name: "orders".into(),
+            attrs: Default::default(),
+            fifo: false,
+            max_size: 1_048_576,
+            id: None,
+            opts: Default::default(),
+            held: Default::default(),
+            sources: Default::default(),
+        }
+    }
+
+    fn msg(id: &str) -> Message {
+        Message { id: id.into(), native_id: id.into(), body: format!("{{\"id\":\"{id}\"}}").into_bytes(), ..Message::default() }
+    }
+
+    #[tokio::test]
+    async fn failed_entries_are_reported_one_by_one() {
+        let b = backend(
+            r#"{"Successful":[{"Id":"m0","MessageId":"x0","MD5OfMessageBody":"-"},{"Id":"m2","MessageId":"x2","MD5OfMessageBody":"-"}],
+                "Failed":[{"Id":"m1","SenderFault":false,"Code":"InternalError","Message":"try again"}]}"#,
+        );
+        let out = send(&b, &[msg("a"), msg("b"), msg("c")]).await.unwrap();
+        assert_eq!(out[0], SendOutcome::Sent);
+        assert_eq!(out[1], SendOutcome::Rejected { reason: "InternalError: try again".into() });
+        assert_eq!(out[2], SendOutcome::Sent);
+    }
+
+    #[test]
+    fn packing_respects_count_and_size() {
+        let b = backend("{}");
+        let big = Message { body: vec![b'x'; 400_000], ..msg("big") };
+        let mut sizes = Vec::new();
+        for (i, m) in [big.clone(), big.clone(), big].iter().enumerate() {
+            sizes.push(prepare(&b, i, m).unwrap().size);
+        }
+        assert!(sizes.iter().sum::<usize>() > b.max_size, "three 400 kB messages do not fit one request");
+        let e = prepare(&b, 0, &Message { body: "a\u{0}b".into(), ..msg("nul") }).err().unwrap();
+        assert!(e.contains("U+0000"), "{e}");
+    }
+}
