@@ -56,6 +56,11 @@ pub struct Rule {
 /// "504 Gateway Timeout" is a timeout even though it also looks like an HTTP error.
 const BUILTIN: &[(&str, Kind, &str)] = &[
     (
+        "lock-conflict",
+        Kind::Transient,
+        r"(?i)deadlock|could not serialize|serialization failure|\b40001\b|\b40P01\b|lock (wait )?timeout|\b55P03\b|lock not available",
+    ),
+    (
         "timeout",
         Kind::Transient,
         r"(?i)timed?[ _-]?out|deadline exceeded|\b408\b|\b504\b",
@@ -74,11 +79,6 @@ const BUILTIN: &[(&str, Kind, &str)] = &[
         "connection",
         Kind::Transient,
         r"(?i)connection (reset|refused|closed|aborted|lost)|broken pipe|econn(reset|refused)|network (is )?unreachable|host unreachable|eof while|unexpected eof",
-    ),
-    (
-        "lock-conflict",
-        Kind::Transient,
-        r"(?i)deadlock|could not serialize|serialization failure|\b40001\b|\b40P01\b|lock (wait )?timeout|\b55P03\b|lock not available",
     ),
     (
         "parse-error",
@@ -231,7 +231,7 @@ impl Classifier {
 
     /// Knows this class or rule name (for `--class`).
     pub fn knows(&self, name: &str) -> bool {
-        matches!(name, "transient" | "permanent" | "unclassified")
+        matches!(name, "transient" | "permanent" | "unclassified" | "unrecognised-error" | "no-error-recorded")
             || self.rules.iter().any(|r| r.name == name)
     }
 

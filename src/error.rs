@@ -125,12 +125,12 @@ impl Error {
     /// What the user should do about it, shown under the error.
     pub fn hint(&self) -> Option<String> {
         Some(match self {
-            Error::InvalidAddress { .. } => "addresses look like sqs://NAME, kafka://HOST:PORT/TOPIC or postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE (see `dlqctl help addressing`)".into(),
+            Error::InvalidAddress { .. } => "addresses look like sqs://NAME, kafka://HOST:PORT/TOPIC or postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE (see `dlqctl --help`)".into(),
             Error::UnknownQueue { .. } => "pass a full URL, or define the queue in dlqctl.toml (--config FILE or DLQCTL_CONFIG)".into(),
             Error::Config { .. } => "fix the file, or point --config / DLQCTL_CONFIG at another one".into(),
             Error::Rules { .. } => "rules are [[rules]] (or [[classify.rules]]) tables with name, kind = \"transient\"|\"permanent\" and match = { error = \"REGEX\" }".into(),
             Error::NoTerminal { .. } => "review the plan with --dry-run, then re-run with --yes".into(),
-            Error::Unreachable { .. } => "check the host, port and network; `dlqctl inspect` with -v shows each attempt".into(),
+            Error::Unreachable { .. } => "check the host, port and network (and the endpoint or region for SQS)".into(),
             Error::PermissionDenied { .. } => "grant the permissions listed in docs/permissions.md to the user or role dlqctl runs as".into(),
             Error::Schema { .. } => "map your column names in dlqctl.toml under [queues.NAME.columns] (see docs/postgres.md)".into(),
             Error::Interrupted => return None,

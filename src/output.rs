@@ -74,6 +74,10 @@ impl Printer {
         }
     }
 
+    pub fn progress_enabled(&self) -> bool {
+        self.progress
+    }
+
     pub fn is_table(&self) -> bool {
         self.format == OutputFormat::Table
     }

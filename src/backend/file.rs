@@ -27,10 +27,13 @@ impl FileBackend {
             && !opts.as_target
             && !p.is_file()
         {
-            return Err(Error::NotFound {
-                what: format!("file {}", p.display()),
-                detail: "write one with `dlqctl export QUEUE -o FILE`".into(),
-            });
+            return Err(Error::io(
+                p,
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such file (write one with `dlqctl export QUEUE -o FILE`)",
+                ),
+            ));
         }
         Ok(FileBackend {
             addr: addr.clone(),

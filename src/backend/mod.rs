@@ -38,6 +38,9 @@ pub struct Capabilities {
     pub write: bool,
     /// Reading changes something, and what (e.g. SQS receive counts).
     pub read_side_effect: Option<&'static str>,
+    /// Can tell each message's own source queue (SQS DeadLetterQueueSourceArn or the queues
+    /// whose RedrivePolicy points here; Kafka original-topic headers).
+    pub per_message_destination: bool,
 }
 
 /// `inspect`'s report: named facts and tables, rendered by the output layer.

@@ -176,6 +176,15 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
             "replay needs a target: --to QUEUE",
         ));
     }
+    if fixed.is_none() && !caps.per_message_destination {
+        return Err(Error::invalid_arg(
+            "--to",
+            format!(
+                "no destination for {}: pass --to TARGET, or set `source` in dlqctl.toml (PostgreSQL: or &source=SCHEMA.TABLE in the URL)",
+                req.source.address
+            ),
+        ));
+    }
     let target_options = match &req.to {
         Some((_, o)) => o.clone(),
         None => match &req.source.cfg.source {
@@ -243,7 +252,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         ..MoveSummary::default()
     };
     let mut tally = Tally::default();
-    let total = if req.filter.is_empty() {
+    let total = if req.filter.is_empty() && p.progress_enabled() {
         source.inspect().await.ok().and_then(|i| {
             i.facts
                 .iter()
@@ -384,6 +393,8 @@ async fn copy_loop(
             continue;
         };
         if req.dry_run {
+            // A dry run still opens each target: a missing table or queue shows now.
+            targets.get(&dest).await?;
             s.moved += 1;
             *tally.dest.entry(dest.to_string()).or_default() += 1;
             continue;

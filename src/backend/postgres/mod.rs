@@ -102,18 +102,37 @@ pub fn pg_err(target: &str, e: sqlx::Error) -> Error {
 /// Connect to the server of `conn` (libpq-style environment such as PGPASSWORD honoured).
 pub async fn connect(conn: &Url) -> Result<PgPool> {
     let shown = redact(conn.as_str());
-    let opts = PgConnectOptions::from_url(conn)
-        .map_err(|e| pg_err(&shown, e))?
-        .application_name("dlqctl");
-    // A PgBouncer in transaction mode cannot keep prepared statements: `statement_cache=0`.
-    let opts = if conn
+    // `statement_cache=0` is dlqctl's: a PgBouncer in transaction mode cannot keep prepared
+    // statements. The driver must not see it.
+    let no_cache = conn.query_pairs().any(|(k, v)| k == "statement_cache" && v == "0");
+    let mut url = conn.clone();
+    let keep: Vec<(String, String)> = conn
         .query_pairs()
-        .any(|(k, v)| k == "statement_cache" && v == "0")
-    {
-        opts.statement_cache_capacity(0)
+        .filter(|(k, _)| k != "statement_cache")
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    if keep.is_empty() {
+        url.set_query(None);
     } else {
-        opts
-    };
+        url.query_pairs_mut().clear().extend_pairs(keep);
+    }
+    let mut opts = PgConnectOptions::from_url(&url).map_err(|e| pg_err(&shown, e))?;
+    if !url.query_pairs().any(|(k, _)| k == "application_name") {
+        opts = opts.application_name("dlqctl");
+    }
+    if no_cache {
+        opts = opts.statement_cache_capacity(0);
+    }
+    // One direct connection first: a refused connection or a bad password is reported as
+    // what it is, at once, instead of as a pool timeout.
+    let first = tokio::time::timeout(Duration::from_secs(15), opts.connect())
+        .await
+        .map_err(|_| Error::Unreachable {
+            target: shown.clone(),
+            reason: "timed out connecting after 15s".into(),
+        })?
+        .map_err(|e| pg_err(&shown, e))?;
+    drop(first);
     PgPoolOptions::new()
         .max_connections(4)
         .acquire_timeout(Duration::from_secs(15))
@@ -306,6 +325,7 @@ impl QueueBackend for PgBackend {
             delete: !self.as_target,
             write: true,
             read_side_effect: None,
+            per_message_destination: false,
         }
     }
 

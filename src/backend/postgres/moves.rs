@@ -276,7 +276,9 @@ impl MoveSession for PgMoveSession<'_> {
         let src = self.b.layout.clone();
         let mut outcomes: Vec<Option<SendOutcome>> = vec![None; selected.len()];
 
-        let fast = payload_compatible(src.payload(), tl.payload())
+        // The configured stable-id location (id = "json:/…") can only be applied row by row.
+        let fast = self.b.id.is_none()
+            && payload_compatible(src.payload(), tl.payload())
             && !(tl.col("queue").is_some_and(|c| c.not_null)
                 && t.queue.is_none()
                 && src.col("queue").is_none());
@@ -306,10 +308,13 @@ impl MoveSession for PgMoveSession<'_> {
         let mut movable: Vec<(usize, usize)> = Vec::new(); // (position in selected, batch index)
         for (pos, &i) in selected.iter().enumerate() {
             let c = &self.batch[i];
-            if c.binary && tl.col("payload_bytes").is_none() && tl.payload() != PayloadKind::Bytea {
+            if c.binary
+                && tl.payload() != PayloadKind::Bytea
+                && (tl.col("payload_bytes").is_none() || tl.cols["payload"].not_null)
+            {
                 outcomes[pos] = Some(SendOutcome::Rejected {
                     reason: format!(
-                        "the body is binary and {} has no payload_bytes column",
+                        "the body is binary and {} cannot hold it (no payload_bytes column, or its payload column is NOT NULL)",
                         tl.display
                     ),
                 });
@@ -391,7 +396,8 @@ fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
         (_, PayloadKind::Json) => format!("{sp}::json"),
         _ => sp.clone(),
     };
-    let mut vals = vec![format!("{smid}::{}", tgt.cols["message_id"].ty), payload];
+    // The stable id: the producer's, else the row's own key (as everywhere else).
+    let mut vals = vec![format!("COALESCE({smid}::text, {sid}::text)::{}", tgt.cols["message_id"].ty), payload];
     if let Some(c) = tgt.col("payload_bytes")
         && tgt.payload() != PayloadKind::Bytea
     {
@@ -435,7 +441,7 @@ fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
     format!(
         "WITH src AS (SELECT * FROM {st} WHERE {sid} = ANY($1::text[]::{ty}[]){queue_ref}),
               ins AS (INSERT INTO {tt} ({cols}) SELECT {vals} FROM src ORDER BY {sid} ON CONFLICT DO NOTHING RETURNING {tmid}::text AS mid)
-         DELETE FROM {st} d WHERE d.{sid} = ANY($1::text[]::{ty}[]) AND d.{smid}::text IN (SELECT mid FROM ins) RETURNING d.{sid}::text",
+         DELETE FROM {st} d WHERE d.{sid} = ANY($1::text[]::{ty}[]) AND COALESCE(d.{smid}::text, d.{sid}::text) IN (SELECT mid FROM ins) RETURNING d.{sid}::text",
         st = src.table,
         tt = tgt.table,
         cols = cols.join(", "),

@@ -46,8 +46,9 @@ pub(crate) fn place_body(l: &Layout, m: &Message) -> Placed {
             }
         } else {
             Placed::Rejected(format!(
-                "{why}, and {} has no payload_bytes column to hold it (docs/postgres.md#binary-payloads)",
-                l.display
+                "{why}, and {} cannot hold it: {} (docs/postgres.md#binary-payloads)",
+                l.display,
+                if has_bytes { "its payload column is NOT NULL" } else { "it has no payload_bytes column" }
             ))
         }
     };

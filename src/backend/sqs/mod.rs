@@ -398,6 +398,7 @@ impl QueueBackend for SqsBackend {
             tail: true,
             delete: true,
             write: true,
+            per_message_destination: true,
             read_side_effect: Some("increments each message's ApproximateReceiveCount (SQS has no side-effect-free read) and hides it until the read ends"),
         }
     }
