@@ -66,6 +66,9 @@ pub struct MoveSummary {
     pub aborted: Option<String>,
     pub elapsed_seconds: f64,
     pub messages_per_second: f64,
+    /// API requests this run sent to SQS (present when SQS was involved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sqs_requests: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -318,6 +321,11 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     } else {
         0.0
     };
+    #[cfg(feature = "sqs")]
+    {
+        let n = crate::backend::sqs::requests();
+        s.sqs_requests = (n > 0).then_some(n);
+    }
     s.failures = tally.failures.into_values().collect();
     s.failures.sort_by(|a, b| b.count.cmp(&a.count));
     s.destinations = tally

@@ -131,7 +131,34 @@ async fn client_for(a: &SqsAddress, o: &AwsOptions) -> Result<Client> {
             reason: "no AWS region: set AWS_REGION, pass --region, or use a queue URL or ARN".into(),
         });
     }
-    Ok(Client::new(&conf))
+    let conf = aws_sdk_sqs::config::Builder::from(&conf).interceptor(CountRequests).build();
+    Ok(Client::from_conf(conf))
+}
+
+static REQUESTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// SQS API requests sent by this process (attempts, retries included), for the benchmark.
+pub fn requests() -> u64 {
+    REQUESTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[derive(Debug)]
+struct CountRequests;
+
+impl aws_sdk_sqs::config::Intercept for CountRequests {
+    fn name(&self) -> &'static str {
+        "dlqctl-count-requests"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _ctx: &aws_sdk_sqs::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _rc: &aws_sdk_sqs::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_sqs::config::ConfigBag,
+    ) -> std::result::Result<(), aws_sdk_sqs::error::BoxError> {
+        REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 pub(crate) fn system_attr(m: &aws_sdk_sqs::types::Message, k: MessageSystemAttributeName) -> Option<&str> {
