@@ -57,6 +57,24 @@ pub struct SqsAddress {
 pub struct KafkaAddress {
     pub brokers: Vec<String>,
     pub topic: String,
+    /// `?partition=P&from=OFFSET&to=OFFSET&since=TIME&until=TIME`: a slice of the topic (for
+    /// peek, export and replay). `to` and `until` are exclusive.
+    pub range: KafkaRange,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KafkaRange {
+    pub partition: Option<i32>,
+    pub from: Option<i64>,
+    pub to: Option<i64>,
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
+    pub until: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl KafkaRange {
+    pub fn is_empty(&self) -> bool {
+        *self == KafkaRange::default()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -247,7 +265,26 @@ fn parse_kafka(input: &str) -> Result<Address> {
     let (hosts, topic) = rest
         .split_once('/')
         .ok_or_else(|| bad("missing topic: kafka://HOST:PORT/TOPIC"))?;
+    let (topic, query) = topic.split_once('?').unwrap_or((topic, ""));
     let topic = topic.trim_end_matches('/');
+    let mut range = KafkaRange::default();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let time = |v: &str| {
+            chrono::DateTime::parse_from_rfc3339(v)
+                .map(|t| t.with_timezone(&chrono::Utc))
+                .map_err(|_| bad(&format!("`{k}={v}` is not an RFC 3339 time (e.g. 2026-12-01T08:00:00Z)")))
+        };
+        let num = |v: &str| v.parse::<i64>().map_err(|_| bad(&format!("`{k}={v}` is not a number")));
+        match k {
+            "partition" => range.partition = Some(num(v)? as i32),
+            "from" => range.from = Some(num(v)?),
+            "to" => range.to = Some(num(v)?),
+            "since" => range.since = Some(time(v)?),
+            "until" => range.until = Some(time(v)?),
+            other => return Err(bad(&format!("unknown parameter `{other}` (partition, from, to, since, until)"))),
+        }
+    }
     if topic.is_empty() {
         return Err(bad("missing topic: kafka://HOST:PORT/TOPIC"));
     }
@@ -272,6 +309,7 @@ fn parse_kafka(input: &str) -> Result<Address> {
     Ok(Address::Kafka(KafkaAddress {
         brokers,
         topic: topic.to_string(),
+        range,
     }))
 }
 
@@ -483,6 +521,12 @@ mod tests {
         assert!(Address::parse("kafka://a:9092").is_err());
         assert!(Address::parse("kafka://a/t").is_err());
         assert!(Address::parse("kafka://a:x/t").is_err());
+        let Address::Kafka(k) = Address::parse("kafka://a:1/t?partition=2&from=10&to=20&since=2026-12-01T00:00:00Z").unwrap() else {
+            panic!()
+        };
+        assert_eq!((k.topic.as_str(), k.range.partition, k.range.from, k.range.to), ("t", Some(2), Some(10), Some(20)));
+        assert!(Address::parse("kafka://a:1/t?from=x").is_err());
+        assert!(Address::parse("kafka://a:1/t?offset=1").is_err());
     }
 
     #[test]

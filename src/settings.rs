@@ -71,6 +71,7 @@ pub struct QueueRef {
     pub address: Address,
     pub cfg: QueueConfig,
     pub aws: AwsOptions,
+    pub kafka: std::collections::BTreeMap<String, String>,
 }
 
 impl QueueRef {
@@ -88,6 +89,7 @@ impl QueueRef {
             columns: self.cfg.columns.clone(),
             as_target: false,
             aws: self.aws.clone(),
+            kafka: self.kafka.clone(),
         }
     }
 }
@@ -104,6 +106,7 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
             address,
             cfg: cfg.clone(),
             aws: aws.clone(),
+            kafka: config.kafka.properties.clone(),
         });
     }
     let looks_like_name =
@@ -126,12 +129,14 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
             address,
             cfg: cfg.clone(),
             aws: aws.clone(),
+            kafka: config.kafka.properties.clone(),
         },
         None => QueueRef {
             name: None,
             address,
             cfg: QueueConfig::default(),
             aws: aws.clone(),
+            kafka: config.kafka.properties.clone(),
         },
     })
 }
@@ -154,6 +159,7 @@ pub fn resolve_target(
                 columns: cfg.columns.clone(),
                 as_target: true,
                 aws: aws.clone(),
+                kafka: config.kafka.properties.clone(),
             },
         ));
     }
@@ -175,6 +181,7 @@ pub fn resolve_target(
             },
             as_target: true,
             aws: aws.clone(),
+            kafka: config.kafka.properties.clone(),
         },
     ))
 }

@@ -20,6 +20,8 @@ use crate::message::Message;
 pub mod file;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 #[cfg(feature = "sqs")]
 pub mod sqs;
 
@@ -131,8 +133,11 @@ pub trait MoveSession: Send {
     /// session began, is exhausted.
     async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>>;
 
-    /// Remove the messages at `accepted` (indices into the last batch) and release the rest.
-    async fn settle(&mut self, accepted: &[usize]) -> Result<()>;
+    /// Remove the messages at `accepted` (indices into the last batch): their copies were
+    /// accepted. `failed` were offered and refused; the rest were skipped by the filters.
+    /// Queues that delete one message keep both failed and skipped ones; Kafka, which can only
+    /// commit an offset, consumes the skipped ones and stops committing at the first failure.
+    async fn settle(&mut self, accepted: &[usize], failed: &[usize]) -> Result<()>;
 
     /// The run is over: release whatever is still held (SQS: messages kept hidden so that a
     /// run does not see them twice).
@@ -282,6 +287,8 @@ pub struct OpenOptions {
     /// Whether this backend is opened as a redrive/replay target (different table checks).
     pub as_target: bool,
     pub aws: AwsOptions,
+    /// Kafka client properties (`[kafka.properties]`).
+    pub kafka: std::collections::BTreeMap<String, String>,
 }
 
 /// AWS settings from the command line (the SDK's standard environment and profiles apply
@@ -332,10 +339,14 @@ pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<Box<dyn QueueBac
         Address::Sqs(_) => Ok(Box::new(sqs::SqsBackend::open(addr, opts).await?)),
         #[cfg(not(feature = "sqs"))]
         Address::Sqs(_) => Err(not_built("sqs")),
+        #[cfg(feature = "kafka")]
+        Address::Kafka(_) => Ok(Box::new(kafka::KafkaBackend::open(addr, opts).await?)),
+        #[cfg(not(feature = "kafka"))]
         Address::Kafka(_) => Err(not_built("kafka")),
     }
 }
 
+#[cfg_attr(all(feature = "postgres", feature = "sqs", feature = "kafka"), allow(dead_code))]
 fn not_built(backend: &'static str) -> Error {
     Error::Unsupported {
         backend,

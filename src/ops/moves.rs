@@ -197,6 +197,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
                 columns: req.source.cfg.source_columns.clone(),
                 as_target: true,
                 aws: ctx.aws.clone(),
+                kafka: ctx.config.kafka.properties.clone(),
             },
         },
     };
@@ -533,6 +534,8 @@ async fn move_batches(
             }
         } else {
             let mut groups: BTreeMap<String, (Address, Vec<usize>)> = BTreeMap::new();
+            let mut accepted = Vec::new();
+            let mut failed: Vec<usize> = Vec::new();
             for &i in &selected {
                 match destination_of(source, fixed, &batch[i]).await? {
                     Some(a) => groups
@@ -542,6 +545,7 @@ async fn move_batches(
                         .push(i),
                     None => {
                         s.failed += 1;
+                        failed.push(i);
                         tally.fail(
                             "no destination known for this message: pass --to",
                             &batch[i].id,
@@ -549,7 +553,6 @@ async fn move_batches(
                     }
                 }
             }
-            let mut accepted = Vec::new();
             for (key, (addr, idx)) in groups {
                 let msgs: Vec<Message> = idx.iter().map(|&i| batch[i].clone()).collect();
                 let sent = async {
@@ -561,18 +564,20 @@ async fn move_batches(
                     Ok(o) => o,
                     Err(e) => {
                         // Keep what was already accepted by other targets; release the rest.
-                        session.settle(&accepted).await?;
+                        session.settle(&accepted, &failed).await?;
                         return Err(e);
                     }
                 };
                 for (&i, o) in idx.iter().zip(&outcomes) {
                     if *o == SendOutcome::Sent {
                         accepted.push(i);
+                    } else {
+                        failed.push(i);
                     }
                     record(s, tally, &key, &batch[i].id, o);
                 }
             }
-            session.settle(&accepted).await?;
+            session.settle(&accepted, &failed).await?;
         }
         bar.inc(batch.len() as u64);
         pacer.wait(s.moved + s.failed).await;

@@ -348,3 +348,143 @@ impl Sqs {
         out
     }
 }
+
+/// The Kafka broker (tansu) started by `scripts/services start kafka`.
+pub fn kafka_bootstrap() -> String {
+    std::env::var("DLQCTL_TEST_KAFKA_BOOTSTRAP").unwrap_or_else(|_| {
+        panic!("DLQCTL_TEST_KAFKA_BOOTSTRAP is not set: run the suite with `scripts/test` (it starts the Kafka broker)")
+    })
+}
+
+pub struct Kafka {
+    pub bootstrap: String,
+    pub prefix: String,
+    producer: rdkafka::producer::FutureProducer,
+}
+
+/// One record as read back: partition, offset, key, value, headers (in order, nulls kept).
+pub type Rec = (i32, i64, Option<Vec<u8>>, Option<Vec<u8>>, Vec<(String, Option<Vec<u8>>)>);
+
+impl Kafka {
+    pub fn new(name: &str) -> Kafka {
+        let n = SEQ.fetch_add(1, Ordering::SeqCst);
+        let bootstrap = kafka_bootstrap();
+        let producer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("linger.ms", "0")
+            .create()
+            .expect("producer");
+        Kafka { bootstrap, prefix: format!("{name}-{}-{n}", std::process::id()), producer }
+    }
+
+    pub fn topic(&self, t: &str) -> String {
+        format!("{}-{t}", self.prefix)
+    }
+
+    pub fn url(&self, t: &str) -> String {
+        format!("kafka://{}/{}", self.bootstrap, self.topic(t))
+    }
+
+    pub async fn create(&self, t: &str, partitions: i32, configs: &[(&str, &str)]) {
+        use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+        let admin: AdminClient<rdkafka::client::DefaultClientContext> =
+            rdkafka::ClientConfig::new().set("bootstrap.servers", &self.bootstrap).create().expect("admin");
+        let name = self.topic(t);
+        let mut nt = NewTopic::new(&name, partitions, TopicReplication::Fixed(1));
+        for (k, v) in configs {
+            nt = nt.set(k, v);
+        }
+        let r = admin.create_topics(&[nt], &AdminOptions::new()).await.expect("create topics");
+        for x in r {
+            x.unwrap_or_else(|e| panic!("create {name}: {e:?}"));
+        }
+    }
+
+    /// One record per produce request, awaited (tansu's high watermark is only right then).
+    pub async fn produce(&self, t: &str, partition: Option<i32>, key: Option<&[u8]>, value: Option<&[u8]>, headers: &[(&str, Option<&[u8]>)]) {
+        use rdkafka::message::{Header, OwnedHeaders};
+        let mut h = OwnedHeaders::new();
+        for (k, v) in headers {
+            h = h.insert(Header { key: k, value: *v });
+        }
+        let name = self.topic(t);
+        let mut rec: rdkafka::producer::FutureRecord<'_, [u8], [u8]> = rdkafka::producer::FutureRecord::to(&name).headers(h);
+        if let Some(p) = partition {
+            rec = rec.partition(p);
+        }
+        if let Some(k) = key {
+            rec = rec.key(k);
+        }
+        if let Some(v) = value {
+            rec = rec.payload(v);
+        }
+        self.producer.send(rec, std::time::Duration::from_secs(10)).await.map_err(|(e, _)| e).expect("produce");
+    }
+
+    /// Everything in the topic, read with assign() from the beginning until idle.
+    pub async fn read_all(&self, t: &str) -> Vec<Rec> {
+        use rdkafka::Message as _;
+        use rdkafka::consumer::{Consumer, StreamConsumer};
+        use rdkafka::message::Headers;
+        let name = self.topic(t);
+        let c: StreamConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &self.bootstrap)
+            .set("group.id", format!("test-reader-{}", std::process::id()))
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("consumer");
+        let md = c.fetch_metadata(Some(&name), std::time::Duration::from_secs(10)).expect("metadata");
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        for p in md.topics()[0].partitions() {
+            tpl.add_partition_offset(&name, p.id(), rdkafka::Offset::Beginning).unwrap();
+        }
+        c.assign(&tpl).unwrap();
+        let mut out = Vec::new();
+        while let Ok(Ok(m)) = tokio::time::timeout(std::time::Duration::from_secs(3), c.recv()).await {
+            let headers = m
+                .headers()
+                .map(|h| h.iter().map(|x| (x.key.to_string(), x.value.map(<[u8]>::to_vec))).collect())
+                .unwrap_or_default();
+            out.push((m.partition(), m.offset(), m.key().map(<[u8]>::to_vec), m.payload().map(<[u8]>::to_vec), headers));
+        }
+        out.sort_by_key(|r| (r.0, r.1));
+        out
+    }
+
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![("DLQCTL_KAFKA_IDLE_MS".into(), "2000".into())]
+    }
+}
+
+/// Kafka's murmur2 partitioner (what a Java producer does with a key).
+pub fn java_partition(key: &[u8], partitions: i32) -> i32 {
+    let seed: u32 = 0x9747_b28c;
+    let m: u32 = 0x5bd1_e995;
+    let r = 24;
+    let len = key.len();
+    let mut h: u32 = seed ^ (len as u32);
+    let chunks = len / 4;
+    for i in 0..chunks {
+        let mut k = u32::from_le_bytes([key[4 * i], key[4 * i + 1], key[4 * i + 2], key[4 * i + 3]]);
+        k = k.wrapping_mul(m);
+        k ^= k >> r;
+        k = k.wrapping_mul(m);
+        h = h.wrapping_mul(m);
+        h ^= k;
+    }
+    let tail = &key[chunks * 4..];
+    if tail.len() >= 3 {
+        h ^= (tail[2] as u32) << 16;
+    }
+    if tail.len() >= 2 {
+        h ^= (tail[1] as u32) << 8;
+    }
+    if !tail.is_empty() {
+        h ^= tail[0] as u32;
+        h = h.wrapping_mul(m);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(m);
+    h ^= h >> 15;
+    ((h & 0x7fff_ffff) % partitions as u32) as i32
+}

@@ -3,6 +3,7 @@
 mod artifacts;
 mod exactly_once;
 mod harness;
+mod kafka;
 mod pg_errors;
 mod pg_read;
 mod pg_redrive;

@@ -237,7 +237,7 @@ impl MoveSession for PgMoveSession<'_> {
         Ok(Some(out))
     }
 
-    async fn settle(&mut self, accepted: &[usize]) -> Result<()> {
+    async fn settle(&mut self, accepted: &[usize], _failed: &[usize]) -> Result<()> {
         let mut tx = self.tx.take().expect("a claimed batch");
         if !accepted.is_empty() {
             let l = &self.b.layout;
@@ -300,7 +300,7 @@ impl MoveSession for PgMoveSession<'_> {
                 .filter(|(_, o)| **o == SendOutcome::Sent)
                 .map(|(&i, _)| i)
                 .collect();
-            self.settle(&accepted).await?;
+            self.settle(&accepted, &[]).await?;
             return Ok(res);
         }
 

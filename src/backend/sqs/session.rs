@@ -261,7 +261,7 @@ impl MoveSession for SqsMoveSession<'_> {
         }
     }
 
-    async fn settle(&mut self, accepted: &[usize]) -> Result<()> {
+    async fn settle(&mut self, accepted: &[usize], _failed: &[usize]) -> Result<()> {
         let batch = std::mem::take(&mut self.batch);
         let acc: HashSet<usize> = accepted.iter().copied().collect();
         let sent: Vec<Claimed> = batch.iter().enumerate().filter(|(i, _)| acc.contains(i)).map(|(_, c)| c.clone()).collect();
