@@ -451,6 +451,20 @@ impl Kafka {
         out
     }
 
+    /// Sum of the partitions' high watermarks (a lower bound on tansu; enough to see that
+    /// something arrived).
+    pub fn high_watermarks(&self, t: &str) -> i64 {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        let name = self.topic(t);
+        let c: BaseConsumer = rdkafka::ClientConfig::new().set("bootstrap.servers", &self.bootstrap).create().expect("consumer");
+        let md = c.fetch_metadata(Some(&name), std::time::Duration::from_secs(10)).expect("metadata");
+        md.topics()[0]
+            .partitions()
+            .iter()
+            .map(|p| c.fetch_watermarks(&name, p.id(), std::time::Duration::from_secs(10)).map(|(_, hi)| hi).unwrap_or(0))
+            .sum()
+    }
+
     pub fn env(&self) -> Vec<(String, String)> {
         vec![("DLQCTL_KAFKA_IDLE_MS".into(), "2000".into())]
     }

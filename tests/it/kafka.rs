@@ -182,7 +182,13 @@ async fn a_killed_redrive_loses_nothing_and_continues_from_the_committed_offsets
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Kill it once it is under way.
+    for _ in 0..100 {
+        if k.high_watermarks("orders") > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     let partial = k.read_all("orders").await.len();

@@ -179,7 +179,7 @@ fn number(attrs: &[Attribute], name: &str, binary: bool) -> Option<i64> {
 
 pub fn detect(attrs: &[Attribute]) -> Option<DeadLetterInfo> {
     let c = CONVENTIONS.iter().find(|c| attrs.iter().any(|a| a.name == c.topic))?;
-    let pick = |names: &[&str]| names.iter().find_map(|n| text(attrs, n, false)).filter(|s| !s.is_empty());
+    let pick = |names: &[&str]| names.iter().find_map(|n| text(attrs, n, false).filter(|s| !s.is_empty()));
     Some(DeadLetterInfo {
         convention: c.name,
         original_topic: text(attrs, c.topic, true),
