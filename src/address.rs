@@ -15,7 +15,7 @@ use url::Url;
 use crate::error::{Error, Result};
 
 /// Query parameters that belong to dlqctl, not to the database driver.
-const PG_OWN_PARAMS: &[&str] = &["table", "system", "queue", "source"];
+const PG_OWN_PARAMS: &[&str] = &["table", "system", "queue", "source", "schema"];
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Address {
@@ -34,6 +34,8 @@ pub struct PgAddress {
     pub queue: Option<String>,
     /// `source=SCHEMA.TABLE`: the queue table a generic dead-letter table redrives into.
     pub source_table: Option<String>,
+    /// `schema=NAME`: where a job system's tables live, when not its default schema.
+    pub schema: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -184,12 +186,14 @@ fn parse_postgres(input: &str) -> Result<Address> {
     let mut system = None;
     let mut queue = None;
     let mut source = None;
+    let mut schema = None;
     for (k, v) in url.query_pairs() {
         let slot = match k.as_ref() {
             "table" => &mut table,
             "system" => &mut system,
             "queue" => &mut queue,
             "source" => &mut source,
+            "schema" => &mut schema,
             _ => continue,
         };
         if slot.replace(v.into_owned()).is_some() {
@@ -241,6 +245,7 @@ fn parse_postgres(input: &str) -> Result<Address> {
         target,
         queue,
         source_table: source,
+        schema,
     }))
 }
 
@@ -273,16 +278,27 @@ fn parse_kafka(input: &str) -> Result<Address> {
         let time = |v: &str| {
             chrono::DateTime::parse_from_rfc3339(v)
                 .map(|t| t.with_timezone(&chrono::Utc))
-                .map_err(|_| bad(&format!("`{k}={v}` is not an RFC 3339 time (e.g. 2026-12-01T08:00:00Z)")))
+                .map_err(|_| {
+                    bad(&format!(
+                        "`{k}={v}` is not an RFC 3339 time (e.g. 2026-12-01T08:00:00Z)"
+                    ))
+                })
         };
-        let num = |v: &str| v.parse::<i64>().map_err(|_| bad(&format!("`{k}={v}` is not a number")));
+        let num = |v: &str| {
+            v.parse::<i64>()
+                .map_err(|_| bad(&format!("`{k}={v}` is not a number")))
+        };
         match k {
             "partition" => range.partition = Some(num(v)? as i32),
             "from" => range.from = Some(num(v)?),
             "to" => range.to = Some(num(v)?),
             "since" => range.since = Some(time(v)?),
             "until" => range.until = Some(time(v)?),
-            other => return Err(bad(&format!("unknown parameter `{other}` (partition, from, to, since, until)"))),
+            other => {
+                return Err(bad(&format!(
+                    "unknown parameter `{other}` (partition, from, to, since, until)"
+                )));
+            }
         }
     }
     if topic.is_empty() {
@@ -447,6 +463,7 @@ impl PgAddress {
             target: PgTarget::Table(table.to_string()),
             queue: None,
             source_table: None,
+            schema: None,
         }
     }
 }
@@ -521,10 +538,21 @@ mod tests {
         assert!(Address::parse("kafka://a:9092").is_err());
         assert!(Address::parse("kafka://a/t").is_err());
         assert!(Address::parse("kafka://a:x/t").is_err());
-        let Address::Kafka(k) = Address::parse("kafka://a:1/t?partition=2&from=10&to=20&since=2026-12-01T00:00:00Z").unwrap() else {
+        let Address::Kafka(k) =
+            Address::parse("kafka://a:1/t?partition=2&from=10&to=20&since=2026-12-01T00:00:00Z")
+                .unwrap()
+        else {
             panic!()
         };
-        assert_eq!((k.topic.as_str(), k.range.partition, k.range.from, k.range.to), ("t", Some(2), Some(10), Some(20)));
+        assert_eq!(
+            (
+                k.topic.as_str(),
+                k.range.partition,
+                k.range.from,
+                k.range.to
+            ),
+            ("t", Some(2), Some(10), Some(20))
+        );
         assert!(Address::parse("kafka://a:1/t?from=x").is_err());
         assert!(Address::parse("kafka://a:1/t?offset=1").is_err());
     }

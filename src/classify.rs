@@ -231,8 +231,10 @@ impl Classifier {
 
     /// Knows this class or rule name (for `--class`).
     pub fn knows(&self, name: &str) -> bool {
-        matches!(name, "transient" | "permanent" | "unclassified" | "unrecognised-error" | "no-error-recorded")
-            || self.rules.iter().any(|r| r.name == name)
+        matches!(
+            name,
+            "transient" | "permanent" | "unclassified" | "unrecognised-error" | "no-error-recorded"
+        ) || self.rules.iter().any(|r| r.name == name)
     }
 
     pub fn classify(&self, m: &Message) -> Class {

@@ -18,10 +18,10 @@ use crate::error::{Error, Result};
 use crate::message::Message;
 
 pub mod file;
-#[cfg(feature = "postgres")]
-pub mod postgres;
 #[cfg(feature = "kafka")]
 pub mod kafka;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "sqs")]
 pub mod sqs;
 
@@ -249,15 +249,27 @@ pub trait QueueBackend: Send + Sync {
     /// Start the backend's own server-side redrive (SQS StartMessageMoveTask); returns a
     /// task handle.
     async fn start_native_move(&self, _to: Option<&Address>, _rate: Option<f64>) -> Result<String> {
-        Err(Error::Unsupported { backend: self.address().backend_name(), operation: "native redrive", reason: "only SQS has a server-side move (--native)".into() })
+        Err(Error::Unsupported {
+            backend: self.address().backend_name(),
+            operation: "native redrive",
+            reason: "only SQS has a server-side move (--native)".into(),
+        })
     }
     /// The backend's server-side move tasks for this queue, newest first.
     async fn native_moves(&self) -> Result<Vec<NativeMoveTask>> {
-        Err(Error::Unsupported { backend: self.address().backend_name(), operation: "native redrive", reason: "only SQS has a server-side move (--native)".into() })
+        Err(Error::Unsupported {
+            backend: self.address().backend_name(),
+            operation: "native redrive",
+            reason: "only SQS has a server-side move (--native)".into(),
+        })
     }
     /// Cancel a server-side move; returns how many it had moved.
     async fn cancel_native_move(&self, _handle: &str) -> Result<u64> {
-        Err(Error::Unsupported { backend: self.address().backend_name(), operation: "native redrive", reason: "only SQS has a server-side move (--native)".into() })
+        Err(Error::Unsupported {
+            backend: self.address().backend_name(),
+            operation: "native redrive",
+            reason: "only SQS has a server-side move (--native)".into(),
+        })
     }
     /// Give back whatever reads still hold (SQS: make browsed messages visible again).
     async fn close(&self) -> Result<()> {
@@ -331,6 +343,13 @@ pub enum DedupStrategy {
 pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<Box<dyn QueueBackend>> {
     match addr {
         #[cfg(feature = "postgres")]
+        Address::Postgres(crate::address::PgAddress {
+            target: crate::address::PgTarget::System(_),
+            ..
+        }) => Ok(Box::new(
+            postgres::systems::JobSystemBackend::open(addr, opts).await?,
+        )),
+        #[cfg(feature = "postgres")]
         Address::Postgres(_) => Ok(Box::new(postgres::PgBackend::open(addr, opts).await?)),
         #[cfg(not(feature = "postgres"))]
         Address::Postgres(_) => Err(not_built("postgres")),
@@ -346,7 +365,10 @@ pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<Box<dyn QueueBac
     }
 }
 
-#[cfg_attr(all(feature = "postgres", feature = "sqs", feature = "kafka"), allow(dead_code))]
+#[cfg_attr(
+    all(feature = "postgres", feature = "sqs", feature = "kafka"),
+    allow(dead_code)
+)]
 fn not_built(backend: &'static str) -> Error {
     Error::Unsupported {
         backend,

@@ -47,16 +47,35 @@ pub struct Args {
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
     let source = ctx.queue(&a.queue)?;
-    let rate = a.rate.as_deref().map(|r| parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e))).transpose()?;
+    let rate = a
+        .rate
+        .as_deref()
+        .map(|r| parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e)))
+        .transpose()?;
     if a.native {
         let (filter, _) = a.filters.resolve(ctx)?;
         if !filter.is_empty() || a.max.is_some() {
-            return Err(Error::invalid_arg("--native", "a native move task cannot filter or limit; drop the filters and --max, or redrive without --native"));
+            return Err(Error::invalid_arg(
+                "--native",
+                "a native move task cannot filter or limit; drop the filters and --max, or redrive without --native",
+            ));
         }
-        let to = a.to.as_deref().map(|t| ctx.target(t, &source)).transpose()?.map(|(addr, _)| addr);
+        let to =
+            a.to.as_deref()
+                .map(|t| ctx.target(t, &source))
+                .transpose()?
+                .map(|(addr, _)| addr);
         return crate::ops::native::run(
             ctx,
-            crate::ops::native::NativeRequest { source, to, rate, dry_run: a.dry_run, yes: a.yes, cancel: a.cancel, wait: !a.no_wait },
+            crate::ops::native::NativeRequest {
+                source,
+                to,
+                rate,
+                dry_run: a.dry_run,
+                yes: a.yes,
+                cancel: a.cancel,
+                wait: !a.no_wait,
+            },
         )
         .await;
     }

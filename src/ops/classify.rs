@@ -58,7 +58,8 @@ pub struct DedupeSummary {
 pub async fn run(ctx: &Ctx, req: ClassifyRequest) -> Result<i32> {
     let b = backend::open(&req.queue.address, &req.queue.source_options()).await?;
     if let Some(effect) = b.capabilities().read_side_effect {
-        ctx.printer.warn(&format!("reading {} {effect}", req.queue.address));
+        ctx.printer
+            .warn(&format!("reading {} {effect}", req.queue.address));
     }
     let r = classify_with(ctx, &req, b.as_ref()).await;
     let closed = b.close().await;
@@ -67,7 +68,11 @@ pub async fn run(ctx: &Ctx, req: ClassifyRequest) -> Result<i32> {
     Ok(code)
 }
 
-async fn classify_with(ctx: &Ctx, req: &ClassifyRequest, b: &dyn backend::QueueBackend) -> Result<i32> {
+async fn classify_with(
+    ctx: &Ctx,
+    req: &ClassifyRequest,
+    b: &dyn backend::QueueBackend,
+) -> Result<i32> {
     let p = &ctx.printer;
     let dedupe = match &req.dedupe {
         Some(cfg) => Some(DedupeTable::open(cfg).await?),

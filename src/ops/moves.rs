@@ -243,6 +243,13 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         open: HashMap::new(),
         options: target_options,
     };
+    // Open a known target now: a missing table or queue is reported before anything moves,
+    // even when there turns out to be nothing to move.
+    if let Some(f) = &fixed
+        && !source.can_move_locally(f)
+    {
+        targets.get(f).await?;
+    }
     let started = Instant::now();
     let pacer = Pacer {
         rate: req.rate,
@@ -402,8 +409,11 @@ async fn copy_loop(
             continue;
         };
         if req.dry_run {
-            // A dry run still opens each target: a missing table or queue shows now.
-            targets.get(&dest).await?;
+            // A dry run still opens each target: a missing table or queue shows now. (A job
+            // system's in-place retry has no separate target.)
+            if !source.can_move_locally(&dest) {
+                targets.get(&dest).await?;
+            }
             s.moved += 1;
             *tally.dest.entry(dest.to_string()).or_default() += 1;
             continue;
@@ -479,7 +489,20 @@ async fn move_loop(
             target_columns: targets.options.columns.clone(),
         })
         .await?;
-    let result = move_batches(ctx, req, source, fixed, local, session.as_mut(), targets, pacer, s, tally, bar).await;
+    let result = move_batches(
+        ctx,
+        req,
+        source,
+        fixed,
+        local,
+        session.as_mut(),
+        targets,
+        pacer,
+        s,
+        tally,
+        bar,
+    )
+    .await;
     // Release what the run still holds, whatever happened (SQS: hidden messages).
     let finished = session.finish().await;
     result.and(finished)

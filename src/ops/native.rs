@@ -33,7 +33,12 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
     let p = &ctx.printer;
     let b = backend::open(&req.source.address, &req.source.source_options()).await?;
     let emit = |task: Option<NativeMoveTask>, op: &'static str| -> Result<()> {
-        let s = NativeSummary { operation: op, source: req.source.address.to_string(), task, dry_run: req.dry_run };
+        let s = NativeSummary {
+            operation: op,
+            source: req.source.address.to_string(),
+            task,
+            dry_run: req.dry_run,
+        };
         if !p.is_table() {
             return p.json(&s);
         }
@@ -44,7 +49,10 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
                 t.status,
                 t.moved,
                 t.to_move.map(|n| format!(" of {n}")).unwrap_or_default(),
-                t.failure.as_deref().map(|f| format!(" · {f}")).unwrap_or_default()
+                t.failure
+                    .as_deref()
+                    .map(|f| format!(" · {f}"))
+                    .unwrap_or_default()
             )),
             None => p.line(&format!("{op}: no task")),
         }
@@ -56,20 +64,49 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
             return Ok(exit::OK);
         };
         let handle = running.handle.clone().unwrap_or_default();
-        if !req.yes && !p.confirm(&format!("Cancel native move task {handle}?"), "`dlqctl redrive --native --cancel`")? {
+        if !req.yes
+            && !p.confirm(
+                &format!("Cancel native move task {handle}?"),
+                "`dlqctl redrive --native --cancel`",
+            )?
+        {
             return Ok(exit::OK);
         }
         let moved = b.cancel_native_move(&handle).await?;
-        emit(Some(NativeMoveTask { moved, status: "CANCELLING".into(), ..running }), "cancel")?;
+        emit(
+            Some(NativeMoveTask {
+                moved,
+                status: "CANCELLING".into(),
+                ..running
+            }),
+            "cancel",
+        )?;
         return Ok(exit::OK);
     }
     if p.is_table() {
         let mut t = p.table();
-        t.add_row(vec!["operation".to_string(), "native server-side move (StartMessageMoveTask)".into()]);
+        t.add_row(vec![
+            "operation".to_string(),
+            "native server-side move (StartMessageMoveTask)".into(),
+        ]);
         t.add_row(vec!["from".to_string(), req.source.label()]);
-        t.add_row(vec!["to".to_string(), req.to.as_ref().map_or("each message's original source queue".into(), ToString::to_string)]);
-        t.add_row(vec!["rate".to_string(), req.rate.map_or("service default".into(), |r| format!("{r:.0}/s (at most 500)"))]);
-        t.add_row(vec!["note", "no filters; every moved message gets a new MessageId"]);
+        t.add_row(vec![
+            "to".to_string(),
+            req.to.as_ref().map_or(
+                "each message's original source queue".into(),
+                ToString::to_string,
+            ),
+        ]);
+        t.add_row(vec![
+            "rate".to_string(),
+            req.rate.map_or("service default".into(), |r| {
+                format!("{r:.0}/s (at most 500)")
+            }),
+        ]);
+        t.add_row(vec![
+            "note",
+            "no filters; every moved message gets a new MessageId",
+        ]);
         eprintln!("{t}");
     }
     if req.dry_run {
@@ -82,14 +119,20 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
     }
     let handle = b.start_native_move(req.to.as_ref(), req.rate).await?;
     if !req.wait {
-        let task = b.native_moves().await?.into_iter().find(|t| t.handle.as_deref() == Some(handle.as_str()));
+        let task = b
+            .native_moves()
+            .await?
+            .into_iter()
+            .find(|t| t.handle.as_deref() == Some(handle.as_str()));
         emit(task, "native-redrive started")?;
         return Ok(exit::OK);
     }
     let bar = p.progress(None, "native move");
     loop {
         let tasks = b.native_moves().await?;
-        let task = tasks.into_iter().find(|t| t.handle.as_deref() == Some(handle.as_str()) || t.handle.is_none());
+        let task = tasks
+            .into_iter()
+            .find(|t| t.handle.as_deref() == Some(handle.as_str()) || t.handle.is_none());
         if let Some(t) = &task {
             if let Some(n) = t.to_move {
                 bar.set_length(n);

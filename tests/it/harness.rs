@@ -248,9 +248,14 @@ impl Sqs {
             .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
             .region(aws_sdk_sqs::config::Region::new("us-east-1"))
             .endpoint_url(sqs_endpoint())
-            .credentials_provider(aws_sdk_sqs::config::Credentials::new("testing", "testing", None, None, "test"))
+            .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+                "testing", "testing", None, None, "test",
+            ))
             .build();
-        Sqs { client: aws_sdk_sqs::Client::from_conf(conf), prefix: format!("{name}-{}-{n}", std::process::id()) }
+        Sqs {
+            client: aws_sdk_sqs::Client::from_conf(conf),
+            prefix: format!("{name}-{}-{n}", std::process::id()),
+        }
     }
 
     /// The environment the binary needs to reach the emulator.
@@ -261,7 +266,10 @@ impl Sqs {
             ("AWS_SECRET_ACCESS_KEY".into(), "testing".into()),
             ("AWS_REGION".into(), "us-east-1".into()),
             ("DLQCTL_SQS_WAIT_SECONDS".into(), "1".into()),
-            ("DLQCTL_STATE_DIR".into(), sb.path("state").to_string_lossy().into_owned()),
+            (
+                "DLQCTL_STATE_DIR".into(),
+                sb.path("state").to_string_lossy().into_owned(),
+            ),
         ]
     }
 
@@ -278,7 +286,13 @@ impl Sqs {
         for (k, v) in attrs {
             req = req.attributes(aws_sdk_sqs::types::QueueAttributeName::from(*k), *v);
         }
-        let url = req.send().await.expect("create queue").queue_url().unwrap().to_string();
+        let url = req
+            .send()
+            .await
+            .expect("create queue")
+            .queue_url()
+            .unwrap()
+            .to_string();
         let arn = self.attr(&url, "QueueArn").await;
         (url, arn)
     }
@@ -292,11 +306,17 @@ impl Sqs {
             .send()
             .await
             .expect("attributes");
-        out.attributes().and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::from(name))).cloned().unwrap_or_default()
+        out.attributes()
+            .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::from(name)))
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub async fn visible(&self, url: &str) -> u64 {
-        self.attr(url, "ApproximateNumberOfMessages").await.parse().unwrap()
+        self.attr(url, "ApproximateNumberOfMessages")
+            .await
+            .parse()
+            .unwrap()
     }
 
     /// A standard (or FIFO) source with a RedrivePolicy into a DLQ.
@@ -306,8 +326,12 @@ impl Sqs {
         let mut dlq_attrs = vec![("MessageRetentionPeriod", "1209600")];
         dlq_attrs.extend_from_slice(fifo_attrs);
         let (dlq, dlq_arn) = self.create(&format!("dlq{sfx}"), &dlq_attrs).await;
-        let policy = format!("{{\"deadLetterTargetArn\":\"{dlq_arn}\",\"maxReceiveCount\":{max_receive}}}");
-        let mut src_attrs = vec![("RedrivePolicy", policy.as_str()), ("VisibilityTimeout", "0")];
+        let policy =
+            format!("{{\"deadLetterTargetArn\":\"{dlq_arn}\",\"maxReceiveCount\":{max_receive}}}");
+        let mut src_attrs = vec![
+            ("RedrivePolicy", policy.as_str()),
+            ("VisibilityTimeout", "0"),
+        ];
         src_attrs.extend_from_slice(fifo_attrs);
         let (src, _) = self.create(&format!("src{sfx}"), &src_attrs).await;
         (src, dlq)
@@ -317,7 +341,15 @@ impl Sqs {
     /// so lazily, on the receive after maxReceiveCount).
     pub async fn fail_all(&self, url: &str) {
         for _ in 0..500 {
-            let r = self.client.receive_message().queue_url(url).max_number_of_messages(10).visibility_timeout(0).send().await.unwrap();
+            let r = self
+                .client
+                .receive_message()
+                .queue_url(url)
+                .max_number_of_messages(10)
+                .visibility_timeout(0)
+                .send()
+                .await
+                .unwrap();
             if r.messages().is_empty() && self.visible(url).await == 0 {
                 return;
             }
@@ -363,7 +395,13 @@ pub struct Kafka {
 }
 
 /// One record as read back: partition, offset, key, value, headers (in order, nulls kept).
-pub type Rec = (i32, i64, Option<Vec<u8>>, Option<Vec<u8>>, Vec<(String, Option<Vec<u8>>)>);
+pub type Rec = (
+    i32,
+    i64,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    Vec<(String, Option<Vec<u8>>)>,
+);
 
 impl Kafka {
     pub fn new(name: &str) -> Kafka {
@@ -374,7 +412,11 @@ impl Kafka {
             .set("linger.ms", "0")
             .create()
             .expect("producer");
-        Kafka { bootstrap, prefix: format!("{name}-{}-{n}", std::process::id()), producer }
+        Kafka {
+            bootstrap,
+            prefix: format!("{name}-{}-{n}", std::process::id()),
+            producer,
+        }
     }
 
     pub fn topic(&self, t: &str) -> String {
@@ -388,27 +430,41 @@ impl Kafka {
     pub async fn create(&self, t: &str, partitions: i32, configs: &[(&str, &str)]) {
         use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
         let admin: AdminClient<rdkafka::client::DefaultClientContext> =
-            rdkafka::ClientConfig::new().set("bootstrap.servers", &self.bootstrap).create().expect("admin");
+            rdkafka::ClientConfig::new()
+                .set("bootstrap.servers", &self.bootstrap)
+                .create()
+                .expect("admin");
         let name = self.topic(t);
         let mut nt = NewTopic::new(&name, partitions, TopicReplication::Fixed(1));
         for (k, v) in configs {
             nt = nt.set(k, v);
         }
-        let r = admin.create_topics(&[nt], &AdminOptions::new()).await.expect("create topics");
+        let r = admin
+            .create_topics(&[nt], &AdminOptions::new())
+            .await
+            .expect("create topics");
         for x in r {
             x.unwrap_or_else(|e| panic!("create {name}: {e:?}"));
         }
     }
 
     /// One record per produce request, awaited (tansu's high watermark is only right then).
-    pub async fn produce(&self, t: &str, partition: Option<i32>, key: Option<&[u8]>, value: Option<&[u8]>, headers: &[(&str, Option<&[u8]>)]) {
+    pub async fn produce(
+        &self,
+        t: &str,
+        partition: Option<i32>,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[(&str, Option<&[u8]>)],
+    ) {
         use rdkafka::message::{Header, OwnedHeaders};
         let mut h = OwnedHeaders::new();
         for (k, v) in headers {
             h = h.insert(Header { key: k, value: *v });
         }
         let name = self.topic(t);
-        let mut rec: rdkafka::producer::FutureRecord<'_, [u8], [u8]> = rdkafka::producer::FutureRecord::to(&name).headers(h);
+        let mut rec: rdkafka::producer::FutureRecord<'_, [u8], [u8]> =
+            rdkafka::producer::FutureRecord::to(&name).headers(h);
         if let Some(p) = partition {
             rec = rec.partition(p);
         }
@@ -418,7 +474,11 @@ impl Kafka {
         if let Some(v) = value {
             rec = rec.payload(v);
         }
-        self.producer.send(rec, std::time::Duration::from_secs(10)).await.map_err(|(e, _)| e).expect("produce");
+        self.producer
+            .send(rec, std::time::Duration::from_secs(10))
+            .await
+            .map_err(|(e, _)| e)
+            .expect("produce");
     }
 
     /// Everything in the topic, read with assign() from the beginning until idle.
@@ -433,19 +493,34 @@ impl Kafka {
             .set("enable.auto.commit", "false")
             .create()
             .expect("consumer");
-        let md = c.fetch_metadata(Some(&name), std::time::Duration::from_secs(10)).expect("metadata");
+        let md = c
+            .fetch_metadata(Some(&name), std::time::Duration::from_secs(10))
+            .expect("metadata");
         let mut tpl = rdkafka::TopicPartitionList::new();
         for p in md.topics()[0].partitions() {
-            tpl.add_partition_offset(&name, p.id(), rdkafka::Offset::Beginning).unwrap();
+            tpl.add_partition_offset(&name, p.id(), rdkafka::Offset::Beginning)
+                .unwrap();
         }
         c.assign(&tpl).unwrap();
         let mut out = Vec::new();
-        while let Ok(Ok(m)) = tokio::time::timeout(std::time::Duration::from_secs(3), c.recv()).await {
+        while let Ok(Ok(m)) =
+            tokio::time::timeout(std::time::Duration::from_secs(3), c.recv()).await
+        {
             let headers = m
                 .headers()
-                .map(|h| h.iter().map(|x| (x.key.to_string(), x.value.map(<[u8]>::to_vec))).collect())
+                .map(|h| {
+                    h.iter()
+                        .map(|x| (x.key.to_string(), x.value.map(<[u8]>::to_vec)))
+                        .collect()
+                })
                 .unwrap_or_default();
-            out.push((m.partition(), m.offset(), m.key().map(<[u8]>::to_vec), m.payload().map(<[u8]>::to_vec), headers));
+            out.push((
+                m.partition(),
+                m.offset(),
+                m.key().map(<[u8]>::to_vec),
+                m.payload().map(<[u8]>::to_vec),
+                headers,
+            ));
         }
         out.sort_by_key(|r| (r.0, r.1));
         out
@@ -456,12 +531,21 @@ impl Kafka {
     pub fn high_watermarks(&self, t: &str) -> i64 {
         use rdkafka::consumer::{BaseConsumer, Consumer};
         let name = self.topic(t);
-        let c: BaseConsumer = rdkafka::ClientConfig::new().set("bootstrap.servers", &self.bootstrap).create().expect("consumer");
-        let md = c.fetch_metadata(Some(&name), std::time::Duration::from_secs(10)).expect("metadata");
+        let c: BaseConsumer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &self.bootstrap)
+            .create()
+            .expect("consumer");
+        let md = c
+            .fetch_metadata(Some(&name), std::time::Duration::from_secs(10))
+            .expect("metadata");
         md.topics()[0]
             .partitions()
             .iter()
-            .map(|p| c.fetch_watermarks(&name, p.id(), std::time::Duration::from_secs(10)).map(|(_, hi)| hi).unwrap_or(0))
+            .map(|p| {
+                c.fetch_watermarks(&name, p.id(), std::time::Duration::from_secs(10))
+                    .map(|(_, hi)| hi)
+                    .unwrap_or(0)
+            })
             .sum()
     }
 
@@ -479,7 +563,8 @@ pub fn java_partition(key: &[u8], partitions: i32) -> i32 {
     let mut h: u32 = seed ^ (len as u32);
     let chunks = len / 4;
     for i in 0..chunks {
-        let mut k = u32::from_le_bytes([key[4 * i], key[4 * i + 1], key[4 * i + 2], key[4 * i + 3]]);
+        let mut k =
+            u32::from_le_bytes([key[4 * i], key[4 * i + 1], key[4 * i + 2], key[4 * i + 3]]);
         k = k.wrapping_mul(m);
         k ^= k >> r;
         k = k.wrapping_mul(m);

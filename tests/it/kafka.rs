@@ -12,7 +12,10 @@ async fn spring_dlt(k: &Kafka, dlt: &str, n: i64) {
         let (cause, msg) = if i % 2 == 0 {
             ("java.net.SocketTimeoutException", "Read timed out")
         } else {
-            ("com.fasterxml.jackson.core.JsonParseException", "Unexpected character ('<' (code 60))")
+            (
+                "com.fasterxml.jackson.core.JsonParseException",
+                "Unexpected character ('<' (code 60))",
+            )
         };
         let key = format!("cust-{}", i % 5);
         let body = format!("{{\"order\": {i}}}");
@@ -29,12 +32,18 @@ async fn spring_dlt(k: &Kafka, dlt: &str, n: i64) {
                 ("x-null", None),
                 ("x-rep", Some(b"1")),
                 ("x-rep", Some(b"2")),
-                ("kafka_dlt-original-topic", Some(k.topic("orders").as_bytes())),
+                (
+                    "kafka_dlt-original-topic",
+                    Some(k.topic("orders").as_bytes()),
+                ),
                 ("kafka_dlt-original-partition", Some(&part)),
                 ("kafka_dlt-original-offset", Some(&off)),
                 ("kafka_dlt-original-timestamp", Some(&ts)),
                 ("kafka_dlt-original-consumer-group", Some(b"billing")),
-                ("kafka_dlt-exception-fqcn", Some(b"org.springframework.kafka.listener.ListenerExecutionFailedException")),
+                (
+                    "kafka_dlt-exception-fqcn",
+                    Some(b"org.springframework.kafka.listener.ListenerExecutionFailedException"),
+                ),
                 ("kafka_dlt-exception-cause-fqcn", Some(cause.as_bytes())),
                 ("kafka_dlt-exception-message", Some(msg.as_bytes())),
             ],
@@ -49,49 +58,114 @@ async fn spring_connect_and_smallrye_dead_letters_are_understood() {
     k.create("orders", 3, &[]).await;
     k.create("dlt", 1, &[("retention.ms", "604800000")]).await;
     spring_dlt(&k, "dlt", 4).await;
-    k.produce("dlt", None, None, Some(b"\xff\x00binary"), &[
-        ("__connect.errors.topic", Some(b"pg.public.orders")),
-        ("__connect.errors.partition", Some(b"0")),
-        ("__connect.errors.offset", Some(b"77")),
-        ("__connect.errors.exception.class.name", Some(b"org.apache.kafka.connect.errors.DataException")),
-        ("__connect.errors.exception.message", Some(b"Failed to deserialize data for topic pg.public.orders")),
-    ])
+    k.produce(
+        "dlt",
+        None,
+        None,
+        Some(b"\xff\x00binary"),
+        &[
+            ("__connect.errors.topic", Some(b"pg.public.orders")),
+            ("__connect.errors.partition", Some(b"0")),
+            ("__connect.errors.offset", Some(b"77")),
+            (
+                "__connect.errors.exception.class.name",
+                Some(b"org.apache.kafka.connect.errors.DataException"),
+            ),
+            (
+                "__connect.errors.exception.message",
+                Some(b"Failed to deserialize data for topic pg.public.orders"),
+            ),
+        ],
+    )
     .await;
-    k.produce("dlt", None, Some(b"k"), Some(b"{}"), &[
-        ("dead-letter-topic", Some(b"payments-in")),
-        ("dead-letter-reason", Some(b"HTTP 503 Service Unavailable")),
-        ("dead-letter-partition", Some(b"2")),
-        ("dead-letter-offset", Some(b"9")),
-    ])
+    k.produce(
+        "dlt",
+        None,
+        Some(b"k"),
+        Some(b"{}"),
+        &[
+            ("dead-letter-topic", Some(b"payments-in")),
+            ("dead-letter-reason", Some(b"HTTP 503 Service Unavailable")),
+            ("dead-letter-partition", Some(b"2")),
+            ("dead-letter-offset", Some(b"9")),
+        ],
+    )
     .await;
     let sb = Sandbox::new();
     let env = k.env();
-    let recs = sb.run_with(&["peek", &k.url("dlt"), "-n", "10", "--output", "jsonl"], &env).ok().jsonl();
+    let recs = sb
+        .run_with(
+            &["peek", &k.url("dlt"), "-n", "10", "--output", "jsonl"],
+            &env,
+        )
+        .ok()
+        .jsonl();
     assert_eq!(recs.len(), 6);
     let orders = k.topic("orders");
-    assert_eq!(recs[0]["id"], format!("{orders}/0@1000"), "the original coordinates are the stable id");
+    assert_eq!(
+        recs[0]["id"],
+        format!("{orders}/0@1000"),
+        "the original coordinates are the stable id"
+    );
     assert_eq!(recs[1]["id"], format!("{orders}/1@1001"));
     assert_eq!(recs[0]["source"], orders.as_str());
-    assert_eq!(recs[0]["error"]["class"], "java.net.SocketTimeoutException", "the cause, not the wrapper");
-    assert_eq!(recs[0]["enqueued_at"], "2025-12-01T14:40:00Z", "original timestamp header");
+    assert_eq!(
+        recs[0]["error"]["class"], "java.net.SocketTimeoutException",
+        "the cause, not the wrapper"
+    );
+    assert_eq!(
+        recs[0]["enqueued_at"], "2025-12-01T14:40:00Z",
+        "original timestamp header"
+    );
     assert_eq!(recs[0]["meta"]["original_consumer_group"], "billing");
     assert_eq!(recs[0]["key"], "cust-0");
     let attrs = recs[0]["attributes"].as_array().unwrap();
     assert_eq!(attrs.iter().filter(|a| a["name"] == "x-rep").count(), 2);
-    assert!(attrs.iter().any(|a| a["name"] == "x-null" && a["value"].is_null() && a.get("base64").is_none()));
+    assert!(
+        attrs
+            .iter()
+            .any(|a| a["name"] == "x-null" && a["value"].is_null() && a.get("base64").is_none())
+    );
     assert_eq!(recs[4]["id"], "pg.public.orders/0@77");
     assert_eq!(recs[4]["body_encoding"], "base64");
     assert_eq!(recs[5]["source"], "payments-in");
 
-    let j = sb.run_with(&["classify", &k.url("dlt"), "--output", "json"], &env).ok().json();
+    let j = sb
+        .run_with(&["classify", &k.url("dlt"), "--output", "json"], &env)
+        .ok()
+        .json();
     assert_eq!(j["total"], 6);
     assert_eq!(j["kinds"]["transient"], 3, "two timeouts and the 503: {j}");
-    assert_eq!(j["kinds"]["permanent"], 3, "two JSON parse errors and the Connect deserializer: {j}");
-    let ins = sb.run_with(&["inspect", &k.url("dlt"), "--output", "json"], &env).ok().json();
-    let fact = |n: &str| ins["facts"].as_array().unwrap().iter().find(|f| f["name"] == n).unwrap()["value"].clone();
+    assert_eq!(
+        j["kinds"]["permanent"], 3,
+        "two JSON parse errors and the Connect deserializer: {j}"
+    );
+    let ins = sb
+        .run_with(&["inspect", &k.url("dlt"), "--output", "json"], &env)
+        .ok()
+        .json();
+    let fact = |n: &str| {
+        ins["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == n)
+            .unwrap()["value"]
+            .clone()
+    };
     assert_eq!(fact("messages"), 6);
     assert_eq!(fact("retention_ms"), "604800000");
-    let by_topic = ins["tables"].as_array().unwrap().iter().find(|t| t["title"].as_str().unwrap().starts_with("by original topic")).unwrap();
+    let by_topic = ins["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| {
+            t["title"]
+                .as_str()
+                .unwrap()
+                .starts_with("by original topic")
+        })
+        .unwrap();
     assert!(by_topic["rows"].to_string().contains(&orders));
 }
 
@@ -103,30 +177,62 @@ async fn peek_by_offset_and_time_and_tail_new_arrivals() {
     let sb = Sandbox::new();
     let env = k.env();
     let u = format!("{}?partition=0&from=2&to=4", k.url("dlt"));
-    let recs = sb.run_with(&["peek", &u, "-n", "10", "--output", "jsonl"], &env).ok().jsonl();
-    let offs: Vec<i64> = recs.iter().map(|r| r["meta"]["offset"].as_i64().unwrap()).collect();
+    let recs = sb
+        .run_with(&["peek", &u, "-n", "10", "--output", "jsonl"], &env)
+        .ok()
+        .jsonl();
+    let offs: Vec<i64> = recs
+        .iter()
+        .map(|r| r["meta"]["offset"].as_i64().unwrap())
+        .collect();
     assert_eq!(offs, [2, 3]);
     // By time: the original-timestamp header (14:40:00 + i seconds).
     let u = format!("{}?since=2025-12-01T14:40:03Z", k.url("dlt"));
-    let recs = sb.run_with(&["peek", &u, "-n", "10", "--output", "jsonl"], &env).ok().jsonl();
+    let recs = sb
+        .run_with(&["peek", &u, "-n", "10", "--output", "jsonl"], &env)
+        .ok()
+        .jsonl();
     assert_eq!(recs.len(), 3, "{recs:?}");
     let u = format!("{}?until=2025-12-01T14:40:02Z", k.url("dlt"));
-    assert_eq!(sb.run_with(&["peek", &u, "-n", "10", "--output", "jsonl"], &env).ok().jsonl().len(), 2);
+    assert_eq!(
+        sb.run_with(&["peek", &u, "-n", "10", "--output", "jsonl"], &env)
+            .ok()
+            .jsonl()
+            .len(),
+        2
+    );
 
     // tail: only new arrivals, until idle.
     let child = sb
-        .cmd(&["tail", &k.url("dlt"), "--idle-timeout", "5s", "--output", "jsonl"])
+        .cmd(&[
+            "tail",
+            &k.url("dlt"),
+            "--idle-timeout",
+            "5s",
+            "--output",
+            "jsonl",
+        ])
         .envs(env.iter().map(|(a, b)| (a.as_str(), b.as_str())))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    k.produce("dlt", Some(1), Some(b"new"), Some(b"{\"new\": 1}"), &[]).await;
-    k.produce("dlt", Some(0), Some(b"new"), Some(b"{\"new\": 2}"), &[]).await;
+    k.produce("dlt", Some(1), Some(b"new"), Some(b"{\"new\": 1}"), &[])
+        .await;
+    k.produce("dlt", Some(0), Some(b"new"), Some(b"{\"new\": 2}"), &[])
+        .await;
     let out = child.wait_with_output().unwrap();
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(lines.len(), 2, "{lines:?}");
 }
 
@@ -138,30 +244,81 @@ async fn redrive_to_the_original_topic_lands_keys_where_java_would() {
     spring_dlt(&k, "dlt", 10).await;
     let sb = Sandbox::new();
     let env = k.env();
-    let j = sb.run_with(&["redrive", &k.url("dlt"), "--class", "transient", "--yes", "--output", "json"], &env).ok().json();
+    let j = sb
+        .run_with(
+            &[
+                "redrive",
+                &k.url("dlt"),
+                "--class",
+                "transient",
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .ok()
+        .json();
     assert_eq!(j["moved"], 5, "{j}");
     assert_eq!(j["skipped"], 5);
     let back = k.read_all("orders").await;
     assert_eq!(back.len(), 5);
     for (p, _, key, value, headers) in &back {
         let key = key.clone().unwrap();
-        assert_eq!(*p, java_partition(&key, 3), "key {:?}", String::from_utf8_lossy(&key));
+        assert_eq!(
+            *p,
+            java_partition(&key, 3),
+            "key {:?}",
+            String::from_utf8_lossy(&key)
+        );
         assert!(value.as_ref().unwrap().starts_with(b"{\"order\": "));
         let names: Vec<&str> = headers.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(&names[..4], ["trace-id", "x-null", "x-rep", "x-rep"], "order kept");
+        assert_eq!(
+            &names[..4],
+            ["trace-id", "x-null", "x-rep", "x-rep"],
+            "order kept"
+        );
         assert_eq!(headers[1].1, None, "a null header stays null");
         assert!(names.contains(&"dlqctl-stable-id") && names.contains(&"dlqctl-redriven-from"));
     }
     // The redrive group remembers: a second run moves nothing (the skipped ones were consumed).
-    let j = sb.run_with(&["redrive", &k.url("dlt"), "--yes", "--output", "json"], &env).ok().json();
+    let j = sb
+        .run_with(
+            &["redrive", &k.url("dlt"), "--yes", "--output", "json"],
+            &env,
+        )
+        .ok()
+        .json();
     assert_eq!(j["moved"], 0, "{j}");
-    let ins = sb.run_with(&["inspect", &k.url("dlt"), "--output", "json"], &env).ok().json();
-    let lag = ins["facts"].as_array().unwrap().iter().find(|f| f["name"] == "redrive_lag").unwrap()["value"].clone();
+    let ins = sb
+        .run_with(&["inspect", &k.url("dlt"), "--output", "json"], &env)
+        .ok()
+        .json();
+    let lag = ins["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "redrive_lag")
+        .unwrap()["value"]
+        .clone();
     assert_eq!(lag, 0);
     // --to another topic (a per-group retry topic, say) works on the same records by --from.
     k.create("orders-retry-billing", 1, &[]).await;
     let j = sb
-        .run_with(&["replay", &k.url("dlt"), "--to", &k.url("orders-retry-billing"), "--attr", "kafka_dlt-original-consumer-group=^billing$", "--yes", "--output", "json"], &env)
+        .run_with(
+            &[
+                "replay",
+                &k.url("dlt"),
+                "--to",
+                &k.url("orders-retry-billing"),
+                "--attr",
+                "kafka_dlt-original-consumer-group=^billing$",
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
         .ok()
         .json();
     assert_eq!(j["moved"], 10);
@@ -176,7 +333,17 @@ async fn a_killed_redrive_loses_nothing_and_continues_from_the_committed_offsets
     let sb = Sandbox::new();
     let env = k.env();
     let mut child = sb
-        .cmd(&["redrive", &k.url("dlt"), "--yes", "--batch-size", "5", "--rate", "10/s", "--output", "json"])
+        .cmd(&[
+            "redrive",
+            &k.url("dlt"),
+            "--yes",
+            "--batch-size",
+            "5",
+            "--rate",
+            "10/s",
+            "--output",
+            "json",
+        ])
         .envs(env.iter().map(|(a, b)| (a.as_str(), b.as_str())))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -193,16 +360,29 @@ async fn a_killed_redrive_loses_nothing_and_continues_from_the_committed_offsets
     child.wait().unwrap();
     let partial = k.read_all("orders").await.len();
     assert!(partial > 0 && partial < 40, "stopped mid-run ({partial})");
-    sb.run_with(&["redrive", &k.url("dlt"), "--yes", "--output", "json"], &env).ok();
+    sb.run_with(
+        &["redrive", &k.url("dlt"), "--yes", "--output", "json"],
+        &env,
+    )
+    .ok();
     let back = k.read_all("orders").await;
     let mut ids: Vec<Vec<u8>> = back
         .iter()
-        .map(|r| r.4.iter().find(|(n, _)| n == "dlqctl-stable-id").and_then(|(_, v)| v.clone()).unwrap())
+        .map(|r| {
+            r.4.iter()
+                .find(|(n, _)| n == "dlqctl-stable-id")
+                .and_then(|(_, v)| v.clone())
+                .unwrap()
+        })
         .collect();
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 40, "every record arrived");
-    assert!(back.len() <= 40 + 5, "at most one batch twice ({})", back.len());
+    assert!(
+        back.len() <= 40 + 5,
+        "at most one batch twice ({})",
+        back.len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -210,14 +390,39 @@ async fn export_then_replay_round_trips_bytes() {
     let k = Kafka::new("bytes");
     k.create("dlt", 1, &[]).await;
     k.create("copy", 1, &[]).await;
-    k.produce("dlt", None, Some(&[0xff, 0x00, 0x10]), Some(&[0x00, 0x9f, 0x92, 0x96]), &[("bin", Some(&[0xde, 0xad])), ("n", None), ("r", Some(b"a")), ("r", Some(b"b"))]).await;
-    k.produce("dlt", None, None, None, &[("tomb", Some(b"stone"))]).await;
-    k.produce("dlt", None, Some(b"plain"), Some(b"{\"ok\": true}"), &[]).await;
+    k.produce(
+        "dlt",
+        None,
+        Some(&[0xff, 0x00, 0x10]),
+        Some(&[0x00, 0x9f, 0x92, 0x96]),
+        &[
+            ("bin", Some(&[0xde, 0xad])),
+            ("n", None),
+            ("r", Some(b"a")),
+            ("r", Some(b"b")),
+        ],
+    )
+    .await;
+    k.produce("dlt", None, None, None, &[("tomb", Some(b"stone"))])
+        .await;
+    k.produce("dlt", None, Some(b"plain"), Some(b"{\"ok\": true}"), &[])
+        .await;
     let sb = Sandbox::new();
     let env = k.env();
     let f = sb.path("dlt.jsonl");
-    sb.run_with(&["export", &k.url("dlt"), "-o", f.to_str().unwrap()], &env).ok();
-    sb.run_with(&["replay", f.to_str().unwrap(), "--to", &k.url("copy"), "--yes"], &env).ok();
+    sb.run_with(&["export", &k.url("dlt"), "-o", f.to_str().unwrap()], &env)
+        .ok();
+    sb.run_with(
+        &[
+            "replay",
+            f.to_str().unwrap(),
+            "--to",
+            &k.url("copy"),
+            "--yes",
+        ],
+        &env,
+    )
+    .ok();
     let a = k.read_all("dlt").await;
     let b = k.read_all("copy").await;
     assert_eq!(a.len(), 3);
@@ -225,7 +430,11 @@ async fn export_then_replay_round_trips_bytes() {
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(x.2, y.2, "key");
         assert_eq!(x.3, y.3, "value (a tombstone stays a tombstone)");
-        let yh: Vec<_> = y.4.iter().filter(|(n, _)| !n.starts_with("dlqctl-")).cloned().collect();
+        let yh: Vec<_> =
+            y.4.iter()
+                .filter(|(n, _)| !n.starts_with("dlqctl-"))
+                .cloned()
+                .collect();
         assert_eq!(x.4, yh, "headers byte for byte");
     }
 }
@@ -242,25 +451,69 @@ async fn kafka_to_sqs_and_postgres_to_kafka() {
     let mut env = k.env();
     env.extend(q.env(&sb));
     // Kafka → SQS: headers become attributes; the null header cannot go: reported, kept.
-    let r = sb.run_with(&["replay", &k.url("dlt"), "--to", &target, "--yes", "--output", "json"], &env).code(1);
-    assert!(r.json()["failures"][0]["reason"].as_str().unwrap().contains("null"), "{}", r.stdout);
+    let r = sb
+        .run_with(
+            &[
+                "replay",
+                &k.url("dlt"),
+                "--to",
+                &target,
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .code(1);
+    assert!(
+        r.json()["failures"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("null"),
+        "{}",
+        r.stdout
+    );
     // PostgreSQL → Kafka.
     let db = Db::new("xk").await;
     db.seed(4).await;
-    let j = sb.run_with(&["redrive", &db.dlq(), "--to", &k.url("orders"), "--yes", "--output", "json"], &env).ok().json();
+    let j = sb
+        .run_with(
+            &[
+                "redrive",
+                &db.dlq(),
+                "--to",
+                &k.url("orders"),
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .ok()
+        .json();
     assert_eq!(j["moved"], 4);
     let back = k.read_all("orders").await;
     assert_eq!(back.len(), 4);
     let h = &back[0].4;
-    assert!(h.iter().any(|(n, v)| n == "dlqctl-stable-id" && v.as_deref().unwrap().starts_with(b"ord-")), "{h:?}");
+    assert!(
+        h.iter()
+            .any(|(n, v)| n == "dlqctl-stable-id" && v.as_deref().unwrap().starts_with(b"ord-")),
+        "{h:?}"
+    );
     assert_eq!(db.count("dead_letters").await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn verify_and_errors() {
     let k = Kafka::new("kv");
-    k.create("dlt", 1, &[("cleanup.policy", "compact"), ("retention.ms", "86400000")]).await;
-    k.create("orders", 1, &[("retention.ms", "259200000")]).await;
+    k.create(
+        "dlt",
+        1,
+        &[("cleanup.policy", "compact"), ("retention.ms", "86400000")],
+    )
+    .await;
+    k.create("orders", 1, &[("retention.ms", "259200000")])
+        .await;
     let db = Db::new("kv").await;
     let sb = Sandbox::new();
     let env = k.env();
@@ -274,15 +527,42 @@ async fn verify_and_errors() {
             db.schema
         ),
     );
-    let j = sb.run_with(&["verify", "--output", "json"], &env).code(1).json();
-    let check = |id: &str| j["queues"][0]["checks"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap_or_else(|| panic!("{id}: {j}")).clone();
+    let j = sb
+        .run_with(&["verify", "--output", "json"], &env)
+        .code(1)
+        .json();
+    let check = |id: &str| {
+        j["queues"][0]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {j}"))
+            .clone()
+    };
     assert_eq!(check("kafka-cleanup-policy")["status"], "FAIL");
     assert_eq!(check("kafka-retention-readable")["status"], "PASS");
     let c = check("dedupe-outlives-redelivery");
     assert_eq!(c["status"], "PASS", "{c}");
-    assert!(c["detail"].as_str().unwrap().contains("source topic retention 3d + DLT retention 1d + replay window 1d = 5d"), "{c}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .contains("source topic retention 3d + DLT retention 1d + replay window 1d = 5d"),
+        "{c}"
+    );
     let r = sb.run_with(&["peek", &k.url("nope")], &env).code(3);
-    assert!(r.stderr.contains("not found") || r.stderr.contains("Unknown"), "{}", r.stderr);
-    let r = sb.run_with(&["peek", "kafka://127.0.0.1:1/x"], &env).code(3);
-    assert!(r.stderr.lines().next().unwrap().starts_with("error: "), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("not found") || r.stderr.contains("Unknown"),
+        "{}",
+        r.stderr
+    );
+    let r = sb
+        .run_with(&["peek", "kafka://127.0.0.1:1/x"], &env)
+        .code(3);
+    assert!(
+        r.stderr.lines().next().unwrap().starts_with("error: "),
+        "{}",
+        r.stderr
+    );
 }

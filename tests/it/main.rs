@@ -9,3 +9,4 @@ mod pg_read;
 mod pg_redrive;
 mod pg_verify;
 mod sqs;
+mod systems;

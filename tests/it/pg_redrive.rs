@@ -381,18 +381,38 @@ async fn the_configured_stable_id_and_missing_ids_are_honoured_by_local_moves() 
     )
     .await;
     let sb = Sandbox::new();
-    sb.write("dlqctl.toml", &format!("[queues.o]\ndlq = \"{}\"\nid = \"header:x-request-id\"\n", db.dlq()));
-    let j = sb.run(&["redrive", "o", "--yes", "--output", "json"]).ok().json();
+    sb.write(
+        "dlqctl.toml",
+        &format!(
+            "[queues.o]\ndlq = \"{}\"\nid = \"header:x-request-id\"\n",
+            db.dlq()
+        ),
+    );
+    let j = sb
+        .run(&["redrive", "o", "--yes", "--output", "json"])
+        .ok()
+        .json();
     assert_eq!(j["moved"], 2, "{j}");
     let mut ids = db.ids("queue_messages").await;
     ids.sort();
     let null_row_id: String = ids.iter().find(|i| *i != "req-a").unwrap().clone();
-    assert!(ids.contains(&"req-a".to_string()), "the configured id, not the column: {ids:?}");
-    assert!(null_row_id.parse::<i64>().is_ok(), "no producer id: the row key is the stable id ({null_row_id})");
+    assert!(
+        ids.contains(&"req-a".to_string()),
+        "the configured id, not the column: {ids:?}"
+    );
+    assert!(
+        null_row_id.parse::<i64>().is_ok(),
+        "no producer id: the row key is the stable id ({null_row_id})"
+    );
     // Without a configured id the NULL-id row also moves exactly once (the fast path).
-    db.exec("INSERT INTO {s}.dead_letters (message_id, queue, payload) VALUES (NULL, 'orders', '{}')").await;
-    sb.run(&["--config", "/dev/null", "redrive", &db.dlq(), "--yes"]).ok();
-    sb.run(&["--config", "/dev/null", "redrive", &db.dlq(), "--yes"]).ok();
+    db.exec(
+        "INSERT INTO {s}.dead_letters (message_id, queue, payload) VALUES (NULL, 'orders', '{}')",
+    )
+    .await;
+    sb.run(&["--config", "/dev/null", "redrive", &db.dlq(), "--yes"])
+        .ok();
+    sb.run(&["--config", "/dev/null", "redrive", &db.dlq(), "--yes"])
+        .ok();
     assert_eq!(db.count("dead_letters").await, 0);
     assert_eq!(db.count("queue_messages").await, 3);
 }
@@ -407,9 +427,26 @@ async fn a_binary_row_and_a_not_null_payload_is_refused_per_message() {
     )
     .await;
     let sb = Sandbox::new();
-    let j = sb.run(&["redrive", &db.dlq(), "--to", &db.table_url("strict"), "--yes", "--output", "json"]).code(1).json();
+    let j = sb
+        .run(&[
+            "redrive",
+            &db.dlq(),
+            "--to",
+            &db.table_url("strict"),
+            "--yes",
+            "--output",
+            "json",
+        ])
+        .code(1)
+        .json();
     assert_eq!(j["moved"], 2);
-    assert!(j["failures"][0]["reason"].as_str().unwrap().contains("NOT NULL"), "{j}");
+    assert!(
+        j["failures"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("NOT NULL"),
+        "{j}"
+    );
     assert_eq!(db.ids("dead_letters").await, ["bin-1"]);
 }
 
@@ -418,10 +455,24 @@ async fn no_destination_and_missing_targets_are_refused_up_front() {
     let db = Db::new("nodest").await;
     db.seed(2).await;
     let sb = Sandbox::new();
-    let url = format!("{}?table={}.dead_letters", crate::harness::pg_url(), db.schema);
+    let url = format!(
+        "{}?table={}.dead_letters",
+        crate::harness::pg_url(),
+        db.schema
+    );
     let r = sb.run(&["redrive", &url, "--yes"]).code(2);
-    assert!(r.stderr.contains("no destination") && r.stderr.contains("--to"), "{}", r.stderr);
-    let r = sb.run(&["redrive", &url, "--to", &db.table_url("nope"), "--dry-run"]).code(3);
-    assert!(r.stderr.contains("not found"), "a dry run opens the target: {}", r.stderr);
+    assert!(
+        r.stderr.contains("no destination") && r.stderr.contains("--to"),
+        "{}",
+        r.stderr
+    );
+    let r = sb
+        .run(&["redrive", &url, "--to", &db.table_url("nope"), "--dry-run"])
+        .code(3);
+    assert!(
+        r.stderr.contains("not found"),
+        "a dry run opens the target: {}",
+        r.stderr
+    );
     assert_eq!(db.count("dead_letters").await, 2);
 }

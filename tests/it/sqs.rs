@@ -10,11 +10,19 @@ use aws_sdk_sqs::types::MessageAttributeValue;
 use crate::harness::{Db, Sandbox, Sqs};
 
 fn attr(ty: &str, v: &str) -> MessageAttributeValue {
-    MessageAttributeValue::builder().data_type(ty).string_value(v).build().unwrap()
+    MessageAttributeValue::builder()
+        .data_type(ty)
+        .string_value(v)
+        .build()
+        .unwrap()
 }
 
 fn bin(v: &[u8]) -> MessageAttributeValue {
-    MessageAttributeValue::builder().data_type("Binary").binary_value(Blob::new(v.to_vec())).build().unwrap()
+    MessageAttributeValue::builder()
+        .data_type("Binary")
+        .binary_value(Blob::new(v.to_vec()))
+        .build()
+        .unwrap()
 }
 
 /// `n` orders with attributes of every type; odd ones failed with a timeout.
@@ -26,12 +34,24 @@ async fn send_orders(q: &Sqs, url: &str, n: usize, group: bool) {
             .queue_url(url)
             .message_body(format!("{{\"order\": {i}}}"))
             .message_attributes("message_id", attr("String", &format!("ord-{i}")))
-            .message_attributes("error", attr("String", if i % 2 == 1 { "upstream timed out" } else { "validation failed: amount" }))
+            .message_attributes(
+                "error",
+                attr(
+                    "String",
+                    if i % 2 == 1 {
+                        "upstream timed out"
+                    } else {
+                        "validation failed: amount"
+                    },
+                ),
+            )
             .message_attributes("amount", attr("Number", &format!("{}", i * 10)))
             .message_attributes("ratio", attr("Number.float", "0.25"))
             .message_attributes("sig", bin(&[0, 255, i as u8]));
         if group {
-            req = req.message_group_id(format!("cust-{}", i % 3)).message_deduplication_id(format!("ord-{i}"));
+            req = req
+                .message_group_id(format!("cust-{}", i % 3))
+                .message_deduplication_id(format!("ord-{i}"));
         }
         req.send().await.unwrap();
     }
@@ -40,7 +60,12 @@ async fn send_orders(q: &Sqs, url: &str, n: usize, group: bool) {
 fn ids(msgs: &[aws_sdk_sqs::types::Message]) -> Vec<String> {
     let mut v: Vec<String> = msgs
         .iter()
-        .map(|m| m.message_attributes().unwrap()["message_id"].string_value().unwrap().to_string())
+        .map(|m| {
+            m.message_attributes().unwrap()["message_id"]
+                .string_value()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     v.sort();
     v
@@ -56,8 +81,19 @@ async fn dead_lettered_messages_are_inspected_peeked_and_released() {
     let sb = Sandbox::new();
     let env = q.env(&sb);
     let url = format!("sqs://{}", q.name("dlq"));
-    let j = sb.run_with(&["inspect", &url, "--output", "json"], &env).ok().json();
-    let fact = |n: &str| j["facts"].as_array().unwrap().iter().find(|f| f["name"] == n).unwrap()["value"].clone();
+    let j = sb
+        .run_with(&["inspect", &url, "--output", "json"], &env)
+        .ok()
+        .json();
+    let fact = |n: &str| {
+        j["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == n)
+            .unwrap()["value"]
+            .clone()
+    };
     assert_eq!(fact("visible"), 12);
     assert_eq!(fact("retention_seconds"), 1_209_600);
     let sources = &j["tables"][0]["rows"];
@@ -65,22 +101,39 @@ async fn dead_lettered_messages_are_inspected_peeked_and_released() {
     assert_eq!(sources[0][1], 2);
 
     // peek says what it changes, shows attributes of every type, and gives everything back.
-    let r = sb.run_with(&["peek", &url, "-n", "3", "--output", "jsonl"], &env).ok();
+    let r = sb
+        .run_with(&["peek", &url, "-n", "3", "--output", "jsonl"], &env)
+        .ok();
     assert!(r.stderr.contains("ApproximateReceiveCount"), "{}", r.stderr);
     let recs = r.jsonl();
     assert_eq!(recs.len(), 3);
     let a = recs[0]["attributes"].as_array().unwrap();
     let ty = |n: &str| a.iter().find(|x| x["name"] == n).unwrap()["type"].clone();
-    assert_eq!((ty("amount"), ty("ratio"), ty("sig")), ("Number".into(), "Number.float".into(), "Binary".into()));
+    assert_eq!(
+        (ty("amount"), ty("ratio"), ty("sig")),
+        ("Number".into(), "Number.float".into(), "Binary".into())
+    );
     assert!(recs[0]["receive_count"].as_u64().unwrap() >= 3);
     assert_eq!(q.visible(&dlq).await, 12, "peek must release what it read");
 
     // With a stable-id location configured, classify uses the producer's ids.
-    sb.write("dlqctl.toml", &format!("[queues.orders]\ndlq = \"{url}\"\nid = \"attribute:message_id\"\n"));
-    let j = sb.run_with(&["classify", "orders", "--output", "json"], &env).ok().json();
+    sb.write(
+        "dlqctl.toml",
+        &format!("[queues.orders]\ndlq = \"{url}\"\nid = \"attribute:message_id\"\n"),
+    );
+    let j = sb
+        .run_with(&["classify", "orders", "--output", "json"], &env)
+        .ok()
+        .json();
     assert_eq!(j["total"], 12);
     assert_eq!(j["kinds"]["transient"], 6);
-    assert!(j["classes"][0]["sample_id"].as_str().unwrap().starts_with("ord-"), "{j}");
+    assert!(
+        j["classes"][0]["sample_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("ord-"),
+        "{j}"
+    );
     assert_eq!(q.visible(&dlq).await, 12);
 }
 
@@ -93,22 +146,65 @@ async fn redrive_to_the_discovered_source_keeps_attributes_and_ids() {
     let sb = Sandbox::new();
     let env = q.env(&sb);
     let url = format!("sqs://{}", q.name("dlq"));
-    let j = sb.run_with(&["redrive", &url, "--class", "transient", "--dry-run", "--output", "json"], &env).ok().json();
+    let j = sb
+        .run_with(
+            &[
+                "redrive",
+                &url,
+                "--class",
+                "transient",
+                "--dry-run",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .ok()
+        .json();
     assert_eq!(j["moved"], 7);
     assert_eq!(q.visible(&dlq).await, 14);
-    let j = sb.run_with(&["redrive", &url, "--class", "transient", "--yes", "--output", "json"], &env).ok().json();
+    let j = sb
+        .run_with(
+            &[
+                "redrive",
+                &url,
+                "--class",
+                "transient",
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .ok()
+        .json();
     assert_eq!(j["moved"], 7, "{j}");
     assert_eq!(j["skipped"], 7);
-    assert_eq!(q.visible(&dlq).await, 7, "the permanent ones stay, visible again");
+    assert_eq!(
+        q.visible(&dlq).await,
+        7,
+        "the permanent ones stay, visible again"
+    );
     let back = q.receive_all(&src).await;
-    assert_eq!(ids(&back), ["ord-1", "ord-11", "ord-13", "ord-3", "ord-5", "ord-7", "ord-9"]);
-    let m = back.iter().find(|m| m.message_attributes().unwrap()["message_id"].string_value() == Some("ord-3")).unwrap();
+    assert_eq!(
+        ids(&back),
+        [
+            "ord-1", "ord-11", "ord-13", "ord-3", "ord-5", "ord-7", "ord-9"
+        ]
+    );
+    let m = back
+        .iter()
+        .find(|m| m.message_attributes().unwrap()["message_id"].string_value() == Some("ord-3"))
+        .unwrap();
     let a = m.message_attributes().unwrap();
     assert_eq!(m.body(), Some("{\"order\": 3}"));
     assert_eq!(a["amount"].string_value(), Some("30"));
     assert_eq!(a["ratio"].data_type(), "Number.float");
     assert_eq!(a["sig"].binary_value().unwrap().as_ref(), &[0, 255, 3]);
-    assert!(a.contains_key("dlqctl-stable-id"), "the DLQ MessageId travels as the stable id");
+    assert!(
+        a.contains_key("dlqctl-stable-id"),
+        "the DLQ MessageId travels as the stable id"
+    );
 }
 
 #[tokio::test]
@@ -122,23 +218,61 @@ async fn fifo_groups_survive_and_the_dedup_window_does_not_swallow_copies() {
     let env = q.env(&sb);
     // Within 5 minutes of the original sends: reusing their dedup ids would be dropped by
     // SQS; the default per-run ids are not.
-    let j = sb.run_with(&["redrive", &format!("sqs://{}", q.name("dlq.fifo")), "--yes", "--output", "json"], &env).ok().json();
+    let j = sb
+        .run_with(
+            &[
+                "redrive",
+                &format!("sqs://{}", q.name("dlq.fifo")),
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .ok()
+        .json();
     assert_eq!(j["moved"], 9, "{j}");
     let back = q.receive_all(&src).await;
     assert_eq!(back.len(), 9, "every copy arrived");
     for m in &back {
-        let g = m.attributes().unwrap()[&aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId].clone();
-        let id: usize = m.message_attributes().unwrap()["message_id"].string_value().unwrap()[4..].parse().unwrap();
+        let g = m.attributes().unwrap()
+            [&aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId]
+            .clone();
+        let id: usize = m.message_attributes().unwrap()["message_id"]
+            .string_value()
+            .unwrap()[4..]
+            .parse()
+            .unwrap();
         assert_eq!(g, format!("cust-{}", id % 3));
     }
     // A FIFO target refuses messages without a group: they are reported and kept.
     let db = Db::new("fifo").await;
     db.seed(2).await;
-    db.exec("UPDATE {s}.dead_letters SET group_key = NULL WHERE message_id = 'ord-1'").await;
-    let r = sb.run_with(&["replay", &db.dlq(), "--to", &src, "--yes", "--output", "json"], &env).code(1);
+    db.exec("UPDATE {s}.dead_letters SET group_key = NULL WHERE message_id = 'ord-1'")
+        .await;
+    let r = sb
+        .run_with(
+            &[
+                "replay",
+                &db.dlq(),
+                "--to",
+                &src,
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .code(1);
     let j = r.json();
     assert_eq!(j["moved"], 1);
-    assert!(j["failures"][0]["reason"].as_str().unwrap().contains("FIFO"), "{j}");
+    assert!(
+        j["failures"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("FIFO"),
+        "{j}"
+    );
 }
 
 #[tokio::test]
@@ -146,14 +280,32 @@ async fn a_dlq_with_its_own_redrive_policy_is_not_read_by_default() {
     let q = Sqs::new("onward").await;
     let (_, final_arn) = q.create("final", &[]).await;
     let policy = format!("{{\"deadLetterTargetArn\":\"{final_arn}\",\"maxReceiveCount\":3}}");
-    let (dlq, _) = q.create("dlq2", &[("RedrivePolicy", policy.as_str())]).await;
-    q.client.send_message().queue_url(&dlq).message_body("x").send().await.unwrap();
+    let (dlq, _) = q
+        .create("dlq2", &[("RedrivePolicy", policy.as_str())])
+        .await;
+    q.client
+        .send_message()
+        .queue_url(&dlq)
+        .message_body("x")
+        .send()
+        .await
+        .unwrap();
     let sb = Sandbox::new();
     let env = q.env(&sb);
     let r = sb.run_with(&["peek", &dlq], &env).code(2);
-    assert!(r.stderr.contains("own RedrivePolicy") && r.stderr.contains("--allow-onward-redrive"), "{}", r.stderr);
-    sb.run_with(&["redrive", &dlq, "--to", &dlq, "--yes"], &env).code(2);
-    let r = sb.run_with(&["peek", &dlq, "--allow-onward-redrive", "--output", "jsonl"], &env).ok();
+    assert!(
+        r.stderr.contains("own RedrivePolicy") && r.stderr.contains("--allow-onward-redrive"),
+        "{}",
+        r.stderr
+    );
+    sb.run_with(&["redrive", &dlq, "--to", &dlq, "--yes"], &env)
+        .code(2);
+    let r = sb
+        .run_with(
+            &["peek", &dlq, "--allow-onward-redrive", "--output", "jsonl"],
+            &env,
+        )
+        .ok();
     assert_eq!(r.jsonl().len(), 1);
 }
 
@@ -172,7 +324,20 @@ async fn limits_are_reported_per_message_and_the_rest_is_sent() {
     .await;
     let sb = Sandbox::new();
     let env = q.env(&sb);
-    let r = sb.run_with(&["redrive", &db.dlq(), "--to", &small, "--yes", "--output", "json"], &env).code(1);
+    let r = sb
+        .run_with(
+            &[
+                "redrive",
+                &db.dlq(),
+                "--to",
+                &small,
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .code(1);
     let j = r.json();
     assert_eq!(j["moved"], 4, "{j}");
     assert_eq!(j["failed"], 4);
@@ -180,13 +345,22 @@ async fn limits_are_reported_per_message_and_the_rest_is_sent() {
     for want in ["MaximumMessageSize", "binary", "at most 10", "null value"] {
         assert!(reasons.contains(want), "{want}: {reasons}");
     }
-    assert_eq!(db.ids("dead_letters").await, ["big-1", "bin-1", "nul-1", "wide-1"], "the refused ones stay");
+    assert_eq!(
+        db.ids("dead_letters").await,
+        ["big-1", "bin-1", "nul-1", "wide-1"],
+        "the refused ones stay"
+    );
     let back = q.receive_all(&small).await;
     assert_eq!(back.len(), 4);
     // Headers became attributes; the PostgreSQL row id is not the stable id, message_id is.
     let m = &back[0];
     assert!(m.message_attributes().unwrap().contains_key("trace-id"));
-    assert!(m.message_attributes().unwrap()["dlqctl-stable-id"].string_value().unwrap().starts_with("ord-"));
+    assert!(
+        m.message_attributes().unwrap()["dlqctl-stable-id"]
+            .string_value()
+            .unwrap()
+            .starts_with("ord-")
+    );
 }
 
 #[tokio::test]
@@ -198,25 +372,79 @@ async fn sqs_to_postgres_and_back_round_trips() {
     let db = Db::new("cross").await;
     let sb = Sandbox::new();
     let env = q.env(&sb);
-    sb.write("dlqctl.toml", &format!("[queues.orders]\ndlq = \"sqs://{}\"\nid = \"attribute:message_id\"\n", q.name("dlq")));
-    let j = sb.run_with(&["redrive", "orders", "--to", &format!("{}&queue=orders", db.table_url("dead_letters")), "--yes", "--output", "json"], &env).ok();
+    sb.write(
+        "dlqctl.toml",
+        &format!(
+            "[queues.orders]\ndlq = \"sqs://{}\"\nid = \"attribute:message_id\"\n",
+            q.name("dlq")
+        ),
+    );
+    let j = sb
+        .run_with(
+            &[
+                "redrive",
+                "orders",
+                "--to",
+                &format!("{}&queue=orders", db.table_url("dead_letters")),
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .ok();
     let _ = j;
     // Into a dead-letter table as a plain target: ids, bodies and attributes as headers.
-    assert_eq!(db.ids("dead_letters").await, ["ord-0", "ord-1", "ord-2", "ord-3", "ord-4"]);
-    let headers: serde_json::Value = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT headers FROM {}.dead_letters WHERE message_id = 'ord-2'", db.schema)))
-        .fetch_one(&db.pool)
-        .await
-        .unwrap();
+    assert_eq!(
+        db.ids("dead_letters").await,
+        ["ord-0", "ord-1", "ord-2", "ord-3", "ord-4"]
+    );
+    let headers: serde_json::Value = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT headers FROM {}.dead_letters WHERE message_id = 'ord-2'",
+        db.schema
+    )))
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
     assert_eq!(headers["amount"], 20);
-    assert_eq!(headers["sig"], serde_json::json!({"type": "Binary", "base64": "AP8C"}));
+    assert_eq!(
+        headers["sig"],
+        serde_json::json!({"type": "Binary", "base64": "AP8C"})
+    );
     // And back to SQS from PostgreSQL: the attributes are whole again.
-    let j = sb.run_with(&["redrive", &db.dlq(), "--to", &src, "--yes", "--output", "json"], &env).ok().json();
+    let j = sb
+        .run_with(
+            &[
+                "redrive",
+                &db.dlq(),
+                "--to",
+                &src,
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .ok()
+        .json();
     assert_eq!(j["moved"], 5);
     let back = q.receive_all(&src).await;
     assert_eq!(ids(&back), ["ord-0", "ord-1", "ord-2", "ord-3", "ord-4"]);
-    let m = back.iter().find(|m| m.message_attributes().unwrap()["message_id"].string_value() == Some("ord-2")).unwrap();
-    assert_eq!(m.message_attributes().unwrap()["sig"].binary_value().unwrap().as_ref(), &[0, 255, 2]);
-    assert_eq!(m.message_attributes().unwrap()["amount"].data_type(), "Number");
+    let m = back
+        .iter()
+        .find(|m| m.message_attributes().unwrap()["message_id"].string_value() == Some("ord-2"))
+        .unwrap();
+    assert_eq!(
+        m.message_attributes().unwrap()["sig"]
+            .binary_value()
+            .unwrap()
+            .as_ref(),
+        &[0, 255, 2]
+    );
+    assert_eq!(
+        m.message_attributes().unwrap()["amount"].data_type(),
+        "Number"
+    );
 }
 
 /// A run killed mid-way, then a re-run: none lost; a copy sent twice carries the same stable
@@ -231,7 +459,19 @@ async fn a_killed_redrive_loses_nothing_and_the_journal_prevents_resends() {
     let env = q.env(&sb);
     let url = format!("sqs://{}", q.name("dlq"));
     let mut child = sb
-        .cmd(&["redrive", &url, "--yes", "--rate", "20/s", "--batch-size", "10", "--visibility-timeout", "3", "--output", "json"])
+        .cmd(&[
+            "redrive",
+            &url,
+            "--yes",
+            "--rate",
+            "20/s",
+            "--batch-size",
+            "10",
+            "--visibility-timeout",
+            "3",
+            "--output",
+            "json",
+        ])
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -242,25 +482,45 @@ async fn a_killed_redrive_loses_nothing_and_the_journal_prevents_resends() {
     child.wait().unwrap();
     // Let the killed run's claims expire, then re-run.
     tokio::time::sleep(Duration::from_secs(4)).await;
-    sb.run_with(&["redrive", &url, "--yes", "--output", "json"], &env).ok();
+    sb.run_with(&["redrive", &url, "--yes", "--output", "json"], &env)
+        .ok();
     assert_eq!(q.visible(&dlq).await, 0);
     let back = q.receive_all(&src).await;
     let mut got = ids(&back);
     got.dedup();
     assert_eq!(got.len(), 60, "every message arrived");
-    assert!(back.len() <= 60 + 10, "at most the batch in flight was sent twice ({})", back.len());
+    assert!(
+        back.len() <= 60 + 10,
+        "at most the batch in flight was sent twice ({})",
+        back.len()
+    );
 
     // The journal: a message recorded as sent by a crashed run is deleted, not sent again.
     send_orders(&q, &src, 2, false).await;
     q.fail_all(&src).await;
-    let peeked = sb.run_with(&["peek", &url, "--output", "jsonl"], &env).ok().jsonl();
+    let peeked = sb
+        .run_with(&["peek", &url, "--output", "jsonl"], &env)
+        .ok()
+        .jsonl();
     let first = peeked[0]["native_id"].as_str().unwrap().to_string();
     let arn = q.attr(&dlq, "QueueArn").await;
     let jdir = sb.path("state").join("journal");
     std::fs::create_dir_all(&jdir).unwrap();
-    let name: String = arn.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
+    let name: String = arn
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     std::fs::write(jdir.join(format!("{name}.log")), format!("sent {first}\n")).unwrap();
-    let j = sb.run_with(&["redrive", &url, "--yes", "--output", "json"], &env).ok().json();
+    let j = sb
+        .run_with(&["redrive", &url, "--yes", "--output", "json"], &env)
+        .ok()
+        .json();
     assert_eq!(j["moved"], 1, "{j}");
     assert_eq!(q.visible(&dlq).await, 0);
     assert_eq!(q.receive_all(&src).await.len(), 1);
@@ -277,19 +537,51 @@ async fn the_heartbeat_keeps_held_messages_hidden_on_long_runs() {
     let sb = Sandbox::new();
     let env = q.env(&sb);
     let url = format!("sqs://{}", q.name("dlq"));
-    let before: Vec<u64> = sb.run_with(&["peek", &url, "-n", "30", "--output", "jsonl"], &env).ok().jsonl().iter().map(|r| r["receive_count"].as_u64().unwrap()).collect();
+    let before: Vec<u64> = sb
+        .run_with(&["peek", &url, "-n", "30", "--output", "jsonl"], &env)
+        .ok()
+        .jsonl()
+        .iter()
+        .map(|r| r["receive_count"].as_u64().unwrap())
+        .collect();
     let j = sb
-        .run_with(&["redrive", &url, "--class", "transient", "--yes", "--rate", "4/s", "--batch-size", "5", "--visibility-timeout", "2", "--output", "json"], &env)
+        .run_with(
+            &[
+                "redrive",
+                &url,
+                "--class",
+                "transient",
+                "--yes",
+                "--rate",
+                "4/s",
+                "--batch-size",
+                "5",
+                "--visibility-timeout",
+                "2",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
         .ok()
         .json();
     assert_eq!(j["moved"], 15);
-    assert!(j["elapsed_seconds"].as_f64().unwrap() > 3.0, "the run outlived the visibility timeout");
-    let after = sb.run_with(&["peek", &url, "-n", "30", "--output", "jsonl"], &env).ok().jsonl();
+    assert!(
+        j["elapsed_seconds"].as_f64().unwrap() > 3.0,
+        "the run outlived the visibility timeout"
+    );
+    let after = sb
+        .run_with(&["peek", &url, "-n", "30", "--output", "jsonl"], &env)
+        .ok()
+        .jsonl();
     assert_eq!(after.len(), 15);
     let max_before = before.iter().max().unwrap();
     for r in after {
         // peek (1) + the run (1) + this peek (1): no re-receives during the run.
-        assert!(r["receive_count"].as_u64().unwrap() <= max_before + 2, "{r}");
+        assert!(
+            r["receive_count"].as_u64().unwrap() <= max_before + 2,
+            "{r}"
+        );
     }
     assert_eq!(q.visible(&dlq).await, 15);
     let _ = src;
@@ -301,24 +593,73 @@ async fn unknown_queues_unreachable_endpoints_and_native_moves() {
     let (_src, _dlq) = q.pair(false, 2).await;
     let sb = Sandbox::new();
     let env = q.env(&sb);
-    let r = sb.run_with(&["inspect", "sqs://no-such-queue"], &env).code(3);
-    assert!(r.stderr.lines().next().unwrap().contains("not found"), "{}", r.stderr);
-    let r = sb.run_with(&["peek", "sqs://x", "--endpoint-url", "http://127.0.0.1:1"], &env).code(3);
+    let r = sb
+        .run_with(&["inspect", "sqs://no-such-queue"], &env)
+        .code(3);
+    assert!(
+        r.stderr.lines().next().unwrap().contains("not found"),
+        "{}",
+        r.stderr
+    );
+    let r = sb
+        .run_with(
+            &["peek", "sqs://x", "--endpoint-url", "http://127.0.0.1:1"],
+            &env,
+        )
+        .code(3);
     assert!(r.stderr.contains("cannot reach"), "{}", r.stderr);
-    assert!(!r.stderr.contains("testing"), "no credentials in errors: {}", r.stderr);
+    assert!(
+        !r.stderr.contains("testing"),
+        "no credentials in errors: {}",
+        r.stderr
+    );
     // moto does not implement message move tasks: said plainly.
-    let r = sb.run_with(&["redrive", &format!("sqs://{}", q.name("dlq")), "--native", "--yes"], &env).code(2);
-    assert!(r.stderr.contains("StartMessageMoveTask") && r.stderr.contains("without --native"), "{}", r.stderr);
-    sb.run_with(&["redrive", &format!("sqs://{}", q.name("dlq")), "--native", "--class", "transient"], &env).code(2);
+    let r = sb
+        .run_with(
+            &[
+                "redrive",
+                &format!("sqs://{}", q.name("dlq")),
+                "--native",
+                "--yes",
+            ],
+            &env,
+        )
+        .code(2);
+    assert!(
+        r.stderr.contains("StartMessageMoveTask") && r.stderr.contains("without --native"),
+        "{}",
+        r.stderr
+    );
+    sb.run_with(
+        &[
+            "redrive",
+            &format!("sqs://{}", q.name("dlq")),
+            "--native",
+            "--class",
+            "transient",
+        ],
+        &env,
+    )
+    .code(2);
 }
 
 #[tokio::test]
 async fn verify_checks_the_sqs_configuration() {
     let q = Sqs::new("verify").await;
     let db = Db::new("sqsverify").await;
-    let (dlq, dlq_arn) = q.create("dlq", &[("MessageRetentionPeriod", "86400")]).await;
+    let (dlq, dlq_arn) = q
+        .create("dlq", &[("MessageRetentionPeriod", "86400")])
+        .await;
     let policy = format!("{{\"deadLetterTargetArn\":\"{dlq_arn}\",\"maxReceiveCount\":1}}");
-    q.create("src", &[("RedrivePolicy", policy.as_str()), ("MessageRetentionPeriod", "345600"), ("VisibilityTimeout", "30")]).await;
+    q.create(
+        "src",
+        &[
+            ("RedrivePolicy", policy.as_str()),
+            ("MessageRetentionPeriod", "345600"),
+            ("VisibilityTimeout", "30"),
+        ],
+    )
+    .await;
     let sb = Sandbox::new();
     let env = q.env(&sb);
     sb.write(
@@ -329,8 +670,19 @@ async fn verify_checks_the_sqs_configuration() {
             db.schema
         ),
     );
-    let j = sb.run_with(&["verify", "--output", "json"], &env).code(1).json();
-    let check = |id: &str| j["queues"][0]["checks"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap_or_else(|| panic!("{id}: {j}")).clone();
+    let j = sb
+        .run_with(&["verify", "--output", "json"], &env)
+        .code(1)
+        .json();
+    let check = |id: &str| {
+        j["queues"][0]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {j}"))
+            .clone()
+    };
     assert_eq!(check("sqs-redrive-policy")["status"], "PASS");
     assert_eq!(check("sqs-max-receive-count")["status"], "FAIL");
     assert_eq!(check("sqs-dlq-retention")["status"], "FAIL");

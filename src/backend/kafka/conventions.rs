@@ -78,7 +78,10 @@ const CONVENTIONS: &[Convention] = &[
         offset: "dead-letter-offset",
         timestamp: None,
         group: None,
-        class: &["dead-letter-cause-class-name", "dead-letter-exception-class-name"],
+        class: &[
+            "dead-letter-cause-class-name",
+            "dead-letter-exception-class-name",
+        ],
         message: &["dead-letter-cause", "dead-letter-reason"],
         trace: &[],
         binary_numbers: false,
@@ -135,8 +138,16 @@ const CONVENTIONS: &[Convention] = &[
 
 /// Header names whose values are numbers (big-endian binary in Spring's headers).
 pub fn is_numeric(name: &str) -> bool {
-    CONVENTIONS.iter().any(|c| c.partition == name || c.offset == name || c.timestamp == Some(name))
-        || matches!(name, "source_attempts" | "__dlq.errors.delivery.count" | "task.id" | "__connect.errors.task.id")
+    CONVENTIONS
+        .iter()
+        .any(|c| c.partition == name || c.offset == name || c.timestamp == Some(name))
+        || matches!(
+            name,
+            "source_attempts"
+                | "__dlq.errors.delivery.count"
+                | "task.id"
+                | "__connect.errors.task.id"
+        )
 }
 
 /// A numeric header. Spring writes big-endian binary (1, 2, 4 or 8 bytes); the others write
@@ -145,7 +156,10 @@ pub fn decode_number_as(v: &[u8], binary_first: bool) -> Option<i64> {
     if binary_first && let Some(n) = be(v) {
         return Some(n);
     }
-    let text = std::str::from_utf8(v).ok().map(str::trim).filter(|t| !t.is_empty());
+    let text = std::str::from_utf8(v)
+        .ok()
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
     if let Some(n) = text.and_then(|t| t.parse::<i64>().ok()) {
         return Some(n);
     }
@@ -168,27 +182,47 @@ fn be(v: &[u8]) -> Option<i64> {
 }
 
 fn text(attrs: &[Attribute], name: &str, first: bool) -> Option<String> {
-    let mut it = attrs.iter().filter(|a| a.name == name).filter_map(|a| a.value.as_bytes());
+    let mut it = attrs
+        .iter()
+        .filter(|a| a.name == name)
+        .filter_map(|a| a.value.as_bytes());
     let v = if first { it.next() } else { it.last() }?;
     Some(String::from_utf8_lossy(v).into_owned())
 }
 
 fn number(attrs: &[Attribute], name: &str, binary: bool) -> Option<i64> {
-    attrs.iter().find(|a| a.name == name).and_then(|a| a.value.as_bytes()).and_then(|v| decode_number_as(v, binary))
+    attrs
+        .iter()
+        .find(|a| a.name == name)
+        .and_then(|a| a.value.as_bytes())
+        .and_then(|v| decode_number_as(v, binary))
 }
 
 pub fn detect(attrs: &[Attribute]) -> Option<DeadLetterInfo> {
-    let c = CONVENTIONS.iter().find(|c| attrs.iter().any(|a| a.name == c.topic))?;
-    let pick = |names: &[&str]| names.iter().find_map(|n| text(attrs, n, false).filter(|s| !s.is_empty()));
+    let c = CONVENTIONS
+        .iter()
+        .find(|c| attrs.iter().any(|a| a.name == c.topic))?;
+    let pick = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| text(attrs, n, false).filter(|s| !s.is_empty()))
+    };
     Some(DeadLetterInfo {
         convention: c.name,
         original_topic: text(attrs, c.topic, true),
         latest_topic: text(attrs, c.topic, false),
         partition: number(attrs, c.partition, c.binary_numbers),
         offset: number(attrs, c.offset, c.binary_numbers),
-        timestamp: c.timestamp.and_then(|t| number(attrs, t, c.binary_numbers)).and_then(|ms| Utc.timestamp_millis_opt(ms).single()),
+        timestamp: c
+            .timestamp
+            .and_then(|t| number(attrs, t, c.binary_numbers))
+            .and_then(|ms| Utc.timestamp_millis_opt(ms).single()),
         consumer_group: c.group.and_then(|g| text(attrs, g, false)),
-        error: ErrorInfo { class: pick(c.class), message: pick(c.message), trace: pick(c.trace) },
+        error: ErrorInfo {
+            class: pick(c.class),
+            message: pick(c.message),
+            trace: pick(c.trace),
+        },
     })
 }
 
@@ -198,7 +232,10 @@ mod tests {
     use crate::message::AttrValue;
 
     fn h(name: &str, v: &[u8]) -> Attribute {
-        Attribute { name: name.into(), value: AttrValue::from_bytes(Some(v)) }
+        Attribute {
+            name: name.into(),
+            value: AttrValue::from_bytes(Some(v)),
+        }
     }
 
     #[test]
@@ -207,10 +244,19 @@ mod tests {
             h("kafka_dlt-original-topic", b"orders"),
             h("kafka_dlt-original-partition", &3i32.to_be_bytes()),
             h("kafka_dlt-original-offset", &1234i64.to_be_bytes()),
-            h("kafka_dlt-original-timestamp", &1_764_680_000_000i64.to_be_bytes()),
+            h(
+                "kafka_dlt-original-timestamp",
+                &1_764_680_000_000i64.to_be_bytes(),
+            ),
             h("kafka_dlt-original-consumer-group", b"billing"),
-            h("kafka_dlt-exception-fqcn", b"org.springframework.kafka.listener.ListenerExecutionFailedException"),
-            h("kafka_dlt-exception-cause-fqcn", b"java.net.SocketTimeoutException"),
+            h(
+                "kafka_dlt-exception-fqcn",
+                b"org.springframework.kafka.listener.ListenerExecutionFailedException",
+            ),
+            h(
+                "kafka_dlt-exception-cause-fqcn",
+                b"java.net.SocketTimeoutException",
+            ),
             h("kafka_dlt-exception-message", b"Read timed out"),
             // A second hop appends the headers again.
             h("kafka_dlt-original-topic", b"orders-retry-0"),
@@ -222,14 +268,34 @@ mod tests {
         assert_eq!((d.partition, d.offset), (Some(3), Some(1234)));
         assert_eq!(d.timestamp.unwrap().timestamp_millis(), 1_764_680_000_000);
         assert_eq!(d.consumer_group.as_deref(), Some("billing"));
-        assert_eq!(d.error.class.as_deref(), Some("java.net.SocketTimeoutException"));
+        assert_eq!(
+            d.error.class.as_deref(),
+            Some("java.net.SocketTimeoutException")
+        );
     }
 
     #[test]
     fn connect_and_smallrye_use_text() {
-        let d = detect(&[h("__connect.errors.topic", b"pg.public.orders"), h("__connect.errors.partition", b"0"), h("__connect.errors.offset", b"77"), h("__connect.errors.exception.class.name", b"org.apache.kafka.connect.errors.DataException")]).unwrap();
-        assert_eq!((d.convention, d.partition, d.offset), ("kafka-connect", Some(0), Some(77)));
-        let d = detect(&[h("dead-letter-topic", b"in"), h("dead-letter-reason", b"boom"), h("dead-letter-cause", b"")]).unwrap();
+        let d = detect(&[
+            h("__connect.errors.topic", b"pg.public.orders"),
+            h("__connect.errors.partition", b"0"),
+            h("__connect.errors.offset", b"77"),
+            h(
+                "__connect.errors.exception.class.name",
+                b"org.apache.kafka.connect.errors.DataException",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            (d.convention, d.partition, d.offset),
+            ("kafka-connect", Some(0), Some(77))
+        );
+        let d = detect(&[
+            h("dead-letter-topic", b"in"),
+            h("dead-letter-reason", b"boom"),
+            h("dead-letter-cause", b""),
+        ])
+        .unwrap();
         assert_eq!(d.error.message.as_deref(), Some("boom"));
         assert!(detect(&[h("trace-id", b"x")]).is_none());
     }

@@ -26,8 +26,8 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use serde_json::Value;
 
 use super::{
-    Capabilities, Check, Fact, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions, QueueBackend,
-    ScanOptions, SendOutcome, Status, Table, TailOptions, Term, VerifyFacts,
+    Capabilities, Check, Fact, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
+    QueueBackend, ScanOptions, SendOutcome, Status, Table, TailOptions, Term, VerifyFacts,
 };
 use crate::address::{Address, KafkaAddress};
 use crate::config::{IdSource, QueueConfig, Retention};
@@ -46,7 +46,12 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a partition may give nothing before a scan treats it as drained.
 fn idle() -> Duration {
-    Duration::from_millis(std::env::var("DLQCTL_KAFKA_IDLE_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(3000))
+    Duration::from_millis(
+        std::env::var("DLQCTL_KAFKA_IDLE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3000),
+    )
 }
 
 pub struct KafkaBackend {
@@ -66,13 +71,31 @@ pub(crate) fn kafka_err(target: &str, e: KafkaError) -> Error {
             what: format!("topic {target}"),
             detail: "check the topic name (dlqctl never creates topics)".into(),
         },
-        Some(C::TopicAuthorizationFailed | C::GroupAuthorizationFailed | C::ClusterAuthorizationFailed | C::SaslAuthenticationFailed | C::Authentication) => {
-            Error::PermissionDenied { target: target.to_string(), reason: e.to_string() }
-        }
-        Some(C::AllBrokersDown | C::BrokerTransportFailure | C::Resolve | C::OperationTimedOut | C::RequestTimedOut | C::MessageTimedOut) => {
-            Error::Unreachable { target: target.to_string(), reason: format!("{e} (nothing was lost; re-run to continue)") }
-        }
-        _ => Error::Backend { target: target.to_string(), reason: e.to_string() },
+        Some(
+            C::TopicAuthorizationFailed
+            | C::GroupAuthorizationFailed
+            | C::ClusterAuthorizationFailed
+            | C::SaslAuthenticationFailed
+            | C::Authentication,
+        ) => Error::PermissionDenied {
+            target: target.to_string(),
+            reason: e.to_string(),
+        },
+        Some(
+            C::AllBrokersDown
+            | C::BrokerTransportFailure
+            | C::Resolve
+            | C::OperationTimedOut
+            | C::RequestTimedOut
+            | C::MessageTimedOut,
+        ) => Error::Unreachable {
+            target: target.to_string(),
+            reason: format!("{e} (nothing was lost; re-run to continue)"),
+        },
+        _ => Error::Backend {
+            target: target.to_string(),
+            reason: e.to_string(),
+        },
     }
 }
 
@@ -82,7 +105,9 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 
 impl KafkaBackend {
     pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<KafkaBackend> {
-        let Address::Kafka(k) = addr else { unreachable!("KafkaBackend::open with a non-Kafka address") };
+        let Address::Kafka(k) = addr else {
+            unreachable!("KafkaBackend::open with a non-Kafka address")
+        };
         let b = KafkaBackend {
             addr: addr.clone(),
             k: k.clone(),
@@ -94,20 +119,34 @@ impl KafkaBackend {
         let c = b.consumer(None)?;
         let topic = k.topic.clone();
         let shown = b.shown();
-        let md = blocking(|| c.fetch_metadata(Some(&topic), TIMEOUT)).map_err(|e| kafka_err(&shown, e))?;
-        let t = md.topics().iter().find(|t| t.name() == topic).ok_or_else(|| Error::NotFound { what: format!("topic {shown}"), detail: String::new() })?;
+        let md = blocking(|| c.fetch_metadata(Some(&topic), TIMEOUT))
+            .map_err(|e| kafka_err(&shown, e))?;
+        let t = md
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic)
+            .ok_or_else(|| Error::NotFound {
+                what: format!("topic {shown}"),
+                detail: String::new(),
+            })?;
         if let Some(err) = t.error() {
             let e = KafkaError::MetadataFetch(err.into());
             return Err(kafka_err(&shown, e));
         }
         let mut partitions: Vec<i32> = t.partitions().iter().map(|p| p.id()).collect();
         if partitions.is_empty() {
-            return Err(Error::NotFound { what: format!("topic {shown}"), detail: "it has no partitions (does it exist?)".into() });
+            return Err(Error::NotFound {
+                what: format!("topic {shown}"),
+                detail: "it has no partitions (does it exist?)".into(),
+            });
         }
         partitions.sort();
         if let Some(p) = k.range.partition {
             if !partitions.contains(&p) {
-                return Err(Error::invalid_arg("partition", format!("{shown} has partitions {partitions:?}, not {p}")));
+                return Err(Error::invalid_arg(
+                    "partition",
+                    format!("{shown} has partitions {partitions:?}, not {p}"),
+                ));
             }
             partitions = vec![p];
         }
@@ -139,7 +178,12 @@ impl KafkaBackend {
             .set("enable.auto.offset.store", "false")
             .set("enable.partition.eof", "false")
             .set("auto.offset.reset", "earliest")
-            .set("group.id", group.map(str::to_string).unwrap_or_else(|| format!("dlqctl-reader-{}", std::process::id())));
+            .set(
+                "group.id",
+                group
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("dlqctl-reader-{}", std::process::id())),
+            );
         c.create().map_err(|e| kafka_err(&self.shown(), e))
     }
 
@@ -152,7 +196,8 @@ impl KafkaBackend {
                     .set("partitioner", "murmur2_random")
                     .set("linger.ms", "5")
                     .set("message.timeout.ms", "30000");
-                c.create::<FutureProducer>().map_err(|e| kafka_err(&self.shown(), e))
+                c.create::<FutureProducer>()
+                    .map_err(|e| kafka_err(&self.shown(), e))
             })
             .await
     }
@@ -160,14 +205,19 @@ impl KafkaBackend {
     fn watermarks(&self, c: &StreamConsumer) -> Result<Vec<(i32, i64, i64)>> {
         let mut out = Vec::new();
         for &p in &self.partitions {
-            let (lo, hi) = blocking(|| c.fetch_watermarks(&self.k.topic, p, TIMEOUT)).map_err(|e| kafka_err(&self.shown(), e))?;
+            let (lo, hi) = blocking(|| c.fetch_watermarks(&self.k.topic, p, TIMEOUT))
+                .map_err(|e| kafka_err(&self.shown(), e))?;
             out.push((p, lo, hi));
         }
         Ok(out)
     }
 
     /// Start offsets for a scan: the address's range (from / since), else the beginning.
-    fn start_offsets(&self, c: &StreamConsumer, marks: &[(i32, i64, i64)]) -> Result<HashMap<i32, i64>> {
+    fn start_offsets(
+        &self,
+        c: &StreamConsumer,
+        marks: &[(i32, i64, i64)],
+    ) -> Result<HashMap<i32, i64>> {
         let mut start: HashMap<i32, i64> = marks.iter().map(|(p, lo, _)| (*p, *lo)).collect();
         if let Some(f) = self.k.range.from {
             for (_, s) in start.iter_mut() {
@@ -177,11 +227,20 @@ impl KafkaBackend {
         if let Some(since) = self.k.range.since {
             let mut tpl = TopicPartitionList::new();
             for &p in &self.partitions {
-                tpl.add_partition_offset(&self.k.topic, p, Offset::Offset(since.timestamp_millis())).map_err(|e| kafka_err(&self.shown(), e))?;
+                tpl.add_partition_offset(
+                    &self.k.topic,
+                    p,
+                    Offset::Offset(since.timestamp_millis()),
+                )
+                .map_err(|e| kafka_err(&self.shown(), e))?;
             }
-            let found = blocking(|| c.offsets_for_times(tpl, TIMEOUT)).map_err(|e| kafka_err(&self.shown(), e))?;
+            let found = blocking(|| c.offsets_for_times(tpl, TIMEOUT))
+                .map_err(|e| kafka_err(&self.shown(), e))?;
             for e in found.elements() {
-                let hi = marks.iter().find(|m| m.0 == e.partition()).map_or(0, |m| m.2);
+                let hi = marks
+                    .iter()
+                    .find(|m| m.0 == e.partition())
+                    .map_or(0, |m| m.2);
                 let o = match e.offset() {
                     Offset::Offset(o) => o,
                     _ => hi, // nothing at or after that time
@@ -196,7 +255,8 @@ impl KafkaBackend {
     fn assign(&self, c: &StreamConsumer, start: &HashMap<i32, i64>) -> Result<()> {
         let mut tpl = TopicPartitionList::new();
         for (&p, &o) in start {
-            tpl.add_partition_offset(&self.k.topic, p, Offset::Offset(o)).map_err(|e| kafka_err(&self.shown(), e))?;
+            tpl.add_partition_offset(&self.k.topic, p, Offset::Offset(o))
+                .map_err(|e| kafka_err(&self.shown(), e))?;
         }
         c.assign(&tpl).map_err(|e| kafka_err(&self.shown(), e))
     }
@@ -205,10 +265,16 @@ impl KafkaBackend {
         let mut attributes = Vec::new();
         if let Some(h) = m.headers() {
             for hd in h.iter() {
-                attributes.push(Attribute { name: hd.key.to_string(), value: AttrValue::from_bytes(hd.value) });
+                attributes.push(Attribute {
+                    name: hd.key.to_string(),
+                    value: AttrValue::from_bytes(hd.value),
+                });
             }
         }
-        let ts = m.timestamp().to_millis().and_then(|ms| Utc.timestamp_millis_opt(ms).single());
+        let ts = m
+            .timestamp()
+            .to_millis()
+            .and_then(|ms| Utc.timestamp_millis_opt(ms).single());
         let native = format!("{}/{}@{}", m.topic(), m.partition(), m.offset());
         let dl = conventions::detect(&attributes);
         let mut msg = Message {
@@ -227,15 +293,18 @@ impl KafkaBackend {
             meta: Default::default(),
             attributes,
         };
-        msg.meta.insert("topic".into(), Value::String(m.topic().into()));
+        msg.meta
+            .insert("topic".into(), Value::String(m.topic().into()));
         msg.meta.insert("offset".into(), Value::from(m.offset()));
         if m.payload().is_none() {
             msg.meta.insert("tombstone".into(), Value::Bool(true));
         }
         if let Some(d) = dl {
-            msg.meta.insert("convention".into(), Value::String(d.convention.into()));
+            msg.meta
+                .insert("convention".into(), Value::String(d.convention.into()));
             if let Some(g) = &d.consumer_group {
-                msg.meta.insert("original_consumer_group".into(), Value::String(g.clone()));
+                msg.meta
+                    .insert("original_consumer_group".into(), Value::String(g.clone()));
             }
             // The record's own time is the dead-letter time for Spring; the original time is
             // in a header. Connect copies the original timestamp.
@@ -245,7 +314,8 @@ impl KafkaBackend {
             }
             if let (Some(t), Some(p), Some(o)) = (&d.original_topic, d.partition, d.offset) {
                 msg.id = format!("{t}/{p}@{o}");
-                msg.meta.insert("original".into(), Value::String(msg.id.clone()));
+                msg.meta
+                    .insert("original".into(), Value::String(msg.id.clone()));
             }
             msg.source = d.latest_topic.clone().or(d.original_topic.clone());
             if d.error.class.is_some() || d.error.message.is_some() {
@@ -260,7 +330,12 @@ impl KafkaBackend {
     }
 
     /// Read from the assigned partitions until each reaches `end` (exclusive) or goes idle.
-    fn read<'a>(&'a self, c: StreamConsumer, end: HashMap<i32, i64>, limit: Option<u64>) -> MessageStream<'a> {
+    fn read<'a>(
+        &'a self,
+        c: StreamConsumer,
+        end: HashMap<i32, i64>,
+        limit: Option<u64>,
+    ) -> MessageStream<'a> {
         let (since, until) = (self.k.range.since, self.k.range.until);
         Box::pin(async_stream::try_stream! {
             let mut open: HashMap<i32, i64> = end.into_iter().collect();
@@ -305,9 +380,15 @@ impl KafkaBackend {
     }
 
     async fn topic_configs(&self, topic: &str) -> Result<HashMap<String, String>> {
-        let admin: AdminClient<DefaultClientContext> = self.config().create().map_err(|e| kafka_err(&self.shown(), e))?;
+        let admin: AdminClient<DefaultClientContext> = self
+            .config()
+            .create()
+            .map_err(|e| kafka_err(&self.shown(), e))?;
         let res = admin
-            .describe_configs(&[ResourceSpecifier::Topic(topic)], &AdminOptions::new().request_timeout(Some(TIMEOUT)))
+            .describe_configs(
+                &[ResourceSpecifier::Topic(topic)],
+                &AdminOptions::new().request_timeout(Some(TIMEOUT)),
+            )
             .await
             .map_err(|e| kafka_err(topic, e))?;
         let mut out = HashMap::new();
@@ -331,7 +412,8 @@ impl KafkaBackend {
         for &p in &self.partitions {
             tpl.add_partition(&self.k.topic, p);
         }
-        let got = blocking(|| c.committed_offsets(tpl, TIMEOUT)).map_err(|e| kafka_err(&self.shown(), e))?;
+        let got = blocking(|| c.committed_offsets(tpl, TIMEOUT))
+            .map_err(|e| kafka_err(&self.shown(), e))?;
         Ok(got
             .elements()
             .iter()
@@ -349,14 +431,33 @@ impl KafkaBackend {
         for m in batch {
             let mut headers = OwnedHeaders::new_with_capacity(m.attributes.len() + 2);
             for a in &m.attributes {
-                headers = headers.insert(Header { key: &a.name, value: a.value.as_bytes() });
+                headers = headers.insert(Header {
+                    key: &a.name,
+                    value: a.value.as_bytes(),
+                });
             }
-            if m.attribute(STABLE_ID_HEADER).is_none() && !m.attributes.iter().any(|a| a.value.as_bytes() == Some(m.id.as_bytes())) {
-                headers = headers.insert(Header { key: STABLE_ID_HEADER, value: Some(m.id.as_bytes()) });
+            if m.attribute(STABLE_ID_HEADER).is_none()
+                && !m
+                    .attributes
+                    .iter()
+                    .any(|a| a.value.as_bytes() == Some(m.id.as_bytes()))
+            {
+                headers = headers.insert(Header {
+                    key: STABLE_ID_HEADER,
+                    value: Some(m.id.as_bytes()),
+                });
             }
-            headers = headers.insert(Header { key: FROM_HEADER, value: Some(m.native_id.as_bytes()) });
-            let tombstone = m.meta.get("tombstone").and_then(Value::as_bool).unwrap_or(false);
-            let mut rec: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&self.k.topic).headers(headers);
+            headers = headers.insert(Header {
+                key: FROM_HEADER,
+                value: Some(m.native_id.as_bytes()),
+            });
+            let tombstone = m
+                .meta
+                .get("tombstone")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let mut rec: FutureRecord<'_, [u8], [u8]> =
+                FutureRecord::to(&self.k.topic).headers(headers);
             if let Some(k) = &m.key {
                 rec = rec.key(k.as_slice());
             }
@@ -369,14 +470,20 @@ impl KafkaBackend {
         let mut out = Vec::with_capacity(batch.len());
         for p in pending {
             out.push(match p {
-                Err(e) => SendOutcome::Rejected { reason: e.to_string() },
+                Err(e) => SendOutcome::Rejected {
+                    reason: e.to_string(),
+                },
                 Ok(fut) => match fut.await {
                     Ok(Ok(_)) => SendOutcome::Sent,
                     Ok(Err((e, _))) => match kafka_err(&self.shown(), e) {
                         err @ Error::Unreachable { .. } => return Err(err),
-                        other => SendOutcome::Rejected { reason: other.to_string() },
+                        other => SendOutcome::Rejected {
+                            reason: other.to_string(),
+                        },
                     },
-                    Err(_) => SendOutcome::Rejected { reason: "the producer went away before the delivery report".into() },
+                    Err(_) => SendOutcome::Rejected {
+                        reason: "the producer went away before the delivery report".into(),
+                    },
                 },
             });
         }
@@ -391,11 +498,22 @@ impl QueueBackend for KafkaBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { read: true, tail: true, delete: true, write: true, read_side_effect: None, per_message_destination: true }
+        Capabilities {
+            read: true,
+            tail: true,
+            delete: true,
+            write: true,
+            read_side_effect: None,
+            per_message_destination: true,
+        }
     }
 
     async fn inspect(&self) -> Result<Inspection> {
-        let mut ins = Inspection { queue: self.shown(), backend: "kafka", ..Inspection::default() };
+        let mut ins = Inspection {
+            queue: self.shown(),
+            backend: "kafka",
+            ..Inspection::default()
+        };
         let c = self.consumer(Some(&self.redrive_group()))?;
         let marks = self.watermarks(&c)?;
         let committed = self.committed(&c)?;
@@ -403,7 +521,14 @@ impl QueueBackend for KafkaBackend {
         let mut lag = 0i64;
         let mut t = Table {
             title: format!("partitions (redrive group {})", self.redrive_group()),
-            columns: vec!["partition".into(), "low".into(), "high".into(), "messages".into(), "redrive committed".into(), "redrive lag".into()],
+            columns: vec![
+                "partition".into(),
+                "low".into(),
+                "high".into(),
+                "messages".into(),
+                "redrive committed".into(),
+                "redrive lag".into(),
+            ],
             rows: Vec::new(),
         };
         for (p, lo, hi) in &marks {
@@ -412,12 +537,35 @@ impl QueueBackend for KafkaBackend {
             let com = committed.get(p).copied();
             let l = hi - com.unwrap_or(*lo).max(*lo);
             lag += l;
-            t.rows.push(vec![(*p).into(), (*lo).into(), (*hi).into(), n.into(), com.map_or(Value::Null, Value::from), l.into()]);
+            t.rows.push(vec![
+                (*p).into(),
+                (*lo).into(),
+                (*hi).into(),
+                n.into(),
+                com.map_or(Value::Null, Value::from),
+                l.into(),
+            ]);
         }
-        ins.facts.push(Fact::new("topic", self.k.topic.clone(), self.k.topic.clone()));
-        ins.facts.push(Fact::new("partitions", marks.len() as u64, marks.len().to_string()));
-        ins.facts.push(Fact::new("messages", total, format!("{total} (high - low watermarks; offsets can have gaps)")));
-        ins.facts.push(Fact::new("redrive_lag", lag, format!("{lag} not yet redriven by {}", self.redrive_group())));
+        ins.facts.push(Fact::new(
+            "topic",
+            self.k.topic.clone(),
+            self.k.topic.clone(),
+        ));
+        ins.facts.push(Fact::new(
+            "partitions",
+            marks.len() as u64,
+            marks.len().to_string(),
+        ));
+        ins.facts.push(Fact::new(
+            "messages",
+            total,
+            format!("{total} (high - low watermarks; offsets can have gaps)"),
+        ));
+        ins.facts.push(Fact::new(
+            "redrive_lag",
+            lag,
+            format!("{lag} not yet redriven by {}", self.redrive_group()),
+        ));
         match self.topic_configs(&self.k.topic).await {
             Ok(cfg) => {
                 let ret = cfg.get("retention.ms").cloned();
@@ -426,8 +574,15 @@ impl QueueBackend for KafkaBackend {
                     Some(Ok(ms)) => crate::output::fmt_duration(Duration::from_millis(ms as u64)),
                     _ => "not reported by the broker".to_string(),
                 };
-                ins.facts.push(Fact::new("retention_ms", ret.map_or(Value::Null, Value::from), shown));
-                let cp = cfg.get("cleanup.policy").cloned().unwrap_or_else(|| "delete (default; not reported)".into());
+                ins.facts.push(Fact::new(
+                    "retention_ms",
+                    ret.map_or(Value::Null, Value::from),
+                    shown,
+                ));
+                let cp = cfg
+                    .get("cleanup.policy")
+                    .cloned()
+                    .unwrap_or_else(|| "delete (default; not reported)".into());
                 ins.facts.push(Fact::new("cleanup_policy", cp.clone(), cp));
             }
             Err(e) => ins.notes.push(format!("DescribeConfigs: {e}")),
@@ -439,7 +594,12 @@ impl QueueBackend for KafkaBackend {
         let mut by_class: BTreeMap<(String, String), u64> = BTreeMap::new();
         let (mut oldest, mut newest): (Option<DateTime<Utc>>, Option<DateTime<Utc>>) = (None, None);
         let classifier = crate::classify::Classifier::builtin();
-        let mut stream = self.scan(ScanOptions { limit: Some(SAMPLE), page_size: 500 }).await?;
+        let mut stream = self
+            .scan(ScanOptions {
+                limit: Some(SAMPLE),
+                page_size: 500,
+            })
+            .await?;
         let mut seen = 0u64;
         while let Some(m) = futures::StreamExt::next(&mut stream).await {
             let m = m?;
@@ -448,22 +608,50 @@ impl QueueBackend for KafkaBackend {
                 oldest = Some(oldest.map_or(t, |o| o.min(t)));
                 newest = Some(newest.map_or(t, |n| n.max(t)));
             }
-            *by_topic.entry(m.source.clone().unwrap_or_else(|| "(no dead-letter headers)".into())).or_default() += 1;
+            *by_topic
+                .entry(
+                    m.source
+                        .clone()
+                        .unwrap_or_else(|| "(no dead-letter headers)".into()),
+                )
+                .or_default() += 1;
             let c = classifier.classify(&m);
             *by_class.entry((c.kind.to_string(), c.rule)).or_default() += 1;
         }
-        ins.facts.push(Fact::new("oldest", oldest.map(|t| t.to_rfc3339()), oldest.map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())));
-        ins.facts.push(Fact::new("newest", newest.map(|t| t.to_rfc3339()), newest.map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())));
-        let sampled = if seen >= SAMPLE { format!(" (oldest {SAMPLE})") } else { String::new() };
+        ins.facts.push(Fact::new(
+            "oldest",
+            oldest.map(|t| t.to_rfc3339()),
+            oldest.map_or("-".into(), |t| {
+                t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+            }),
+        ));
+        ins.facts.push(Fact::new(
+            "newest",
+            newest.map(|t| t.to_rfc3339()),
+            newest.map_or("-".into(), |t| {
+                t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+            }),
+        ));
+        let sampled = if seen >= SAMPLE {
+            format!(" (oldest {SAMPLE})")
+        } else {
+            String::new()
+        };
         ins.tables.push(Table {
             title: format!("by original topic{sampled}"),
             columns: vec!["original topic".into(), "messages".into()],
-            rows: by_topic.into_iter().map(|(k, v)| vec![k.into(), v.into()]).collect(),
+            rows: by_topic
+                .into_iter()
+                .map(|(k, v)| vec![k.into(), v.into()])
+                .collect(),
         });
         ins.tables.push(Table {
             title: format!("by failure class (built-in rules){sampled}"),
             columns: vec!["class".into(), "rule".into(), "messages".into()],
-            rows: by_class.into_iter().map(|((k, r), v)| vec![k.into(), r.into(), v.into()]).collect(),
+            rows: by_class
+                .into_iter()
+                .map(|((k, r), v)| vec![k.into(), r.into(), v.into()])
+                .collect(),
         });
         Ok(ins)
     }
@@ -485,7 +673,10 @@ impl QueueBackend for KafkaBackend {
     async fn tail(&self, opts: TailOptions) -> Result<MessageStream<'_>> {
         let c = self.consumer(None)?;
         let marks = self.watermarks(&c)?;
-        let start: HashMap<i32, i64> = marks.iter().map(|(p, lo, hi)| (*p, if opts.from_start { *lo } else { *hi })).collect();
+        let start: HashMap<i32, i64> = marks
+            .iter()
+            .map(|(p, lo, hi)| (*p, if opts.from_start { *lo } else { *hi }))
+            .collect();
         self.assign(&c, &start)?;
         Ok(Box::pin(async_stream::try_stream! {
             loop {
@@ -505,20 +696,49 @@ impl QueueBackend for KafkaBackend {
 
     async fn destination(&self, m: &Message) -> Result<Option<Address>> {
         Ok(m.source.as_ref().map(|t| {
-            Address::Kafka(KafkaAddress { brokers: self.k.brokers.clone(), topic: t.clone(), range: Default::default() })
+            Address::Kafka(KafkaAddress {
+                brokers: self.k.brokers.clone(),
+                topic: t.clone(),
+                range: Default::default(),
+            })
         }))
     }
 
     async fn verify_facts(&self, cfg: &QueueConfig) -> Result<VerifyFacts> {
         let mut f = VerifyFacts::default();
-        let check = |id: &str, title: &str, status: Status, detail: String| Check { id: id.into(), title: title.into(), status, detail };
-        f.checks.push(check("kafka-dlt-exists", "The dead-letter topic exists", Status::Pass, format!("{} with {} partition(s)", self.k.topic, self.partitions.len())));
+        let check = |id: &str, title: &str, status: Status, detail: String| Check {
+            id: id.into(),
+            title: title.into(),
+            status,
+            detail,
+        };
+        f.checks.push(check(
+            "kafka-dlt-exists",
+            "The dead-letter topic exists",
+            Status::Pass,
+            format!(
+                "{} with {} partition(s)",
+                self.k.topic,
+                self.partitions.len()
+            ),
+        ));
         let dlt = self.topic_configs(&self.k.topic).await;
-        let ms = |cfg: &HashMap<String, String>| cfg.get("retention.ms").and_then(|v| v.parse::<i64>().ok());
-        let ret = |ms: i64| if ms < 0 { Retention::Forever } else { Retention::For(Duration::from_millis(ms as u64)) };
+        let ms = |cfg: &HashMap<String, String>| {
+            cfg.get("retention.ms").and_then(|v| v.parse::<i64>().ok())
+        };
+        let ret = |ms: i64| {
+            if ms < 0 {
+                Retention::Forever
+            } else {
+                Retention::For(Duration::from_millis(ms as u64))
+            }
+        };
         match &dlt {
             Ok(c) => {
-                let policy = c.get("cleanup.policy").cloned().unwrap_or_else(|| "delete".into());
+                let policy = c
+                    .get("cleanup.policy")
+                    .cloned()
+                    .unwrap_or_else(|| "delete".into());
                 f.checks.push(match policy.as_str() {
                     p if p.contains("compact") && p.contains("delete") => check("kafka-cleanup-policy", "cleanup.policy keeps dead letters", Status::Warn, format!("cleanup.policy={p}: compaction keeps only the latest record per key, so dead letters with a repeated key are lost")),
                     p if p.contains("compact") => check("kafka-cleanup-policy", "cleanup.policy keeps dead letters", Status::Fail, format!("cleanup.policy={p}: compaction deletes every dead letter but the latest per key")),
@@ -526,16 +746,34 @@ impl QueueBackend for KafkaBackend {
                 });
                 match ms(c) {
                     Some(v) => {
-                        f.checks.push(check("kafka-retention-readable", "retention.ms is readable", Status::Pass, format!("{}: retention.ms={v}", self.k.topic)));
-                        f.redelivery.push(Term { label: "DLT retention".into(), value: ret(v), source: format!("retention.ms of {}", self.k.topic) });
+                        f.checks.push(check(
+                            "kafka-retention-readable",
+                            "retention.ms is readable",
+                            Status::Pass,
+                            format!("{}: retention.ms={v}", self.k.topic),
+                        ));
+                        f.redelivery.push(Term {
+                            label: "DLT retention".into(),
+                            value: ret(v),
+                            source: format!("retention.ms of {}", self.k.topic),
+                        });
                     }
                     None => {
                         f.checks.push(check("kafka-retention-readable", "retention.ms is readable", Status::Warn, format!("the broker did not report retention.ms for {}; counted as the broker default of 7d", self.k.topic)));
-                        f.redelivery.push(Term { label: "DLT retention".into(), value: Retention::For(Duration::from_secs(7 * 86400)), source: "broker default (not reported)".into() });
+                        f.redelivery.push(Term {
+                            label: "DLT retention".into(),
+                            value: Retention::For(Duration::from_secs(7 * 86400)),
+                            source: "broker default (not reported)".into(),
+                        });
                     }
                 }
             }
-            Err(e) => f.checks.push(check("kafka-retention-readable", "retention.ms is readable", Status::Fail, e.to_string())),
+            Err(e) => f.checks.push(check(
+                "kafka-retention-readable",
+                "retention.ms is readable",
+                Status::Fail,
+                e.to_string(),
+            )),
         }
         let source = match &cfg.source {
             Some(s) => match Address::parse(s) {
@@ -547,13 +785,36 @@ impl QueueBackend for KafkaBackend {
         if let Some(src) = source {
             match self.topic_configs(&src).await {
                 Ok(c) => match ms(&c) {
-                    Some(v) => f.redelivery.insert(0, Term { label: "source topic retention".into(), value: ret(v), source: format!("retention.ms of {src}") }),
-                    None => f.checks.push(check("kafka-retention-readable", "retention.ms is readable", Status::Warn, format!("the broker did not report retention.ms for {src}"))),
+                    Some(v) => f.redelivery.insert(
+                        0,
+                        Term {
+                            label: "source topic retention".into(),
+                            value: ret(v),
+                            source: format!("retention.ms of {src}"),
+                        },
+                    ),
+                    None => f.checks.push(check(
+                        "kafka-retention-readable",
+                        "retention.ms is readable",
+                        Status::Warn,
+                        format!("the broker did not report retention.ms for {src}"),
+                    )),
                 },
-                Err(e) => f.checks.push(check("kafka-source-topic", "The source topic is readable", Status::Fail, e.to_string())),
+                Err(e) => f.checks.push(check(
+                    "kafka-source-topic",
+                    "The source topic is readable",
+                    Status::Fail,
+                    e.to_string(),
+                )),
             }
         } else {
-            f.checks.push(check("kafka-source-topic", "The source topic is known", Status::Warn, "no `source` in dlqctl.toml: the source topic's retention is not in the arithmetic".into()));
+            f.checks.push(check(
+                "kafka-source-topic",
+                "The source topic is known",
+                Status::Warn,
+                "no `source` in dlqctl.toml: the source topic's retention is not in the arithmetic"
+                    .into(),
+            ));
         }
         Ok(f)
     }
@@ -564,12 +825,17 @@ impl QueueBackend for KafkaBackend {
         let cutoff = Utc::now() - chrono::Duration::from_std(age).unwrap_or_default();
         let mut tpl = TopicPartitionList::new();
         for &p in &self.partitions {
-            tpl.add_partition_offset(&self.k.topic, p, Offset::Offset(cutoff.timestamp_millis())).map_err(|e| kafka_err(&self.shown(), e))?;
+            tpl.add_partition_offset(&self.k.topic, p, Offset::Offset(cutoff.timestamp_millis()))
+                .map_err(|e| kafka_err(&self.shown(), e))?;
         }
-        let found = blocking(|| c.offsets_for_times(tpl, TIMEOUT)).map_err(|e| kafka_err(&self.shown(), e))?;
+        let found = blocking(|| c.offsets_for_times(tpl, TIMEOUT))
+            .map_err(|e| kafka_err(&self.shown(), e))?;
         let mut n = 0u64;
         for e in found.elements() {
-            let (lo, hi) = marks.iter().find(|m| m.0 == e.partition()).map_or((0, 0), |m| (m.1, m.2));
+            let (lo, hi) = marks
+                .iter()
+                .find(|m| m.0 == e.partition())
+                .map_or((0, 0), |m| (m.1, m.2));
             let first_newer = match e.offset() {
                 Offset::Offset(o) => o,
                 _ => hi,
@@ -614,8 +880,19 @@ mod session {
                 end.insert(p, hi);
             }
             b.assign(&c, &start)?;
-            let open = end.iter().filter(|(p, e)| start.get(p).is_some_and(|s| s < e)).map(|(p, e)| (*p, *e)).collect();
-            Ok(KafkaMoveSession { b, c: Arc::new(c), end, open, batch: Vec::new(), blocked: HashMap::new() })
+            let open = end
+                .iter()
+                .filter(|(p, e)| start.get(p).is_some_and(|s| s < e))
+                .map(|(p, e)| (*p, *e))
+                .collect();
+            Ok(KafkaMoveSession {
+                b,
+                c: Arc::new(c),
+                end,
+                open,
+                batch: Vec::new(),
+                blocked: HashMap::new(),
+            })
         }
     }
 
@@ -625,7 +902,11 @@ mod session {
             let mut out = Vec::new();
             self.batch.clear();
             while out.len() < n && !self.open.is_empty() {
-                let wait = if out.is_empty() { idle() } else { Duration::from_millis(200) };
+                let wait = if out.is_empty() {
+                    idle()
+                } else {
+                    Duration::from_millis(200)
+                };
                 let m = match tokio::time::timeout(wait, self.c.recv()).await {
                     Err(_) if out.is_empty() => {
                         // Idle with partitions still short of their end: gaps (transaction
@@ -637,7 +918,9 @@ mod session {
                     Ok(r) => r.map_err(|e| kafka_err(&self.b.shown(), e))?,
                 };
                 let p = m.partition();
-                let Some(&end) = self.open.get(&p) else { continue };
+                let Some(&end) = self.open.get(&p) else {
+                    continue;
+                };
                 if m.offset() >= end {
                     self.open.remove(&p);
                     continue;
@@ -672,10 +955,12 @@ mod session {
             }
             let mut tpl = TopicPartitionList::new();
             for (p, o) in commit {
-                tpl.add_partition_offset(&self.b.k.topic, p, Offset::Offset(o)).map_err(|e| kafka_err(&self.b.shown(), e))?;
+                tpl.add_partition_offset(&self.b.k.topic, p, Offset::Offset(o))
+                    .map_err(|e| kafka_err(&self.b.shown(), e))?;
             }
             let c = self.c.clone();
-            blocking(|| c.commit(&tpl, CommitMode::Sync)).map_err(|e| kafka_err(&self.b.shown(), e))?;
+            blocking(|| c.commit(&tpl, CommitMode::Sync))
+                .map_err(|e| kafka_err(&self.b.shown(), e))?;
             let _ = &self.end;
             Ok(())
         }

@@ -40,9 +40,18 @@ impl PruneJob {
 /// The pg_cron job pruning `schema.table`, if any (the shortest retention when several).
 pub async fn prune_jobs(pool: &PgPool, schema: &str, table: &str) -> Result<Option<PruneJob>> {
     // Without USAGE on schema cron even to_regclass fails: nothing is discoverable then.
-    let has_cron: bool = match sqlx::query_scalar("SELECT to_regclass('cron.job') IS NOT NULL").fetch_one(pool).await {
+    let has_cron: bool = match sqlx::query_scalar("SELECT to_regclass('cron.job') IS NOT NULL")
+        .fetch_one(pool)
+        .await
+    {
         Ok(b) => b,
-        Err(e) if e.as_database_error().and_then(|d| d.code()).is_some_and(|c| c == "42501") => return Ok(None),
+        Err(e)
+            if e.as_database_error()
+                .and_then(|d| d.code())
+                .is_some_and(|c| c == "42501") =>
+        {
+            return Ok(None);
+        }
         Err(e) => return Err(pg_err("pg_cron", e)),
     };
     if !has_cron {

@@ -27,6 +27,7 @@ pub mod dedupe;
 pub mod headers;
 pub mod layout;
 mod moves;
+pub mod systems;
 mod write;
 
 use layout::{DLQ_COLUMNS, Layout, QUEUE_COLUMNS};
@@ -104,7 +105,9 @@ pub async fn connect(conn: &Url) -> Result<PgPool> {
     let shown = redact(conn.as_str());
     // `statement_cache=0` is dlqctl's: a PgBouncer in transaction mode cannot keep prepared
     // statements. The driver must not see it.
-    let no_cache = conn.query_pairs().any(|(k, v)| k == "statement_cache" && v == "0");
+    let no_cache = conn
+        .query_pairs()
+        .any(|(k, v)| k == "statement_cache" && v == "0");
     let mut url = conn.clone();
     let keep: Vec<(String, String)> = conn
         .query_pairs()

@@ -397,7 +397,13 @@ fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
         _ => sp.clone(),
     };
     // The stable id: the producer's, else the row's own key (as everywhere else).
-    let mut vals = vec![format!("COALESCE({smid}::text, {sid}::text)::{}", tgt.cols["message_id"].ty), payload];
+    let mut vals = vec![
+        format!(
+            "COALESCE({smid}::text, {sid}::text)::{}",
+            tgt.cols["message_id"].ty
+        ),
+        payload,
+    ];
     if let Some(c) = tgt.col("payload_bytes")
         && tgt.payload() != PayloadKind::Bytea
     {

@@ -48,7 +48,11 @@ pub(crate) fn place_body(l: &Layout, m: &Message) -> Placed {
             Placed::Rejected(format!(
                 "{why}, and {} cannot hold it: {} (docs/postgres.md#binary-payloads)",
                 l.display,
-                if has_bytes { "its payload column is NOT NULL" } else { "it has no payload_bytes column" }
+                if has_bytes {
+                    "its payload column is NOT NULL"
+                } else {
+                    "it has no payload_bytes column"
+                }
             ))
         }
     };

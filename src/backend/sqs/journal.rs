@@ -33,7 +33,16 @@ fn dir() -> PathBuf {
 impl Journal {
     pub fn open(arn: &str, url: &str) -> Result<Journal> {
         let key = if arn.is_empty() { url } else { arn };
-        let name: String = key.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
+        let name: String = key
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
         let d = dir();
         std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
         let path = d.join(format!("{name}.log"));
@@ -55,8 +64,16 @@ impl Journal {
         if !pending.is_empty() {
             tracing::warn!(count = pending.len(), path = %path.display(), "an earlier redrive was interrupted after sending; those messages will be deleted, not sent again");
         }
-        let file = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| Error::io(&path, e))?;
-        Ok(Journal { path, file, pending })
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        Ok(Journal {
+            path,
+            file,
+            pending,
+        })
     }
 
     pub fn was_sent(&self, id: &str) -> bool {
@@ -74,7 +91,10 @@ impl Journal {
             text.push_str(id);
             text.push('\n');
         }
-        self.file.write_all(text.as_bytes()).and_then(|_| self.file.sync_data()).map_err(|e| Error::io(&self.path, e))
+        self.file
+            .write_all(text.as_bytes())
+            .and_then(|_| self.file.sync_data())
+            .map_err(|e| Error::io(&self.path, e))
     }
 
     pub fn sent(&mut self, ids: &[String]) -> Result<()> {
@@ -104,7 +124,9 @@ impl Journal {
             text.push_str(id);
             text.push('\n');
         }
-        std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &self.path)).map_err(|e| Error::io(&self.path, e))
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, &self.path))
+            .map_err(|e| Error::io(&self.path, e))
     }
 }
 
@@ -125,6 +147,11 @@ mod tests {
         assert!(j.was_sent("b") && !j.was_sent("a"));
         j.deleted(&["b".into()]).unwrap();
         j.compact().unwrap();
-        assert!(!d.path().join("journal").join("arn_aws_sqs_us-east-1_1_q.log").exists());
+        assert!(
+            !d.path()
+                .join("journal")
+                .join("arn_aws_sqs_us-east-1_1_q.log")
+                .exists()
+        );
     }
 }

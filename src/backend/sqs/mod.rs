@@ -17,14 +17,17 @@ use async_trait::async_trait;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use aws_sdk_sqs::types::{ChangeMessageVisibilityBatchRequestEntry, MessageSystemAttributeName, QueueAttributeName};
+use aws_sdk_sqs::types::{
+    ChangeMessageVisibilityBatchRequestEntry, MessageSystemAttributeName, QueueAttributeName,
+};
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use super::{
-    AwsOptions, Capabilities, Check, Fact, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
-    QueueBackend, ScanOptions, SendOutcome, Status, Table, TailOptions, Term, VerifyFacts,
+    AwsOptions, Capabilities, Check, Fact, Inspection, MessageStream, MoveOptions, MoveSession,
+    OpenOptions, QueueBackend, ScanOptions, SendOutcome, Status, Table, TailOptions, Term,
+    VerifyFacts,
 };
 use crate::address::{Address, SqsAddress};
 use crate::config::{IdSource, QueueConfig, Retention};
@@ -41,8 +44,26 @@ mod session;
 pub const STABLE_ID_ATTRIBUTE: &str = "dlqctl-stable-id";
 
 /// Attributes read as the failure reason, when an application records one.
-const ERROR_ATTRS: &[&str] = &["error", "error_message", "errormessage", "x-error", "x-error-message", "exception", "exception_message", "failure_reason", "dlq_reason", "dead_letter_reason"];
-const ERROR_CLASS_ATTRS: &[&str] = &["error_class", "errortype", "error_type", "exception_class", "exception_type", "x-error-class"];
+const ERROR_ATTRS: &[&str] = &[
+    "error",
+    "error_message",
+    "errormessage",
+    "x-error",
+    "x-error-message",
+    "exception",
+    "exception_message",
+    "failure_reason",
+    "dlq_reason",
+    "dead_letter_reason",
+];
+const ERROR_CLASS_ATTRS: &[&str] = &[
+    "error_class",
+    "errortype",
+    "error_type",
+    "exception_class",
+    "exception_type",
+    "x-error-class",
+];
 
 pub struct SqsBackend {
     addr: Address,
@@ -78,7 +99,10 @@ where
             } else {
                 Error::Unreachable {
                     target,
-                    reason: format!("{} (nothing was lost; re-run to continue)", last_cause(&text)),
+                    reason: format!(
+                        "{} (nothing was lost; re-run to continue)",
+                        last_cause(&text)
+                    ),
                 }
             }
         }
@@ -87,17 +111,32 @@ where
             let msg = e.message().unwrap_or_default().to_string();
             let short = code.rsplit('.').next().unwrap_or(&code).to_string();
             match short.as_str() {
-                "NonExistentQueue" | "QueueDoesNotExist" | "ResourceNotFoundException" => Error::NotFound {
-                    what: format!("queue {target}"),
-                    detail: "check the name, region and account (AWS_REGION, --region, the URL)".into(),
-                },
-                "AccessDenied" | "AccessDeniedException" | "InvalidClientTokenId" | "SignatureDoesNotMatch"
-                | "UnrecognizedClientException" | "ExpiredToken" | "InvalidSecurity" | "KmsAccessDenied" => {
-                    Error::PermissionDenied { target, reason: format!("{short}: {msg}") }
+                "NonExistentQueue" | "QueueDoesNotExist" | "ResourceNotFoundException" => {
+                    Error::NotFound {
+                        what: format!("queue {target}"),
+                        detail:
+                            "check the name, region and account (AWS_REGION, --region, the URL)"
+                                .into(),
+                    }
                 }
+                "AccessDenied"
+                | "AccessDeniedException"
+                | "InvalidClientTokenId"
+                | "SignatureDoesNotMatch"
+                | "UnrecognizedClientException"
+                | "ExpiredToken"
+                | "InvalidSecurity"
+                | "KmsAccessDenied" => Error::PermissionDenied {
+                    target,
+                    reason: format!("{short}: {msg}"),
+                },
                 _ => Error::Backend {
                     target,
-                    reason: if msg.is_empty() { short } else { format!("{short}: {msg}") },
+                    reason: if msg.is_empty() {
+                        short
+                    } else {
+                        format!("{short}: {msg}")
+                    },
                 },
             }
         }
@@ -119,7 +158,11 @@ async fn client_for(a: &SqsAddress, o: &AwsOptions) -> Result<Client> {
     }
     let endpoint = o.endpoint_url.clone().or_else(|| {
         // A queue URL that is not AWS's (an emulator) is its own endpoint.
-        a.url.as_deref().and_then(|u| url::Url::parse(u).ok()).filter(|u| !u.host_str().unwrap_or_default().ends_with("amazonaws.com")).map(|u| u.origin().ascii_serialization())
+        a.url
+            .as_deref()
+            .and_then(|u| url::Url::parse(u).ok())
+            .filter(|u| !u.host_str().unwrap_or_default().ends_with("amazonaws.com"))
+            .map(|u| u.origin().ascii_serialization())
     });
     if let Some(e) = endpoint {
         loader = loader.endpoint_url(e);
@@ -128,10 +171,13 @@ async fn client_for(a: &SqsAddress, o: &AwsOptions) -> Result<Client> {
     if conf.region().is_none() {
         return Err(Error::Config {
             path: "AWS configuration".into(),
-            reason: "no AWS region: set AWS_REGION, pass --region, or use a queue URL or ARN".into(),
+            reason: "no AWS region: set AWS_REGION, pass --region, or use a queue URL or ARN"
+                .into(),
         });
     }
-    let conf = aws_sdk_sqs::config::Builder::from(&conf).interceptor(CountRequests).build();
+    let conf = aws_sdk_sqs::config::Builder::from(&conf)
+        .interceptor(CountRequests)
+        .build();
     Ok(Client::from_conf(conf))
 }
 
@@ -161,12 +207,16 @@ impl aws_sdk_sqs::config::Intercept for CountRequests {
     }
 }
 
-pub(crate) fn system_attr(m: &aws_sdk_sqs::types::Message, k: MessageSystemAttributeName) -> Option<&str> {
+pub(crate) fn system_attr(
+    m: &aws_sdk_sqs::types::Message,
+    k: MessageSystemAttributeName,
+) -> Option<&str> {
     m.attributes().and_then(|a| a.get(&k)).map(String::as_str)
 }
 
 fn millis(s: Option<&str>) -> Option<DateTime<Utc>> {
-    s.and_then(|v| v.parse::<i64>().ok()).and_then(|ms| Utc.timestamp_millis_opt(ms).single())
+    s.and_then(|v| v.parse::<i64>().ok())
+        .and_then(|ms| Utc.timestamp_millis_opt(ms).single())
 }
 
 /// `arn:aws:sqs:REGION:ACCOUNT:NAME` → an address.
@@ -176,7 +226,9 @@ pub(crate) fn arn_address(arn: &str) -> Option<Address> {
 
 impl SqsBackend {
     pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<SqsBackend> {
-        let Address::Sqs(a) = addr else { unreachable!("SqsBackend::open with a non-SQS address") };
+        let Address::Sqs(a) = addr else {
+            unreachable!("SqsBackend::open with a non-SQS address")
+        };
         let client = client_for(a, &opts.aws).await?;
         let shown = addr.to_string();
         let url = match &a.url {
@@ -190,7 +242,10 @@ impl SqsBackend {
                     .await
                     .map_err(|e| sdk_err(&shown, e))?
                     .queue_url()
-                    .ok_or_else(|| Error::NotFound { what: format!("queue {shown}"), detail: String::new() })?
+                    .ok_or_else(|| Error::NotFound {
+                        what: format!("queue {shown}"),
+                        detail: String::new(),
+                    })?
                     .to_string()
             }
         };
@@ -203,10 +258,17 @@ impl SqsBackend {
             .map_err(|e| sdk_err(&shown, e))?;
         let attrs: HashMap<String, String> = out
             .attributes()
-            .map(|m| m.iter().map(|(k, v)| (k.as_str().to_string(), v.clone())).collect())
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.as_str().to_string(), v.clone()))
+                    .collect()
+            })
             .unwrap_or_default();
         let fifo = attrs.get("FifoQueue").is_some_and(|v| v == "true") || a.name.ends_with(".fifo");
-        let max_size = attrs.get("MaximumMessageSize").and_then(|v| v.parse().ok()).unwrap_or(262_144);
+        let max_size = attrs
+            .get("MaximumMessageSize")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(262_144);
         Ok(SqsBackend {
             addr: addr.clone(),
             client,
@@ -249,7 +311,9 @@ impl SqsBackend {
     }
 
     fn own_redrive_policy(&self) -> Option<Value> {
-        self.attrs.get("RedrivePolicy").and_then(|p| serde_json::from_str(p).ok())
+        self.attrs
+            .get("RedrivePolicy")
+            .and_then(|p| serde_json::from_str(p).ok())
     }
 
     /// Reading a DLQ that has its own RedrivePolicy can push messages onward.
@@ -284,12 +348,21 @@ impl SqsBackend {
                         let value = if ty.starts_with("Binary") {
                             AttrValue::Binary {
                                 data_type: ty,
-                                value: v.binary_value().map(|b| b.as_ref().to_vec()).unwrap_or_default(),
+                                value: v
+                                    .binary_value()
+                                    .map(|b| b.as_ref().to_vec())
+                                    .unwrap_or_default(),
                             }
                         } else {
-                            AttrValue::Text { data_type: ty, value: v.string_value().unwrap_or_default().to_string() }
+                            AttrValue::Text {
+                                data_type: ty,
+                                value: v.string_value().unwrap_or_default().to_string(),
+                            }
                         };
-                        Attribute { name: name.clone(), value }
+                        Attribute {
+                            name: name.clone(),
+                            value,
+                        }
                     })
                     .collect()
             })
@@ -304,7 +377,11 @@ impl SqsBackend {
         };
         let error = match (find(ERROR_CLASS_ATTRS), find(ERROR_ATTRS)) {
             (None, None) => None,
-            (class, message) => Some(ErrorInfo { class, message, trace: None }),
+            (class, message) => Some(ErrorInfo {
+                class,
+                message,
+                trace: None,
+            }),
         };
         let mut msg = Message {
             id: native_id.clone(),
@@ -312,21 +389,30 @@ impl SqsBackend {
             body: m.body().unwrap_or_default().as_bytes().to_vec(),
             key: None,
             group: system_attr(m, MessageSystemAttributeName::MessageGroupId).map(str::to_string),
-            dedup_id: system_attr(m, MessageSystemAttributeName::MessageDeduplicationId).map(str::to_string),
+            dedup_id: system_attr(m, MessageSystemAttributeName::MessageDeduplicationId)
+                .map(str::to_string),
             partition: None,
-            receive_count: system_attr(m, MessageSystemAttributeName::ApproximateReceiveCount).and_then(|v| v.parse().ok()),
+            receive_count: system_attr(m, MessageSystemAttributeName::ApproximateReceiveCount)
+                .and_then(|v| v.parse().ok()),
             enqueued_at: millis(system_attr(m, MessageSystemAttributeName::SentTimestamp)),
             dead_lettered_at: None,
             error,
-            source: system_attr(m, MessageSystemAttributeName::DeadLetterQueueSourceArn).map(str::to_string),
+            source: system_attr(m, MessageSystemAttributeName::DeadLetterQueueSourceArn)
+                .map(str::to_string),
             meta: Default::default(),
             attributes,
         };
-        msg.meta.insert("queue".into(), Value::String(self.name.clone()));
+        msg.meta
+            .insert("queue".into(), Value::String(self.name.clone()));
         if let Some(seq) = system_attr(m, MessageSystemAttributeName::SequenceNumber) {
-            msg.meta.insert("sequence_number".into(), Value::String(seq.to_string()));
+            msg.meta
+                .insert("sequence_number".into(), Value::String(seq.to_string()));
         }
-        if let Some(Attribute { value, .. }) = msg.attributes.iter().find(|a| a.name == STABLE_ID_ATTRIBUTE) {
+        if let Some(Attribute { value, .. }) = msg
+            .attributes
+            .iter()
+            .find(|a| a.name == STABLE_ID_ATTRIBUTE)
+        {
             msg.id = value.display();
         }
         super::apply_id_source(&mut msg, self.id.as_ref());
@@ -397,20 +483,30 @@ impl SqsBackend {
             .map_err(|e| sdk_err(url, e))?;
         Ok(out
             .attributes()
-            .map(|m| m.iter().map(|(k, v)| (k.as_str().to_string(), v.clone())).collect())
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.as_str().to_string(), v.clone()))
+                    .collect()
+            })
             .unwrap_or_default())
     }
 
     fn url_address(&self, url: &str) -> Address {
         match Address::parse(url) {
             Ok(a) => a,
-            Err(_) => Address::Sqs(SqsAddress { name: url.rsplit('/').next().unwrap_or(url).to_string(), url: Some(url.to_string()), region: None, account: None }),
+            Err(_) => Address::Sqs(SqsAddress {
+                name: url.rsplit('/').next().unwrap_or(url).to_string(),
+                url: Some(url.to_string()),
+                region: None,
+                account: None,
+            }),
         }
     }
 }
 
 fn secs(v: Option<u64>) -> String {
-    v.map(|s| crate::output::fmt_duration(Duration::from_secs(s))).unwrap_or_else(|| "-".into())
+    v.map(|s| crate::output::fmt_duration(Duration::from_secs(s)))
+        .unwrap_or_else(|| "-".into())
 }
 
 #[async_trait]
@@ -426,63 +522,143 @@ impl QueueBackend for SqsBackend {
             delete: true,
             write: true,
             per_message_destination: true,
-            read_side_effect: Some("increments each message's ApproximateReceiveCount (SQS has no side-effect-free read) and hides it until the read ends"),
+            read_side_effect: Some(
+                "increments each message's ApproximateReceiveCount (SQS has no side-effect-free read) and hides it until the read ends",
+            ),
         }
     }
 
     async fn inspect(&self) -> Result<Inspection> {
-        let mut ins = Inspection { queue: self.shown(), backend: "sqs", ..Inspection::default() };
+        let mut ins = Inspection {
+            queue: self.shown(),
+            backend: "sqs",
+            ..Inspection::default()
+        };
         let n = |k: &str| self.attr_u64(k).unwrap_or(0);
-        ins.facts.push(Fact::new("queue_url", self.url.clone(), self.url.clone()));
-        ins.facts.push(Fact::new("arn", self.arn.clone(), self.arn.clone()));
-        ins.facts.push(Fact::new("type", if self.fifo { "fifo" } else { "standard" }, if self.fifo { "FIFO" } else { "standard" }));
-        ins.facts.push(Fact::new("messages", n("ApproximateNumberOfMessages") + n("ApproximateNumberOfMessagesNotVisible") + n("ApproximateNumberOfMessagesDelayed"), "(approximate) visible + in flight + delayed"));
+        ins.facts
+            .push(Fact::new("queue_url", self.url.clone(), self.url.clone()));
+        ins.facts
+            .push(Fact::new("arn", self.arn.clone(), self.arn.clone()));
+        ins.facts.push(Fact::new(
+            "type",
+            if self.fifo { "fifo" } else { "standard" },
+            if self.fifo { "FIFO" } else { "standard" },
+        ));
+        ins.facts.push(Fact::new(
+            "messages",
+            n("ApproximateNumberOfMessages")
+                + n("ApproximateNumberOfMessagesNotVisible")
+                + n("ApproximateNumberOfMessagesDelayed"),
+            "(approximate) visible + in flight + delayed",
+        ));
         if let Some(f) = ins.facts.last_mut() {
             f.display = format!("{} (approximate)", f.value);
         }
-        ins.facts.push(Fact::new("visible", n("ApproximateNumberOfMessages"), n("ApproximateNumberOfMessages").to_string()));
-        ins.facts.push(Fact::new("in_flight", n("ApproximateNumberOfMessagesNotVisible"), n("ApproximateNumberOfMessagesNotVisible").to_string()));
-        ins.facts.push(Fact::new("delayed", n("ApproximateNumberOfMessagesDelayed"), n("ApproximateNumberOfMessagesDelayed").to_string()));
-        ins.facts.push(Fact::new("retention_seconds", self.attr_u64("MessageRetentionPeriod"), secs(self.attr_u64("MessageRetentionPeriod"))));
-        ins.facts.push(Fact::new("visibility_timeout_seconds", self.attr_u64("VisibilityTimeout"), secs(self.attr_u64("VisibilityTimeout"))));
-        ins.facts.push(Fact::new("maximum_message_size", self.max_size as u64, format!("{} bytes", self.max_size)));
+        ins.facts.push(Fact::new(
+            "visible",
+            n("ApproximateNumberOfMessages"),
+            n("ApproximateNumberOfMessages").to_string(),
+        ));
+        ins.facts.push(Fact::new(
+            "in_flight",
+            n("ApproximateNumberOfMessagesNotVisible"),
+            n("ApproximateNumberOfMessagesNotVisible").to_string(),
+        ));
+        ins.facts.push(Fact::new(
+            "delayed",
+            n("ApproximateNumberOfMessagesDelayed"),
+            n("ApproximateNumberOfMessagesDelayed").to_string(),
+        ));
+        ins.facts.push(Fact::new(
+            "retention_seconds",
+            self.attr_u64("MessageRetentionPeriod"),
+            secs(self.attr_u64("MessageRetentionPeriod")),
+        ));
+        ins.facts.push(Fact::new(
+            "visibility_timeout_seconds",
+            self.attr_u64("VisibilityTimeout"),
+            secs(self.attr_u64("VisibilityTimeout")),
+        ));
+        ins.facts.push(Fact::new(
+            "maximum_message_size",
+            self.max_size as u64,
+            format!("{} bytes", self.max_size),
+        ));
         if self.fifo {
-            let cbd = self.attrs.get("ContentBasedDeduplication").is_some_and(|v| v == "true");
-            ins.facts.push(Fact::new("content_based_deduplication", cbd, cbd.to_string()));
+            let cbd = self
+                .attrs
+                .get("ContentBasedDeduplication")
+                .is_some_and(|v| v == "true");
+            ins.facts.push(Fact::new(
+                "content_based_deduplication",
+                cbd,
+                cbd.to_string(),
+            ));
         }
-        if let Some(t) = millis(self.attrs.get("CreatedTimestamp").map(|s| format!("{s}000")).as_deref()) {
-            ins.facts.push(Fact::new("created", t.to_rfc3339(), t.format("%Y-%m-%d %H:%M UTC").to_string()));
+        if let Some(t) = millis(
+            self.attrs
+                .get("CreatedTimestamp")
+                .map(|s| format!("{s}000"))
+                .as_deref(),
+        ) {
+            ins.facts.push(Fact::new(
+                "created",
+                t.to_rfc3339(),
+                t.format("%Y-%m-%d %H:%M UTC").to_string(),
+            ));
         }
         match self.own_redrive_policy() {
             Some(p) => {
-                ins.facts.push(Fact::new("own_redrive_policy", p.clone(), p.to_string()));
+                ins.facts
+                    .push(Fact::new("own_redrive_policy", p.clone(), p.to_string()));
                 ins.notes.push("this queue has its own RedrivePolicy: reading it (peek, tail, export, classify) can push messages onward, so dlqctl refuses without --allow-onward-redrive".into());
             }
-            None => ins.facts.push(Fact::new("own_redrive_policy", Value::Null, "none")),
+            None => ins
+                .facts
+                .push(Fact::new("own_redrive_policy", Value::Null, "none")),
         }
         if let Some(p) = self.attrs.get("RedriveAllowPolicy") {
-            ins.facts.push(Fact::new("redrive_allow_policy", serde_json::from_str::<Value>(p).unwrap_or(Value::String(p.clone())), p.clone()));
+            ins.facts.push(Fact::new(
+                "redrive_allow_policy",
+                serde_json::from_str::<Value>(p).unwrap_or(Value::String(p.clone())),
+                p.clone(),
+            ));
         }
         let mut sources = Table {
             title: "source queues (RedrivePolicy pointing here)".into(),
-            columns: vec!["queue".into(), "maxReceiveCount".into(), "retention".into(), "visibility".into(), "type".into()],
+            columns: vec![
+                "queue".into(),
+                "maxReceiveCount".into(),
+                "retention".into(),
+                "visibility".into(),
+                "type".into(),
+            ],
             rows: Vec::new(),
         };
         match self.source_urls().await {
             Ok(urls) => {
                 for u in urls {
                     let a = self.queue_attrs(u).await.unwrap_or_default();
-                    let policy: Value = a.get("RedrivePolicy").and_then(|p| serde_json::from_str(p).ok()).unwrap_or(Value::Null);
+                    let policy: Value = a
+                        .get("RedrivePolicy")
+                        .and_then(|p| serde_json::from_str(p).ok())
+                        .unwrap_or(Value::Null);
                     sources.rows.push(vec![
                         u.clone().into(),
                         policy["maxReceiveCount"].clone(),
                         secs(a.get("MessageRetentionPeriod").and_then(|v| v.parse().ok())).into(),
                         secs(a.get("VisibilityTimeout").and_then(|v| v.parse().ok())).into(),
-                        (if a.get("FifoQueue").is_some_and(|v| v == "true") { "FIFO" } else { "standard" }).into(),
+                        (if a.get("FifoQueue").is_some_and(|v| v == "true") {
+                            "FIFO"
+                        } else {
+                            "standard"
+                        })
+                        .into(),
                     ]);
                 }
                 if urls.is_empty() {
-                    ins.notes.push("no queue's RedrivePolicy points here".into());
+                    ins.notes
+                        .push("no queue's RedrivePolicy points here".into());
                 }
             }
             Err(e) => ins.notes.push(format!("ListDeadLetterSourceQueues: {e}")),
@@ -490,7 +666,11 @@ impl QueueBackend for SqsBackend {
         ins.tables.push(sources);
         match native::list_tasks(&self.client, &self.arn).await {
             Ok(tasks) if !tasks.is_empty() => ins.tables.push(native::tasks_table(&tasks)),
-            Ok(_) => ins.facts.push(Fact::new("move_tasks", Value::Array(vec![]), "none running")),
+            Ok(_) => ins.facts.push(Fact::new(
+                "move_tasks",
+                Value::Array(vec![]),
+                "none running",
+            )),
             Err(e) => ins.notes.push(format!("native move tasks: {e}")),
         }
         ins.notes.push("SQS reports no message ages without receiving; `dlqctl peek` shows them (and counts as a receive)".into());
@@ -504,7 +684,11 @@ impl QueueBackend for SqsBackend {
 
     async fn tail(&self, opts: TailOptions) -> Result<MessageStream<'_>> {
         self.guard_reads()?;
-        let since = if opts.from_start { None } else { Some(Utc::now() - chrono::Duration::seconds(1)) };
+        let since = if opts.from_start {
+            None
+        } else {
+            Some(Utc::now() - chrono::Duration::seconds(1))
+        };
         Ok(session::follow(self, since))
     }
 
@@ -536,15 +720,28 @@ impl QueueBackend for SqsBackend {
                 Ok(Address::Sqs(a)) => match a.url {
                     Some(u) => vec![u],
                     None => {
-                        let r = self.client.get_queue_url().queue_name(&a.name).send().await.map_err(|e| sdk_err(s, e))?;
-                        r.queue_url().map(|u| vec![u.to_string()]).unwrap_or_default()
+                        let r = self
+                            .client
+                            .get_queue_url()
+                            .queue_name(&a.name)
+                            .send()
+                            .await
+                            .map_err(|e| sdk_err(s, e))?;
+                        r.queue_url()
+                            .map(|u| vec![u.to_string()])
+                            .unwrap_or_default()
                     }
                 },
                 _ => Vec::new(),
             },
             None => self.source_urls().await?.clone(),
         };
-        let check = |id: &str, title: &str, status: Status, detail: String| Check { id: id.into(), title: title.into(), status, detail };
+        let check = |id: &str, title: &str, status: Status, detail: String| Check {
+            id: id.into(),
+            title: title.into(),
+            status,
+            detail,
+        };
         if sources.is_empty() {
             facts.checks.push(check("sqs-redrive-policy", "A source's RedrivePolicy points at this DLQ", Status::Fail, format!("no queue's RedrivePolicy targets {} (set `source` in dlqctl.toml or attach a RedrivePolicy)", self.arn)));
         }
@@ -552,28 +749,81 @@ impl QueueBackend for SqsBackend {
         for u in &sources {
             let a = self.queue_attrs(u).await?;
             let name = u.rsplit('/').next().unwrap_or(u);
-            let src_ret: u64 = a.get("MessageRetentionPeriod").and_then(|v| v.parse().ok()).unwrap_or(345_600);
+            let src_ret: u64 = a
+                .get("MessageRetentionPeriod")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(345_600);
             longest_src = longest_src.max(src_ret);
             let src_fifo = a.get("FifoQueue").is_some_and(|v| v == "true");
-            let policy: Option<Value> = a.get("RedrivePolicy").and_then(|p| serde_json::from_str(p).ok());
+            let policy: Option<Value> = a
+                .get("RedrivePolicy")
+                .and_then(|p| serde_json::from_str(p).ok());
             match &policy {
                 Some(p) if p["deadLetterTargetArn"].as_str() == Some(self.arn.as_str()) => {
-                    facts.checks.push(check("sqs-redrive-policy", "The source's RedrivePolicy points at this DLQ", Status::Pass, format!("{name} → {}", self.name)));
-                    let mrc = p["maxReceiveCount"].as_u64().or_else(|| p["maxReceiveCount"].as_str().and_then(|s| s.parse().ok())).unwrap_or(0);
+                    facts.checks.push(check(
+                        "sqs-redrive-policy",
+                        "The source's RedrivePolicy points at this DLQ",
+                        Status::Pass,
+                        format!("{name} → {}", self.name),
+                    ));
+                    let mrc = p["maxReceiveCount"]
+                        .as_u64()
+                        .or_else(|| p["maxReceiveCount"].as_str().and_then(|s| s.parse().ok()))
+                        .unwrap_or(0);
                     let (st, why) = match mrc {
-                        0 | 1 => (Status::Fail, "a message can be dead-lettered after one receive that never reached a consumer"),
-                        2..=3 => (Status::Warn, "few retries: transient failures may be dead-lettered"),
+                        0 | 1 => (
+                            Status::Fail,
+                            "a message can be dead-lettered after one receive that never reached a consumer",
+                        ),
+                        2..=3 => (
+                            Status::Warn,
+                            "few retries: transient failures may be dead-lettered",
+                        ),
                         _ => (Status::Pass, "room for retries"),
                     };
-                    facts.checks.push(check("sqs-max-receive-count", "maxReceiveCount > 1", st, format!("{name}: maxReceiveCount {mrc}: {why}")));
+                    facts.checks.push(check(
+                        "sqs-max-receive-count",
+                        "maxReceiveCount > 1",
+                        st,
+                        format!("{name}: maxReceiveCount {mrc}: {why}"),
+                    ));
                 }
-                Some(p) => facts.checks.push(check("sqs-redrive-policy", "The source's RedrivePolicy points at this DLQ", Status::Fail, format!("{name}'s RedrivePolicy targets {}, not {}", p["deadLetterTargetArn"].as_str().unwrap_or("?"), self.arn))),
-                None => facts.checks.push(check("sqs-redrive-policy", "The source's RedrivePolicy points at this DLQ", Status::Fail, format!("{name} has no RedrivePolicy"))),
+                Some(p) => facts.checks.push(check(
+                    "sqs-redrive-policy",
+                    "The source's RedrivePolicy points at this DLQ",
+                    Status::Fail,
+                    format!(
+                        "{name}'s RedrivePolicy targets {}, not {}",
+                        p["deadLetterTargetArn"].as_str().unwrap_or("?"),
+                        self.arn
+                    ),
+                )),
+                None => facts.checks.push(check(
+                    "sqs-redrive-policy",
+                    "The source's RedrivePolicy points at this DLQ",
+                    Status::Fail,
+                    format!("{name} has no RedrivePolicy"),
+                )),
             }
             facts.checks.push(if src_fifo == self.fifo {
-                check("sqs-fifo-match", "Source and DLQ are the same type", Status::Pass, format!("both {}", if self.fifo { "FIFO" } else { "standard" }))
+                check(
+                    "sqs-fifo-match",
+                    "Source and DLQ are the same type",
+                    Status::Pass,
+                    format!("both {}", if self.fifo { "FIFO" } else { "standard" }),
+                )
             } else {
-                check("sqs-fifo-match", "Source and DLQ are the same type", Status::Fail, format!("{name} is {} but {} is {}: SQS requires FIFO with FIFO", if src_fifo { "FIFO" } else { "standard" }, self.name, if self.fifo { "FIFO" } else { "standard" }))
+                check(
+                    "sqs-fifo-match",
+                    "Source and DLQ are the same type",
+                    Status::Fail,
+                    format!(
+                        "{name} is {} but {} is {}: SQS requires FIFO with FIFO",
+                        if src_fifo { "FIFO" } else { "standard" },
+                        self.name,
+                        if self.fifo { "FIFO" } else { "standard" }
+                    ),
+                )
             });
             if !self.fifo {
                 facts.checks.push(if dlq_ret >= src_ret {
@@ -583,7 +833,10 @@ impl QueueBackend for SqsBackend {
                 });
             }
             if let Some(h) = cfg.handler_timeout {
-                let vis: u64 = a.get("VisibilityTimeout").and_then(|v| v.parse().ok()).unwrap_or(30);
+                let vis: u64 = a
+                    .get("VisibilityTimeout")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(30);
                 facts.checks.push(if Duration::from_secs(vis) > h {
                     check("sqs-visibility", "Visibility timeout exceeds the handler timeout", Status::Pass, format!("{name}: {} > {}", secs(Some(vis)), crate::output::fmt_duration(h)))
                 } else {
@@ -594,8 +847,16 @@ impl QueueBackend for SqsBackend {
         // The arithmetic: standard queues keep the first enqueue time (a copy can arrive until
         // the longer of the two retentions ends); FIFO queues reset it (they add up).
         if self.fifo {
-            facts.redelivery.push(Term { label: "source retention".into(), value: Retention::For(Duration::from_secs(longest_src)), source: "MessageRetentionPeriod of the source".into() });
-            facts.redelivery.push(Term { label: "DLQ retention (FIFO: counted from dead-lettering)".into(), value: Retention::For(Duration::from_secs(dlq_ret)), source: "MessageRetentionPeriod of the DLQ".into() });
+            facts.redelivery.push(Term {
+                label: "source retention".into(),
+                value: Retention::For(Duration::from_secs(longest_src)),
+                source: "MessageRetentionPeriod of the source".into(),
+            });
+            facts.redelivery.push(Term {
+                label: "DLQ retention (FIFO: counted from dead-lettering)".into(),
+                value: Retention::For(Duration::from_secs(dlq_ret)),
+                source: "MessageRetentionPeriod of the DLQ".into(),
+            });
         } else {
             facts.redelivery.push(Term {
                 label: "max(source, DLQ) retention (standard: counted from first enqueue)".into(),
@@ -623,10 +884,24 @@ impl QueueBackend for SqsBackend {
     async fn start_native_move(&self, to: Option<&Address>, rate: Option<f64>) -> Result<String> {
         let dest = match to {
             Some(Address::Sqs(_)) => {
-                let b = SqsBackend::open(to.expect("checked"), &OpenOptions { aws: self.opts.clone(), as_target: true, ..OpenOptions::default() }).await?;
+                let b = SqsBackend::open(
+                    to.expect("checked"),
+                    &OpenOptions {
+                        aws: self.opts.clone(),
+                        as_target: true,
+                        ..OpenOptions::default()
+                    },
+                )
+                .await?;
                 Some(b.arn.clone())
             }
-            Some(other) => return Err(Error::Unsupported { backend: "sqs", operation: "native redrive", reason: format!("StartMessageMoveTask moves to SQS queues only, not {other}") }),
+            Some(other) => {
+                return Err(Error::Unsupported {
+                    backend: "sqs",
+                    operation: "native redrive",
+                    reason: format!("StartMessageMoveTask moves to SQS queues only, not {other}"),
+                });
+            }
             None => None,
         };
         native::start(&self.client, &self.arn, dest.as_deref(), rate).await

@@ -15,19 +15,29 @@ fn unsupported_or(e: Error) -> Error {
     match &e {
         // moto answers these calls with HTTP 500; some emulators with InvalidAction.
         Error::Backend { reason, .. }
-            if reason.contains("InternalFailure") || reason.contains("InvalidAction") || reason.contains("not implemented") || reason.contains("Unknown") =>
+            if reason.contains("InternalFailure")
+                || reason.contains("InvalidAction")
+                || reason.contains("not implemented")
+                || reason.contains("Unknown") =>
         {
             Error::Unsupported {
                 backend: "sqs",
                 operation: "native redrive (message move tasks)",
-                reason: format!("this endpoint does not implement StartMessageMoveTask/ListMessageMoveTasks ({reason}); use the client-side redrive (without --native)"),
+                reason: format!(
+                    "this endpoint does not implement StartMessageMoveTask/ListMessageMoveTasks ({reason}); use the client-side redrive (without --native)"
+                ),
             }
         }
         _ => e,
     }
 }
 
-pub async fn start(client: &Client, source_arn: &str, destination_arn: Option<&str>, rate: Option<f64>) -> Result<String> {
+pub async fn start(
+    client: &Client,
+    source_arn: &str,
+    destination_arn: Option<&str>,
+    rate: Option<f64>,
+) -> Result<String> {
     let mut req = client.start_message_move_task().source_arn(source_arn);
     if let Some(d) = destination_arn {
         req = req.destination_arn(d);
@@ -35,11 +45,17 @@ pub async fn start(client: &Client, source_arn: &str, destination_arn: Option<&s
     if let Some(r) = rate {
         let r = r.round() as i32;
         if !(1..=500).contains(&r) {
-            return Err(Error::invalid_arg("--rate", "a native move runs at 1 to 500 messages per second"));
+            return Err(Error::invalid_arg(
+                "--rate",
+                "a native move runs at 1 to 500 messages per second",
+            ));
         }
         req = req.max_number_of_messages_per_second(r);
     }
-    let out = req.send().await.map_err(|e| unsupported_or(sdk_err(source_arn, e)))?;
+    let out = req
+        .send()
+        .await
+        .map_err(|e| unsupported_or(sdk_err(source_arn, e)))?;
     Ok(out.task_handle().unwrap_or_default().to_string())
 }
 
@@ -60,7 +76,9 @@ pub async fn list_tasks(client: &Client, source_arn: &str) -> Result<Vec<MoveTas
             source: t.source_arn().unwrap_or_default().to_string(),
             destination: t.destination_arn().map(str::to_string),
             moved: t.approximate_number_of_messages_moved().max(0) as u64,
-            to_move: t.approximate_number_of_messages_to_move().map(|n| n.max(0) as u64),
+            to_move: t
+                .approximate_number_of_messages_to_move()
+                .map(|n| n.max(0) as u64),
             rate: t.max_number_of_messages_per_second(),
             failure: t.failure_reason().map(str::to_string),
             started_ms: t.started_timestamp(),
@@ -81,7 +99,13 @@ pub async fn cancel(client: &Client, handle: &str) -> Result<u64> {
 pub fn tasks_table(tasks: &[MoveTask]) -> Table {
     Table {
         title: "native move tasks (newest first)".into(),
-        columns: vec!["status".into(), "moved".into(), "to move".into(), "destination".into(), "failure".into()],
+        columns: vec![
+            "status".into(),
+            "moved".into(),
+            "to move".into(),
+            "destination".into(),
+            "failure".into(),
+        ],
         rows: tasks
             .iter()
             .map(|t| {
@@ -89,7 +113,10 @@ pub fn tasks_table(tasks: &[MoveTask]) -> Table {
                     t.status.clone().into(),
                     t.moved.into(),
                     t.to_move.map_or(Value::Null, Value::from),
-                    t.destination.clone().unwrap_or_else(|| "original sources".into()).into(),
+                    t.destination
+                        .clone()
+                        .unwrap_or_else(|| "original sources".into())
+                        .into(),
                     t.failure.clone().map_or(Value::Null, Value::from),
                 ]
             })
@@ -124,7 +151,10 @@ mod tests {
                 .header("x-amz-target", format!("AmazonSQS.{target}"))
                 .body(SdkBody::from(req.to_string()))
                 .unwrap(),
-            http::Response::builder().status(status).body(SdkBody::from(resp.to_string())).unwrap(),
+            http::Response::builder()
+                .status(status)
+                .body(SdkBody::from(resp.to_string()))
+                .unwrap(),
         )
     }
 
@@ -133,22 +163,50 @@ mod tests {
     #[tokio::test]
     async fn start_list_and_cancel() {
         let (c, http) = client(vec![
-            ev("StartMessageMoveTask", r#"{"SourceArn":"arn:aws:sqs:us-east-1:123456789012:orders-dlq","MaxNumberOfMessagesPerSecond":50}"#, 200, r#"{"TaskHandle":"th-1"}"#),
-            ev("ListMessageMoveTasks", r#"{"SourceArn":"arn:aws:sqs:us-east-1:123456789012:orders-dlq","MaxResults":10}"#, 200,
-               r#"{"Results":[{"TaskHandle":"th-1","Status":"RUNNING","SourceArn":"arn:aws:sqs:us-east-1:123456789012:orders-dlq","ApproximateNumberOfMessagesMoved":120,"ApproximateNumberOfMessagesToMove":400,"MaxNumberOfMessagesPerSecond":50,"StartedTimestamp":1764680000000}]}"#),
-            ev("CancelMessageMoveTask", r#"{"TaskHandle":"th-1"}"#, 200, r#"{"ApproximateNumberOfMessagesMoved":130}"#),
+            ev(
+                "StartMessageMoveTask",
+                r#"{"SourceArn":"arn:aws:sqs:us-east-1:123456789012:orders-dlq","MaxNumberOfMessagesPerSecond":50}"#,
+                200,
+                r#"{"TaskHandle":"th-1"}"#,
+            ),
+            ev(
+                "ListMessageMoveTasks",
+                r#"{"SourceArn":"arn:aws:sqs:us-east-1:123456789012:orders-dlq","MaxResults":10}"#,
+                200,
+                r#"{"Results":[{"TaskHandle":"th-1","Status":"RUNNING","SourceArn":"arn:aws:sqs:us-east-1:123456789012:orders-dlq","ApproximateNumberOfMessagesMoved":120,"ApproximateNumberOfMessagesToMove":400,"MaxNumberOfMessagesPerSecond":50,"StartedTimestamp":1764680000000}]}"#,
+            ),
+            ev(
+                "CancelMessageMoveTask",
+                r#"{"TaskHandle":"th-1"}"#,
+                200,
+                r#"{"ApproximateNumberOfMessagesMoved":130}"#,
+            ),
         ]);
         assert_eq!(start(&c, ARN, None, Some(50.0)).await.unwrap(), "th-1");
         let t = list_tasks(&c, ARN).await.unwrap();
-        assert_eq!((t[0].status.as_str(), t[0].moved, t[0].to_move), ("RUNNING", 120, Some(400)));
+        assert_eq!(
+            (t[0].status.as_str(), t[0].moved, t[0].to_move),
+            ("RUNNING", 120, Some(400))
+        );
         assert_eq!(cancel(&c, "th-1").await.unwrap(), 130);
         http.relaxed_requests_match();
     }
 
     #[tokio::test]
     async fn rates_are_checked_and_unsupported_endpoints_say_so() {
-        let (c, _) = client(vec![ev("StartMessageMoveTask", "{}", 500, r#"{"__type":"InternalFailure","message":"not implemented"}"#)]);
-        assert_eq!(start(&c, ARN, None, Some(900.0)).await.unwrap_err().exit_code(), 2);
+        let (c, _) = client(vec![ev(
+            "StartMessageMoveTask",
+            "{}",
+            500,
+            r#"{"__type":"InternalFailure","message":"not implemented"}"#,
+        )]);
+        assert_eq!(
+            start(&c, ARN, None, Some(900.0))
+                .await
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
         let e = start(&c, ARN, None, None).await.unwrap_err();
         assert!(matches!(e, Error::Unsupported { .. }), "{e}");
         assert!(e.to_string().contains("without --native"), "{e}");

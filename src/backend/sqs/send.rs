@@ -25,7 +25,8 @@ fn valid_attr_name(n: &str) -> bool {
     let lower = n.to_ascii_lowercase();
     !n.is_empty()
         && n.len() <= 256
-        && n.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
         && !n.starts_with('.')
         && !n.ends_with('.')
         && !n.contains("..")
@@ -42,13 +43,21 @@ pub struct Prepared {
 fn run_id() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        format!("{:012x}", fnv1a(format!("{t}-{}", std::process::id()).as_bytes()) & 0xffff_ffff_ffff)
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        format!(
+            "{:012x}",
+            fnv1a(format!("{t}-{}", std::process::id()).as_bytes()) & 0xffff_ffff_ffff
+        )
     })
 }
 
 fn fnv1a(b: &[u8]) -> u64 {
-    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, x| (h ^ *x as u64).wrapping_mul(0x100_0000_01b3))
+    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, x| {
+        (h ^ *x as u64).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 /// Everything SQS would refuse, refused here with a reason; nothing is silently dropped.
@@ -57,7 +66,10 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
         "the body is binary (not UTF-8); SQS bodies are text: export it and replay it into a backend that takes bytes, or base64 it first".to_string()
     })?;
     if let Some(bad) = body.chars().find(|c| !allowed(*c)) {
-        return Err(format!("the body contains U+{:04X}, which SQS does not allow in a message", bad as u32));
+        return Err(format!(
+            "the body contains U+{:04X}, which SQS does not allow in a message",
+            bad as u32
+        ));
     }
     if body.is_empty() {
         return Err("the body is empty; SQS needs at least one character".into());
@@ -66,50 +78,98 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
     let mut size = body.len();
     for a in &m.attributes {
         if !valid_attr_name(&a.name) {
-            return Err(format!("attribute/header name `{}` is not a valid SQS attribute name", a.name));
+            return Err(format!(
+                "attribute/header name `{}` is not a valid SQS attribute name",
+                a.name
+            ));
         }
         if attrs.contains_key(&a.name) {
-            return Err(format!("attribute/header `{}` appears more than once; SQS attributes are unique", a.name));
+            return Err(format!(
+                "attribute/header `{}` appears more than once; SQS attributes are unique",
+                a.name
+            ));
         }
         let v = match &a.value {
-            AttrValue::Null => return Err(format!("header `{}` has a null value, which SQS cannot carry", a.name)),
+            AttrValue::Null => {
+                return Err(format!(
+                    "header `{}` has a null value, which SQS cannot carry",
+                    a.name
+                ));
+            }
             AttrValue::Text { data_type, value } => {
                 if value.is_empty() {
-                    return Err(format!("attribute `{}` is empty; SQS needs a value", a.name));
+                    return Err(format!(
+                        "attribute `{}` is empty; SQS needs a value",
+                        a.name
+                    ));
                 }
                 if let Some(bad) = value.chars().find(|c| !allowed(*c)) {
-                    return Err(format!("attribute `{}` contains U+{:04X}, which SQS does not allow", a.name, bad as u32));
+                    return Err(format!(
+                        "attribute `{}` contains U+{:04X}, which SQS does not allow",
+                        a.name, bad as u32
+                    ));
                 }
-                let ty = if data_type == "Json" { "String.json" } else { data_type.as_str() };
+                let ty = if data_type == "Json" {
+                    "String.json"
+                } else {
+                    data_type.as_str()
+                };
                 size += a.name.len() + ty.len() + value.len();
-                MessageAttributeValue::builder().data_type(ty).string_value(value).build()
+                MessageAttributeValue::builder()
+                    .data_type(ty)
+                    .string_value(value)
+                    .build()
             }
             AttrValue::Binary { data_type, value } => {
                 size += a.name.len() + data_type.len() + value.len();
-                MessageAttributeValue::builder().data_type(data_type).binary_value(Blob::new(value.clone())).build()
+                MessageAttributeValue::builder()
+                    .data_type(data_type)
+                    .binary_value(Blob::new(value.clone()))
+                    .build()
             }
         }
         .map_err(|e| format!("attribute `{}`: {e}", a.name))?;
         attrs.insert(a.name.clone(), v);
     }
     // Carry the stable id when no attribute carries it yet (SQS gives every copy a new MessageId).
-    let carried = m.attributes.iter().any(|a| a.name == STABLE_ID_ATTRIBUTE || a.value.as_bytes() == Some(m.id.as_bytes()));
+    let carried = m
+        .attributes
+        .iter()
+        .any(|a| a.name == STABLE_ID_ATTRIBUTE || a.value.as_bytes() == Some(m.id.as_bytes()));
     if !carried && !m.id.is_empty() && attrs.len() < MAX_ATTRIBUTES {
         let ty = "String";
         size += STABLE_ID_ATTRIBUTE.len() + ty.len() + m.id.len();
         attrs.insert(
             STABLE_ID_ATTRIBUTE.into(),
-            MessageAttributeValue::builder().data_type(ty).string_value(&m.id).build().map_err(|e| e.to_string())?,
+            MessageAttributeValue::builder()
+                .data_type(ty)
+                .string_value(&m.id)
+                .build()
+                .map_err(|e| e.to_string())?,
         );
     }
     if attrs.len() > MAX_ATTRIBUTES {
-        return Err(format!("{} attributes; SQS allows at most {MAX_ATTRIBUTES} per message", attrs.len()));
+        return Err(format!(
+            "{} attributes; SQS allows at most {MAX_ATTRIBUTES} per message",
+            attrs.len()
+        ));
     }
     if size > b.max_size {
-        return Err(format!("{size} bytes is more than the target's MaximumMessageSize ({} bytes)", b.max_size));
+        return Err(format!(
+            "{size} bytes is more than the target's MaximumMessageSize ({} bytes)",
+            b.max_size
+        ));
     }
-    let mut e = SendMessageBatchRequestEntry::builder().id(format!("m{i}")).message_body(body).set_message_attributes(Some(attrs));
-    let group = m.group.clone().or_else(|| m.key.as_deref().and_then(|k| std::str::from_utf8(k).ok()).map(str::to_string));
+    let mut e = SendMessageBatchRequestEntry::builder()
+        .id(format!("m{i}"))
+        .message_body(body)
+        .set_message_attributes(Some(attrs));
+    let group = m.group.clone().or_else(|| {
+        m.key
+            .as_deref()
+            .and_then(|k| std::str::from_utf8(k).ok())
+            .map(str::to_string)
+    });
     if b.fifo {
         let Some(g) = group else {
             return Err("the target is a FIFO queue and the message has no group (MessageGroupId) or key to use as one".into());
@@ -123,14 +183,19 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
             DedupStrategy::PerRun => format!("dlqctl-{}-{:016x}", run_id(), fnv1a(m.id.as_bytes())),
         };
         if dedup.len() > 128 {
-            return Err("MessageDeduplicationId longer than 128 characters (use --dedup-id per-run)".into());
+            return Err(
+                "MessageDeduplicationId longer than 128 characters (use --dedup-id per-run)".into(),
+            );
         }
         e = e.message_group_id(g).message_deduplication_id(dedup);
     } else if let Some(g) = m.group.clone() {
         // Standard queues take a MessageGroupId too (fair queues): keep it.
         e = e.message_group_id(g);
     }
-    Ok(Prepared { entry: e.build().map_err(|e| e.to_string())?, size })
+    Ok(Prepared {
+        entry: e.build().map_err(|e| e.to_string())?,
+        size,
+    })
 }
 
 pub async fn send(b: &SqsBackend, batch: &[Message]) -> Result<Vec<SendOutcome>> {
@@ -161,7 +226,13 @@ pub async fn send(b: &SqsBackend, batch: &[Message]) -> Result<Vec<SendOutcome>>
     let mut results = futures::stream::iter(packs.into_iter().map(|pack| async move {
         let idx: Vec<usize> = pack.iter().map(|(i, _)| *i).collect();
         let entries = pack.into_iter().map(|(_, p)| p.entry).collect();
-        let r = b.client.send_message_batch().queue_url(&b.url).set_entries(Some(entries)).send().await;
+        let r = b
+            .client
+            .send_message_batch()
+            .queue_url(&b.url)
+            .set_entries(Some(entries))
+            .send()
+            .await;
         (idx, r)
     }))
     .buffer_unordered(parallel);
@@ -170,12 +241,20 @@ pub async fn send(b: &SqsBackend, batch: &[Message]) -> Result<Vec<SendOutcome>>
         match r {
             Ok(o) => {
                 for s in o.successful() {
-                    if let Some(i) = s.id().strip_prefix('m').and_then(|n| n.parse::<usize>().ok()) {
+                    if let Some(i) = s
+                        .id()
+                        .strip_prefix('m')
+                        .and_then(|n| n.parse::<usize>().ok())
+                    {
                         out[i] = Some(SendOutcome::Sent);
                     }
                 }
                 for f in o.failed() {
-                    if let Some(i) = f.id().strip_prefix('m').and_then(|n| n.parse::<usize>().ok()) {
+                    if let Some(i) = f
+                        .id()
+                        .strip_prefix('m')
+                        .and_then(|n| n.parse::<usize>().ok())
+                    {
                         out[i] = Some(SendOutcome::Rejected {
                             reason: format!("{}: {}", f.code(), f.message().unwrap_or_default()),
                         });
@@ -183,7 +262,9 @@ pub async fn send(b: &SqsBackend, batch: &[Message]) -> Result<Vec<SendOutcome>>
                 }
                 for i in idx {
                     if out[i].is_none() {
-                        out[i] = Some(SendOutcome::Rejected { reason: "missing from the SendMessageBatch response".into() });
+                        out[i] = Some(SendOutcome::Rejected {
+                            reason: "missing from the SendMessageBatch response".into(),
+                        });
                     }
                 }
             }
@@ -193,7 +274,9 @@ pub async fn send(b: &SqsBackend, batch: &[Message]) -> Result<Vec<SendOutcome>>
                 // so record the error and carry on collecting.
                 let err = sdk_err(&b.shown(), e);
                 for i in idx {
-                    out[i] = Some(SendOutcome::Rejected { reason: format!("request failed: {err}") });
+                    out[i] = Some(SendOutcome::Rejected {
+                        reason: format!("request failed: {err}"),
+                    });
                 }
                 first_err.get_or_insert(err);
             }
@@ -204,7 +287,14 @@ pub async fn send(b: &SqsBackend, batch: &[Message]) -> Result<Vec<SendOutcome>>
     {
         return Err(e);
     }
-    Ok(out.into_iter().map(|o| o.unwrap_or(SendOutcome::Rejected { reason: "not sent".into() })).collect())
+    Ok(out
+        .into_iter()
+        .map(|o| {
+            o.unwrap_or(SendOutcome::Rejected {
+                reason: "not sent".into(),
+            })
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -219,8 +309,14 @@ mod tests {
 
     fn backend(resp: &str) -> SqsBackend {
         let http = StaticReplayClient::new(vec![ReplayEvent::new(
-            http::Request::builder().uri("https://sqs.us-east-1.amazonaws.com/").body(SdkBody::empty()).unwrap(),
-            http::Response::builder().status(200).body(SdkBody::from(resp.to_string())).unwrap(),
+            http::Request::builder()
+                .uri("https://sqs.us-east-1.amazonaws.com/")
+                .body(SdkBody::empty())
+                .unwrap(),
+            http::Response::builder()
+                .status(200)
+                .body(SdkBody::from(resp.to_string()))
+                .unwrap(),
         )]);
         let conf = aws_sdk_sqs::Config::builder()
             .behavior_version(BehaviorVersion::latest())
@@ -246,7 +342,12 @@ mod tests {
     }
 
     fn msg(id: &str) -> Message {
-        Message { id: id.into(), native_id: id.into(), body: format!("{{\"id\":\"{id}\"}}").into_bytes(), ..Message::default() }
+        Message {
+            id: id.into(),
+            native_id: id.into(),
+            body: format!("{{\"id\":\"{id}\"}}").into_bytes(),
+            ..Message::default()
+        }
     }
 
     #[tokio::test]
@@ -257,20 +358,40 @@ mod tests {
         );
         let out = send(&b, &[msg("a"), msg("b"), msg("c")]).await.unwrap();
         assert_eq!(out[0], SendOutcome::Sent);
-        assert_eq!(out[1], SendOutcome::Rejected { reason: "InternalError: try again".into() });
+        assert_eq!(
+            out[1],
+            SendOutcome::Rejected {
+                reason: "InternalError: try again".into()
+            }
+        );
         assert_eq!(out[2], SendOutcome::Sent);
     }
 
     #[test]
     fn packing_respects_count_and_size() {
         let b = backend("{}");
-        let big = Message { body: vec![b'x'; 400_000], ..msg("big") };
+        let big = Message {
+            body: vec![b'x'; 400_000],
+            ..msg("big")
+        };
         let mut sizes = Vec::new();
         for (i, m) in [big.clone(), big.clone(), big].iter().enumerate() {
             sizes.push(prepare(&b, i, m).unwrap().size);
         }
-        assert!(sizes.iter().sum::<usize>() > b.max_size, "three 400 kB messages do not fit one request");
-        let e = prepare(&b, 0, &Message { body: "a\u{0}b".into(), ..msg("nul") }).err().unwrap();
+        assert!(
+            sizes.iter().sum::<usize>() > b.max_size,
+            "three 400 kB messages do not fit one request"
+        );
+        let e = prepare(
+            &b,
+            0,
+            &Message {
+                body: "a\u{0}b".into(),
+                ..msg("nul")
+            },
+        )
+        .err()
+        .unwrap();
         assert!(e.contains("U+0000"), "{e}");
     }
 }

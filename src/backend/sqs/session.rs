@@ -5,7 +5,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use aws_sdk_sqs::types::{ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry, MessageSystemAttributeName};
+use aws_sdk_sqs::types::{
+    ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry,
+    MessageSystemAttributeName,
+};
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -21,10 +24,19 @@ const EMPTY_STREAK: u32 = 3;
 
 /// Long-poll wait per receive, seconds.
 fn wait_seconds() -> i32 {
-    std::env::var("DLQCTL_SQS_WAIT_SECONDS").ok().and_then(|v| v.parse().ok()).unwrap_or(2).clamp(0, 20)
+    std::env::var("DLQCTL_SQS_WAIT_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2)
+        .clamp(0, 20)
 }
 
-async fn receive(b: &SqsBackend, n: i32, visibility: i32, wait: i32) -> Result<Vec<aws_sdk_sqs::types::Message>> {
+async fn receive(
+    b: &SqsBackend,
+    n: i32,
+    visibility: i32,
+    wait: i32,
+) -> Result<Vec<aws_sdk_sqs::types::Message>> {
     let out = b
         .client
         .receive_message()
@@ -42,12 +54,20 @@ async fn receive(b: &SqsBackend, n: i32, visibility: i32, wait: i32) -> Result<V
 
 fn hold(b: &SqsBackend, msgs: &[aws_sdk_sqs::types::Message]) {
     let mut held = b.held.lock().unwrap_or_else(|p| p.into_inner());
-    held.extend(msgs.iter().filter_map(|m| m.receipt_handle()).map(str::to_string));
+    held.extend(
+        msgs.iter()
+            .filter_map(|m| m.receipt_handle())
+            .map(str::to_string),
+    );
 }
 
 /// Hide what was read for the scan's duration, dedupe by MessageId, stop on a streak of
 /// empty long polls; `close()` makes everything visible again.
-pub fn browse(b: &SqsBackend, limit: Option<u64>, since: Option<DateTime<Utc>>) -> MessageStream<'_> {
+pub fn browse(
+    b: &SqsBackend,
+    limit: Option<u64>,
+    since: Option<DateTime<Utc>>,
+) -> MessageStream<'_> {
     let vis = b.visibility();
     Box::pin(async_stream::try_stream! {
         let mut seen: HashSet<String> = HashSet::new();
@@ -164,14 +184,32 @@ impl<'a> SqsMoveSession<'a> {
                                 .expect("all required fields set")
                         })
                         .collect();
-                    if let Err(e) = client.change_message_visibility_batch().queue_url(&url).set_entries(Some(entries)).send().await {
-                        tracing::warn!("visibility heartbeat failed: {}", aws_sdk_sqs::error::DisplayErrorContext(&e));
+                    if let Err(e) = client
+                        .change_message_visibility_batch()
+                        .queue_url(&url)
+                        .set_entries(Some(entries))
+                        .send()
+                        .await
+                    {
+                        tracing::warn!(
+                            "visibility heartbeat failed: {}",
+                            aws_sdk_sqs::error::DisplayErrorContext(&e)
+                        );
                     }
                 }
                 tracing::debug!(messages = all.len(), "visibility extended");
             }
         });
-        Ok(SqsMoveSession { b, batch: Vec::new(), held, current, seen: HashSet::new(), streak: 0, journal, heartbeat })
+        Ok(SqsMoveSession {
+            b,
+            batch: Vec::new(),
+            held,
+            current,
+            seen: HashSet::new(),
+            streak: 0,
+            journal,
+            heartbeat,
+        })
     }
 
     async fn delete(&self, items: &[Claimed]) -> Result<Vec<String>> {
@@ -181,9 +219,20 @@ impl<'a> SqsMoveSession<'a> {
             let entries: Vec<_> = chunk
                 .iter()
                 .enumerate()
-                .map(|(i, c)| DeleteMessageBatchRequestEntry::builder().id(format!("d{i}")).receipt_handle(&c.receipt).build().expect("all required fields set"))
+                .map(|(i, c)| {
+                    DeleteMessageBatchRequestEntry::builder()
+                        .id(format!("d{i}"))
+                        .receipt_handle(&c.receipt)
+                        .build()
+                        .expect("all required fields set")
+                })
                 .collect();
-            let req = self.b.client.delete_message_batch().queue_url(&self.b.url).set_entries(Some(entries));
+            let req = self
+                .b
+                .client
+                .delete_message_batch()
+                .queue_url(&self.b.url)
+                .set_entries(Some(entries));
             calls.push(async move { (chunk, req.send().await) });
         }
         while let Some((chunk, r)) = calls.next().await {
@@ -243,12 +292,17 @@ impl MoveSession for SqsMoveSession<'_> {
             }
             if !resend_done.is_empty() {
                 let deleted = self.delete(&resend_done).await?;
-                tracing::warn!(count = deleted.len(), "deleted messages that an interrupted earlier run had already sent");
+                tracing::warn!(
+                    count = deleted.len(),
+                    "deleted messages that an interrupted earlier run had already sent"
+                );
                 self.journal.deleted(&deleted)?;
             }
             if out.is_empty() {
                 self.streak += 1;
-                if self.streak >= EMPTY_STREAK || (self.streak >= 2 && self.b.visible_now().await? == 0) {
+                if self.streak >= EMPTY_STREAK
+                    || (self.streak >= 2 && self.b.visible_now().await? == 0)
+                {
                     return Ok(None);
                 }
                 continue;
@@ -264,13 +318,30 @@ impl MoveSession for SqsMoveSession<'_> {
     async fn settle(&mut self, accepted: &[usize], _failed: &[usize]) -> Result<()> {
         let batch = std::mem::take(&mut self.batch);
         let acc: HashSet<usize> = accepted.iter().copied().collect();
-        let sent: Vec<Claimed> = batch.iter().enumerate().filter(|(i, _)| acc.contains(i)).map(|(_, c)| c.clone()).collect();
-        let kept: Vec<Claimed> = batch.iter().enumerate().filter(|(i, _)| !acc.contains(i)).map(|(_, c)| c.clone()).collect();
+        let sent: Vec<Claimed> = batch
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| acc.contains(i))
+            .map(|(_, c)| c.clone())
+            .collect();
+        let kept: Vec<Claimed> = batch
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !acc.contains(i))
+            .map(|(_, c)| c.clone())
+            .collect();
         // Journal first: a crash between here and the delete makes the next run delete these
         // instead of sending them again.
-        self.journal.sent(&sent.iter().map(|c| c.id.clone()).collect::<Vec<_>>())?;
-        self.held.lock().unwrap_or_else(|p| p.into_inner()).extend(kept);
-        self.current.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.journal
+            .sent(&sent.iter().map(|c| c.id.clone()).collect::<Vec<_>>())?;
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(kept);
+        self.current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         let deleted = self.delete(&sent).await?;
         self.journal.deleted(&deleted)?;
         Ok(())
@@ -278,7 +349,11 @@ impl MoveSession for SqsMoveSession<'_> {
 
     async fn finish(&mut self) -> Result<()> {
         self.heartbeat.abort();
-        let held: Vec<String> = std::mem::take(&mut *self.held.lock().unwrap_or_else(|p| p.into_inner())).into_iter().map(|c| c.receipt).collect();
+        let held: Vec<String> =
+            std::mem::take(&mut *self.held.lock().unwrap_or_else(|p| p.into_inner()))
+                .into_iter()
+                .map(|c| c.receipt)
+                .collect();
         self.b.release(&held).await?;
         self.journal.compact()?;
         Ok(())

@@ -1,0 +1,458 @@
+//! The dead jobs of PostgreSQL job systems. Each system's tables are reproduced from a current
+//! release's migrations (schema `{s}`), seeded the way the system writes dead jobs: four dead
+//! (two transient, two permanent failures), one alive, one dead but locked by a worker.
+
+use sqlx::AssertSqlSafe;
+
+use crate::harness::{Db, Sandbox, pg_url};
+
+struct Case {
+    system: &'static str,
+    /// Extra URL parameters (schema=, queue=).
+    params: String,
+    ddl: &'static str,
+    /// Dead jobs 1..=5 (5 is the one the test locks), job 6 alive.
+    seed: &'static str,
+    /// How many jobs are back in a runnable state, by the system's own definition.
+    retried: &'static str,
+    /// Lock one dead job (as a running worker would), by key 5.
+    lock: &'static str,
+}
+
+const ERRORS: [&str; 4] = [
+    "upstream timed out after 30s",
+    "validation failed: amount",
+    "HTTP 503 Service Unavailable",
+    "customer 7 not found",
+];
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            system: "river",
+            params: "&schema={s}".into(),
+            ddl: "CREATE TYPE {s}.river_job_state AS ENUM ('available', 'cancelled', 'completed', 'discarded', 'pending', 'retryable', 'running', 'scheduled');
+                  CREATE TABLE {s}.river_migration (line text NOT NULL DEFAULT 'main', version bigint NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (line, version));
+                  INSERT INTO {s}.river_migration (version) VALUES (1), (2), (3), (4), (5), (6);
+                  CREATE TABLE {s}.river_job (
+                    id bigserial PRIMARY KEY, state {s}.river_job_state NOT NULL DEFAULT 'available', attempt smallint NOT NULL DEFAULT 0,
+                    max_attempts smallint NOT NULL, attempted_at timestamptz, created_at timestamptz NOT NULL DEFAULT now(), finalized_at timestamptz,
+                    scheduled_at timestamptz NOT NULL DEFAULT now(), priority smallint NOT NULL DEFAULT 1, args jsonb NOT NULL, attempted_by text[],
+                    errors jsonb[], kind text NOT NULL, metadata jsonb NOT NULL DEFAULT '{}', queue text NOT NULL DEFAULT 'default',
+                    tags varchar(255)[] NOT NULL DEFAULT '{}', unique_key bytea, unique_states bit(8),
+                    CONSTRAINT finalized_or_finalized_at_null CHECK ((finalized_at IS NULL AND state NOT IN ('cancelled', 'completed', 'discarded')) OR (finalized_at IS NOT NULL AND state IN ('cancelled', 'completed', 'discarded'))),
+                    CONSTRAINT max_attempts_is_positive CHECK (max_attempts > 0),
+                    CONSTRAINT priority_in_range CHECK (priority >= 1 AND priority <= 4));
+                  CREATE UNIQUE INDEX river_job_unique_idx ON {s}.river_job (unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled');",
+            seed: "INSERT INTO {s}.river_job (state, attempt, max_attempts, attempted_at, finalized_at, args, errors, kind, queue, created_at)
+                   SELECT 'discarded', 25, 25, now(), now() - (g || ' minutes')::interval, jsonb_build_object('order_id', g),
+                          ARRAY[jsonb_build_object('at', now(), 'attempt', 25, 'error', (ARRAY[{errors}])[1 + (g - 1) % 4], 'trace', 'main.go:12')],
+                          'charge_card', 'payments', now() - (g || ' hours')::interval FROM generate_series(1, 5) g;
+                   INSERT INTO {s}.river_job (args, max_attempts, kind) VALUES ('{\"order_id\": 6}', 25, 'charge_card');",
+            retried: "SELECT count(*) FROM {s}.river_job WHERE state = 'available' AND finalized_at IS NULL AND max_attempts = 26",
+            lock: "SELECT 1 FROM {s}.river_job WHERE id = 5 FOR UPDATE",
+        },
+        Case {
+            system: "oban",
+            params: "&schema={s}".into(),
+            ddl: "CREATE TYPE {s}.oban_job_state AS ENUM ('available', 'scheduled', 'executing', 'retryable', 'completed', 'discarded', 'cancelled');
+                  CREATE TABLE {s}.oban_jobs (
+                    id bigserial PRIMARY KEY, state {s}.oban_job_state NOT NULL DEFAULT 'available', queue text NOT NULL DEFAULT 'default',
+                    worker text NOT NULL, args jsonb NOT NULL DEFAULT '{}', errors jsonb[] NOT NULL DEFAULT ARRAY[]::jsonb[],
+                    attempt integer NOT NULL DEFAULT 0, max_attempts integer NOT NULL DEFAULT 20,
+                    inserted_at timestamp without time zone NOT NULL DEFAULT timezone('UTC', now()),
+                    scheduled_at timestamp without time zone NOT NULL DEFAULT timezone('UTC', now()),
+                    attempted_at timestamp without time zone, completed_at timestamp without time zone, attempted_by text[],
+                    discarded_at timestamp without time zone, priority integer NOT NULL DEFAULT 0, tags text[] DEFAULT ARRAY[]::text[],
+                    meta jsonb DEFAULT '{}', cancelled_at timestamp without time zone,
+                    CONSTRAINT attempt_range CHECK (attempt >= 0 AND attempt <= max_attempts),
+                    CONSTRAINT positive_max_attempts CHECK (max_attempts > 0),
+                    CONSTRAINT queue_length CHECK (char_length(queue) > 0 AND char_length(queue) < 128),
+                    CONSTRAINT worker_length CHECK (char_length(worker) > 0 AND char_length(worker) < 128));",
+            seed: "INSERT INTO {s}.oban_jobs (state, worker, queue, args, errors, attempt, max_attempts, discarded_at, inserted_at)
+                   SELECT 'discarded', 'MyApp.ChargeCard', 'payments', jsonb_build_object('order_id', g),
+                          ARRAY[jsonb_build_object('at', now(), 'attempt', 20, 'error', '** (RuntimeError) ' || (ARRAY[{errors}])[1 + (g - 1) % 4])],
+                          20, 20, timezone('UTC', now()) - (g || ' minutes')::interval, timezone('UTC', now()) - (g || ' hours')::interval FROM generate_series(1, 5) g;
+                   INSERT INTO {s}.oban_jobs (worker, args) VALUES ('MyApp.ChargeCard', '{\"order_id\": 6}');",
+            retried: "SELECT count(*) FROM {s}.oban_jobs WHERE state = 'available' AND discarded_at IS NULL AND max_attempts = 21",
+            lock: "SELECT 1 FROM {s}.oban_jobs WHERE id = 5 FOR UPDATE",
+        },
+        Case {
+            system: "pgmq",
+            params: "&queue={q}".into(),
+            ddl: "CREATE SCHEMA IF NOT EXISTS pgmq;
+                  CREATE TABLE IF NOT EXISTS pgmq.meta (queue_name varchar UNIQUE NOT NULL, is_partitioned boolean NOT NULL, is_unlogged boolean NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
+                  INSERT INTO pgmq.meta VALUES ('{q}', false, false) ON CONFLICT DO NOTHING;
+                  CREATE TABLE pgmq.\"q_{q}\" (msg_id bigint PRIMARY KEY GENERATED ALWAYS AS IDENTITY, read_ct integer NOT NULL DEFAULT 0, enqueued_at timestamptz NOT NULL DEFAULT now(), vt timestamptz NOT NULL, message jsonb, headers jsonb);
+                  CREATE TABLE pgmq.\"a_{q}\" (msg_id bigint PRIMARY KEY, read_ct integer NOT NULL DEFAULT 0, enqueued_at timestamptz NOT NULL DEFAULT now(), archived_at timestamptz NOT NULL DEFAULT now(), vt timestamptz NOT NULL, message jsonb, headers jsonb);",
+            seed: "INSERT INTO pgmq.\"a_{q}\" (msg_id, read_ct, enqueued_at, archived_at, vt, message, headers)
+                   SELECT g, 5, now() - (g || ' hours')::interval, now() - (g || ' minutes')::interval, now(), jsonb_build_object('order_id', g),
+                          jsonb_build_object('error', (ARRAY[{errors}])[1 + (g - 1) % 4]) FROM generate_series(1, 5) g;
+                   INSERT INTO pgmq.\"q_{q}\" (vt, message) VALUES (now(), '{\"order_id\": 6}');",
+            retried: "SELECT count(*) - 1 FROM pgmq.\"q_{q}\"",
+            lock: "SELECT 1 FROM pgmq.\"a_{q}\" WHERE msg_id = 5 FOR UPDATE",
+        },
+        Case {
+            system: "graphile-worker",
+            params: "&schema={s}".into(),
+            ddl: "CREATE TABLE {s}._private_job_queues (id serial PRIMARY KEY, queue_name text NOT NULL UNIQUE, locked_at timestamptz, locked_by text, is_available boolean NOT NULL DEFAULT true);
+                  CREATE TABLE {s}._private_tasks (id serial PRIMARY KEY, identifier text NOT NULL UNIQUE);
+                  CREATE TABLE {s}._private_jobs (
+                    id bigserial PRIMARY KEY, job_queue_id integer REFERENCES {s}._private_job_queues (id), task_id integer NOT NULL REFERENCES {s}._private_tasks (id),
+                    payload json NOT NULL DEFAULT '{}'::json, priority smallint NOT NULL DEFAULT 0, run_at timestamptz NOT NULL DEFAULT now(),
+                    attempts smallint NOT NULL DEFAULT 0, max_attempts smallint NOT NULL DEFAULT 25, last_error text,
+                    created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(), key text UNIQUE,
+                    locked_at timestamptz, locked_by text, revision integer NOT NULL DEFAULT 0, flags jsonb,
+                    is_available boolean GENERATED ALWAYS AS (locked_at IS NULL AND attempts < max_attempts) STORED NOT NULL,
+                    CONSTRAINT jobs_key_check CHECK (length(key) > 0 AND length(key) <= 512),
+                    CONSTRAINT jobs_max_attempts_check CHECK (max_attempts >= 1));
+                  CREATE FUNCTION {s}.reschedule_jobs(job_ids bigint[], run_at timestamptz DEFAULT NULL, priority integer DEFAULT NULL, attempts integer DEFAULT NULL, max_attempts integer DEFAULT NULL)
+                  RETURNS SETOF {s}._private_jobs LANGUAGE sql AS $$
+                    UPDATE {s}._private_jobs AS jobs SET run_at = coalesce(reschedule_jobs.run_at, jobs.run_at), priority = coalesce(reschedule_jobs.priority, jobs.priority),
+                      attempts = coalesce(reschedule_jobs.attempts, jobs.attempts), max_attempts = coalesce(reschedule_jobs.max_attempts, jobs.max_attempts), updated_at = now()
+                    WHERE id = ANY(job_ids) AND (locked_at IS NULL OR locked_at < now() - interval '4 hours') RETURNING *;
+                  $$;",
+            seed: "INSERT INTO {s}._private_tasks (identifier) VALUES ('charge_card');
+                   INSERT INTO {s}._private_job_queues (queue_name) VALUES ('payments');
+                   INSERT INTO {s}._private_jobs (job_queue_id, task_id, payload, attempts, max_attempts, last_error, created_at, updated_at)
+                   SELECT 1, 1, json_build_object('order_id', g), 25, 25, 'Error: ' || (ARRAY[{errors}])[1 + (g - 1) % 4], now() - (g || ' hours')::interval, now() - (g || ' minutes')::interval FROM generate_series(1, 5) g;
+                   INSERT INTO {s}._private_jobs (task_id, payload) VALUES (1, '{\"order_id\": 6}');",
+            retried: "SELECT count(*) FROM {s}._private_jobs WHERE attempts = 0 AND id <> 6",
+            lock: "SELECT 1 FROM {s}._private_jobs WHERE id = 5 FOR UPDATE",
+        },
+        Case {
+            system: "solid_queue",
+            params: "&schema={s}".into(),
+            ddl: "CREATE TABLE {s}.solid_queue_jobs (id bigserial PRIMARY KEY, queue_name varchar NOT NULL, class_name varchar NOT NULL, arguments text, priority integer NOT NULL DEFAULT 0,
+                    active_job_id varchar, scheduled_at timestamp(6), finished_at timestamp(6), concurrency_key varchar, created_at timestamp(6) NOT NULL, updated_at timestamp(6) NOT NULL);
+                  CREATE TABLE {s}.solid_queue_failed_executions (id bigserial PRIMARY KEY, job_id bigint NOT NULL REFERENCES {s}.solid_queue_jobs (id) ON DELETE CASCADE, error text, created_at timestamp(6) NOT NULL);
+                  CREATE UNIQUE INDEX ON {s}.solid_queue_failed_executions (job_id);
+                  CREATE TABLE {s}.solid_queue_ready_executions (id bigserial PRIMARY KEY, job_id bigint NOT NULL REFERENCES {s}.solid_queue_jobs (id) ON DELETE CASCADE, queue_name varchar NOT NULL, priority integer NOT NULL DEFAULT 0, created_at timestamp(6) NOT NULL);
+                  CREATE UNIQUE INDEX ON {s}.solid_queue_ready_executions (job_id);",
+            seed: "INSERT INTO {s}.solid_queue_jobs (queue_name, class_name, arguments, active_job_id, created_at, updated_at)
+                   SELECT 'payments', 'ChargeCardJob', json_build_object('job_class', 'ChargeCardJob', 'arguments', json_build_array(g))::text, md5(g::text), now() - (g || ' hours')::interval, now() FROM generate_series(1, 6) g;
+                   INSERT INTO {s}.solid_queue_failed_executions (job_id, error, created_at)
+                   SELECT g, json_build_object('exception_class', 'Payments::Error', 'message', (ARRAY[{errors}])[1 + (g - 1) % 4], 'backtrace', json_build_array('app/jobs/charge_card_job.rb:7'))::text, now() - (g || ' minutes')::interval FROM generate_series(1, 5) g;",
+            retried: "SELECT count(*) FROM {s}.solid_queue_ready_executions",
+            lock: "SELECT 1 FROM {s}.solid_queue_failed_executions WHERE job_id = 5 FOR UPDATE",
+        },
+        Case {
+            system: "good_job",
+            params: "&schema={s}".into(),
+            ddl: "CREATE TABLE {s}.good_jobs (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), queue_name text, priority integer, serialized_params jsonb, scheduled_at timestamp(6), performed_at timestamp(6),
+                    finished_at timestamp(6), error text, created_at timestamp(6) NOT NULL, updated_at timestamp(6) NOT NULL, active_job_id uuid, concurrency_key text, cron_key text,
+                    retried_good_job_id uuid, cron_at timestamp(6), batch_id uuid, batch_callback_id uuid, is_discrete boolean, executions_count integer, job_class text,
+                    error_event smallint, labels text[], locked_by_id uuid, locked_at timestamp(6));",
+            seed: "INSERT INTO {s}.good_jobs (id, queue_name, priority, serialized_params, performed_at, finished_at, error, created_at, updated_at, active_job_id, executions_count, job_class, error_event)
+                   SELECT ('00000000-0000-0000-0000-00000000000' || g)::uuid, 'payments', 0, jsonb_build_object('job_class', 'ChargeCardJob', 'arguments', jsonb_build_array(g)),
+                          now(), now() - (g || ' minutes')::interval, 'Payments::Error: ' || (ARRAY[{errors}])[1 + (g - 1) % 4], now() - (g || ' hours')::interval, now(), gen_random_uuid(), 5, 'ChargeCardJob', 3
+                   FROM generate_series(1, 5) g;
+                   INSERT INTO {s}.good_jobs (id, queue_name, serialized_params, created_at, updated_at, job_class) VALUES ('00000000-0000-0000-0000-000000000006', 'payments', '{}', now(), now(), 'ChargeCardJob');",
+            retried: "SELECT count(*) FROM {s}.good_jobs WHERE finished_at IS NULL AND performed_at IS NULL AND error IS NOT NULL",
+            lock: "SELECT 1 FROM {s}.good_jobs WHERE id = '00000000-0000-0000-0000-000000000005' FOR UPDATE",
+        },
+        Case {
+            system: "que",
+            params: "&schema={s}".into(),
+            ddl: "CREATE TABLE {s}.que_jobs (priority smallint NOT NULL DEFAULT 100, run_at timestamptz NOT NULL DEFAULT now(), id bigserial PRIMARY KEY, job_class text NOT NULL,
+                    error_count integer NOT NULL DEFAULT 0, last_error_message text, queue text NOT NULL DEFAULT 'default', last_error_backtrace text, finished_at timestamptz,
+                    expired_at timestamptz, args jsonb NOT NULL DEFAULT '[]', data jsonb NOT NULL DEFAULT '{}', job_schema_version integer NOT NULL, kwargs jsonb NOT NULL DEFAULT '{}',
+                    CONSTRAINT error_length CHECK (char_length(last_error_message) <= 500 AND char_length(last_error_backtrace) <= 10000),
+                    CONSTRAINT job_class_length CHECK (char_length(job_class) <= 200), CONSTRAINT queue_length CHECK (char_length(queue) <= 100));",
+            seed: "INSERT INTO {s}.que_jobs (job_class, queue, error_count, last_error_message, last_error_backtrace, expired_at, args, job_schema_version)
+                   SELECT 'ChargeCard', 'payments', 15, (ARRAY[{errors}])[1 + (g - 1) % 4], 'charge_card.rb:9', now() - (g || ' minutes')::interval, jsonb_build_array(g), 2 FROM generate_series(1, 5) g;
+                   INSERT INTO {s}.que_jobs (job_class, args, job_schema_version) VALUES ('ChargeCard', '[6]', 2);",
+            retried: "SELECT count(*) FROM {s}.que_jobs WHERE expired_at IS NULL AND error_count = 0 AND id <> 6",
+            lock: "SELECT 1 FROM {s}.que_jobs WHERE id = 5 FOR UPDATE",
+        },
+        Case {
+            system: "pg-boss",
+            params: "&schema={s}".into(),
+            ddl: "CREATE TYPE {s}.job_state AS ENUM ('created', 'retry', 'active', 'completed', 'cancelled', 'failed');
+                  CREATE TABLE {s}.job (id uuid NOT NULL DEFAULT gen_random_uuid(), name text NOT NULL, priority integer NOT NULL DEFAULT 0, data jsonb,
+                    state {s}.job_state NOT NULL DEFAULT 'created', retry_limit integer NOT NULL DEFAULT 2, retry_count integer NOT NULL DEFAULT 0,
+                    retry_delay integer NOT NULL DEFAULT 0, retry_backoff boolean NOT NULL DEFAULT false, start_after timestamptz NOT NULL DEFAULT now(),
+                    started_on timestamptz, singleton_key text, singleton_on timestamp without time zone, expire_in interval NOT NULL DEFAULT interval '15 minutes',
+                    created_on timestamptz NOT NULL DEFAULT now(), completed_on timestamptz, keep_until timestamptz NOT NULL DEFAULT now() + interval '14 days',
+                    output jsonb, dead_letter text, policy text, PRIMARY KEY (name, id));",
+            seed: "INSERT INTO {s}.job (id, name, data, state, retry_limit, retry_count, started_on, completed_on, created_on, output)
+                   SELECT ('00000000-0000-0000-0000-00000000000' || g)::uuid, 'charge-card', jsonb_build_object('order_id', g), 'failed', 2, 2, now(), now() - (g || ' minutes')::interval,
+                          now() - (g || ' hours')::interval, jsonb_build_object('name', 'Error', 'message', (ARRAY[{errors}])[1 + (g - 1) % 4], 'stack', 'Error: at charge.js:3')
+                   FROM generate_series(1, 5) g;
+                   INSERT INTO {s}.job (id, name, data) VALUES ('00000000-0000-0000-0000-000000000006', 'charge-card', '{\"order_id\": 6}');",
+            retried: "SELECT count(*) FROM {s}.job WHERE state = 'retry' AND retry_limit = 3",
+            lock: "SELECT 1 FROM {s}.job WHERE id = '00000000-0000-0000-0000-000000000005' FOR UPDATE",
+        },
+    ]
+}
+
+fn fill(sql: &str, db: &Db) -> String {
+    let errors = ERRORS
+        .iter()
+        .map(|e| format!("'{e}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    sql.replace("{errors}", &errors)
+        .replace("{q}", &format!("{}_q", db.schema))
+        .replace("{s}", &db.schema)
+}
+
+async fn count(db: &Db, sql: &str) -> i64 {
+    sqlx::query_scalar::<_, i64>(AssertSqlSafe(fill(sql, db)))
+        .fetch_one(&db.pool)
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {sql}"))
+}
+
+#[tokio::test]
+async fn every_command_works_on_every_job_system() {
+    for case in cases() {
+        let db = Db::new(&case.system.replace('-', "_")).await;
+        sqlx::raw_sql(AssertSqlSafe(fill(case.ddl, &db)))
+            .execute(&db.pool)
+            .await
+            .unwrap_or_else(|e| panic!("{}: ddl: {e}", case.system));
+        sqlx::raw_sql(AssertSqlSafe(fill(case.seed, &db)))
+            .execute(&db.pool)
+            .await
+            .unwrap_or_else(|e| panic!("{}: seed: {e}", case.system));
+        let url = format!(
+            "{}?system={}{}",
+            pg_url(),
+            case.system,
+            fill(&case.params, &db)
+        );
+        let sb = Sandbox::new();
+        let who = case.system;
+
+        let ins = sb.run(&["inspect", &url, "--output", "json"]).ok().json();
+        let fact = |n: &str| {
+            ins["facts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["name"] == n)
+                .unwrap_or_else(|| panic!("{who}: no {n}: {ins}"))["value"]
+                .clone()
+        };
+        assert_eq!(fact("dead_jobs"), 5, "{who}: {ins}");
+        assert!(fact("system").as_str().unwrap().starts_with(who), "{who}");
+
+        let recs = sb
+            .run(&["peek", &url, "-n", "10", "--output", "jsonl"])
+            .ok()
+            .jsonl();
+        assert_eq!(recs.len(), 5, "{who}");
+        let err = recs[0]["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            err.contains("timed out"),
+            "{who}: the first job's error decoded: {}",
+            recs[0]
+        );
+        assert!(
+            recs[0]["body"].as_str().unwrap().contains('1'),
+            "{who}: {}",
+            recs[0]
+        );
+        if who != "pgmq" {
+            assert!(
+                recs[0]["attributes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|a| a["name"] == "kind"),
+                "{who}: kind shown"
+            );
+        }
+
+        let j = sb.run(&["classify", &url, "--output", "json"]).ok().json();
+        assert_eq!(j["total"], 5, "{who}");
+        assert_eq!(
+            j["kinds"]["transient"], 3,
+            "{who}: timeout, 503, timeout: {j}"
+        );
+        assert_eq!(j["kinds"]["permanent"], 2, "{who}: {j}");
+
+        let f = sb.path("dead.jsonl");
+        sb.run(&["export", &url, "-o", f.to_str().unwrap()]).ok();
+        assert_eq!(
+            std::fs::read_to_string(&f).unwrap().lines().count(),
+            5,
+            "{who}"
+        );
+
+        let j = sb
+            .run(&["redrive", &url, "--dry-run", "--output", "json"])
+            .ok()
+            .json();
+        assert_eq!(j["moved"], 5, "{who}: {j}");
+        assert_eq!(
+            count(&db, case.retried).await,
+            0,
+            "{who}: a dry run changes nothing"
+        );
+
+        // A worker holds job 5: it is skipped, not waited on. The rest are retried the way
+        // the system's own tools do, and the alive job is untouched.
+        let mut tx = db.pool.begin().await.unwrap();
+        sqlx::query(AssertSqlSafe(fill(case.lock, &db)))
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+        let j = sb
+            .run(&[
+                "redrive",
+                &url,
+                "--class",
+                "transient",
+                "--yes",
+                "--output",
+                "json",
+            ])
+            .ok()
+            .json();
+        assert_eq!(
+            j["moved"], 2,
+            "{who}: transient ones except the locked: {j}"
+        );
+        assert_eq!(count(&db, case.retried).await, 2, "{who}");
+        tx.rollback().await.unwrap();
+        let j = sb
+            .run(&["redrive", &url, "--yes", "--output", "json"])
+            .ok()
+            .json();
+        assert_eq!(j["moved"], 3, "{who}: {j}");
+        assert_eq!(count(&db, case.retried).await, 5, "{who}");
+        let ins = sb.run(&["inspect", &url, "--output", "json"]).ok().json();
+        assert_eq!(
+            ins["facts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["name"] == "dead_jobs")
+                .unwrap()["value"],
+            0,
+            "{who}"
+        );
+
+        // verify reports the system's pruning in the arithmetic.
+        sb.write(
+            "dlqctl.toml",
+            &format!("[queues.jobs]\ndlq = \"{url}\"\n[queues.jobs.dedupe]\nurl = \"{}\"\ntable = \"{}.processed_messages\"\nretention = \"30d\"\n", pg_url(), db.schema),
+        );
+        let v = sb.run(&["verify", "--output", "json"]).json();
+        let pruning = v["queues"][0]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "dead-row-pruning")
+            .unwrap()
+            .clone();
+        assert!(
+            pruning["detail"].as_str().unwrap().len() > 20,
+            "{who}: {pruning}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_river_retry_that_meets_an_active_twin_is_skipped_not_fatal() {
+    let case = cases().into_iter().next().unwrap();
+    let db = Db::new("twin_river").await;
+    sqlx::raw_sql(AssertSqlSafe(fill(case.ddl, &db)))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    sqlx::raw_sql(AssertSqlSafe(fill(case.seed, &db)))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    db.exec("UPDATE {s}.river_job SET unique_key = '\\x01' WHERE id IN (2, 6)")
+        .await;
+    let url = format!("{}?system=river&schema={}", pg_url(), db.schema);
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&["redrive", &url, "--yes", "--output", "json"])
+        .code(1);
+    let j = r.json();
+    assert_eq!(j["moved"], 4, "{j}");
+    assert_eq!(j["failed"], 1);
+    assert!(
+        j["failures"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("23505"),
+        "{j}"
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM {s}.river_job WHERE state = 'discarded'"
+        )
+        .await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn unexpected_schemas_are_refused_and_systems_replay_elsewhere() {
+    let db = Db::new("sysref").await;
+    let sb = Sandbox::new();
+    db.exec("CREATE TABLE {s}.river_job (id bigserial PRIMARY KEY, kind text)")
+        .await;
+    let r = sb
+        .run(&[
+            "inspect",
+            &format!("{}?system=river&schema={}", pg_url(), db.schema),
+        ])
+        .code(2);
+    assert!(
+        r.stderr.contains("river_job_state") && r.stderr.contains("will not guess"),
+        "{}",
+        r.stderr
+    );
+    let r = sb
+        .run(&[
+            "inspect",
+            &format!("{}?system=oban&schema={}", pg_url(), db.schema),
+        ])
+        .code(2);
+    assert!(r.stderr.contains("oban_jobs"), "{}", r.stderr);
+    sb.run(&["inspect", &format!("{}?system=pgmq", pg_url())])
+        .code(2);
+    // Que into the generic queue table: the job id is the stable id.
+    let que = cases().into_iter().find(|c| c.system == "que").unwrap();
+    sqlx::raw_sql(AssertSqlSafe(fill(que.ddl, &db)))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    sqlx::raw_sql(AssertSqlSafe(fill(que.seed, &db)))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let url = format!("{}?system=que&schema={}", pg_url(), db.schema);
+    let j = sb
+        .run(&[
+            "replay",
+            &url,
+            "--to",
+            &format!("{}&queue=payments", db.table_url("queue_messages")),
+            "--yes",
+            "--output",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 5);
+    let mut ids = db.ids("queue_messages").await;
+    ids.sort();
+    assert_eq!(ids, ["1", "2", "3", "4", "5"]);
+    // A job system is a source: copies cannot be written into it.
+    let r = sb
+        .run(&["replay", &db.dlq(), "--to", &url, "--yes"])
+        .code(2);
+    assert!(r.stderr.contains("job system"), "{}", r.stderr);
+}
