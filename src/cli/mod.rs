@@ -222,7 +222,8 @@ pub fn main() -> i32 {
 
 fn init_logging(verbose: u8) {
     let level = match verbose {
-        0 => "warn",
+        // The AWS credential chain warns about each provider it tried (IMDS on a laptop).
+        0 => "warn,aws_config=error,aws_smithy_runtime=error",
         1 => "info,sqlx=warn",
         2 => "debug,sqlx=info",
         _ => "trace",

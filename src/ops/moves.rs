@@ -170,6 +170,9 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         Some((a, _)) => Some(a.clone()),
         None => match &req.source.cfg.source {
             Some(s) => Some(ctx.target(s, &req.source)?.0),
+            // Backends that know each message's own source (SQS's DeadLetterQueueSourceArn,
+            // Kafka's original-topic header) decide per message.
+            None if caps.per_message_destination => None,
             None => source.destination(&Message::default()).await?,
         },
     };
@@ -635,7 +638,7 @@ fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {
         p.line(&format!("  → {}  {}", d.to, d.messages))?;
     }
     if !s.failures.is_empty() {
-        p.line("not sent (left in the source):")?;
+        p.line("not sent (left where they were):")?;
         for f in &s.failures {
             p.line(&format!(
                 "  {:>6}  {}  (e.g. {})",

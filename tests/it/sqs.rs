@@ -692,3 +692,119 @@ async fn verify_checks_the_sqs_configuration() {
     assert_eq!(arith["status"], "FAIL");
     assert!(arith["detail"].as_str().unwrap().contains("max(source, DLQ) retention (standard: counted from first enqueue) 4d + replay window 1d = 5d"), "{arith}");
 }
+
+#[tokio::test]
+async fn fifo_groups_are_not_blocked_by_a_skipped_head_and_ten_attributes_keep_the_id() {
+    let q = Sqs::new("fifohead").await;
+    let (src, dlq) = q.pair(true, 1).await;
+    // One group; its first message is a permanent failure, the rest transient.
+    for i in 0..12 {
+        q.client
+            .send_message()
+            .queue_url(&src)
+            .message_body(format!("{{\"n\": {i}}}"))
+            .message_group_id("one-group")
+            .message_deduplication_id(format!("d-{i}"))
+            .message_attributes(
+                "error",
+                attr(
+                    "String",
+                    if i == 0 {
+                        "validation failed"
+                    } else {
+                        "timed out"
+                    },
+                ),
+            )
+            .send()
+            .await
+            .unwrap();
+    }
+    q.fail_all(&src).await;
+    let sb = Sandbox::new();
+    let env = q.env(&sb);
+    let j = sb
+        .run_with(
+            &[
+                "redrive",
+                &format!("sqs://{}", q.name("dlq.fifo")),
+                "--class",
+                "transient",
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 11, "{j}");
+    assert_eq!(q.visible(&dlq).await, 1);
+
+    // Ten attributes and no room for dlqctl-stable-id: refused, not sent without its id.
+    let (plain_dlq, _) = q.create("plain", &[]).await;
+    let (target, _) = q.create("target", &[]).await;
+    let mut req = q
+        .client
+        .send_message()
+        .queue_url(&plain_dlq)
+        .message_body("{}");
+    for k in 0..10 {
+        req = req.message_attributes(format!("a{k}"), attr("String", "v"));
+    }
+    req.send().await.unwrap();
+    let r = sb
+        .run_with(
+            &[
+                "redrive", &plain_dlq, "--to", &target, "--yes", "--output", "json",
+            ],
+            &env,
+        )
+        .code(1);
+    assert!(
+        r.json()["failures"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("stable id"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(q.visible(&plain_dlq).await, 1);
+}
+
+#[tokio::test]
+async fn tail_shows_what_arrives_after_it_starts() {
+    let q = Sqs::new("tail").await;
+    let (src, dlq) = q.pair(false, 1).await;
+    send_orders(&q, &src, 3, false).await;
+    q.fail_all(&src).await;
+    let sb = Sandbox::new();
+    let env = q.env(&sb);
+    let child = sb
+        .cmd(&[
+            "tail",
+            &format!("sqs://{}", q.name("dlq")),
+            "--idle-timeout",
+            "8s",
+            "--output",
+            "jsonl",
+        ])
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Dead-letter two more (they keep their original SentTimestamp from the source).
+    send_orders(&q, &src, 2, false).await;
+    q.fail_all(&src).await;
+    let out = child.wait_with_output().unwrap();
+    let lines = String::from_utf8_lossy(&out.stdout).lines().count();
+    assert_eq!(
+        lines,
+        2,
+        "only the new dead letters: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(q.visible(&dlq).await, 5, "tail gives everything back");
+}

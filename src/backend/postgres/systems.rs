@@ -1012,7 +1012,7 @@ impl QueueBackend for JobSystemBackend {
             delete: true,
             write: false,
             read_side_effect: None,
-            per_message_destination: true,
+            per_message_destination: false,
         }
     }
 

@@ -143,8 +143,30 @@ where
     }
 }
 
+/// The useful part of a dispatch error's chain, on one line.
 fn last_cause(text: &str) -> String {
-    text.rsplit(": ").next().unwrap_or(text).trim().to_string()
+    let lower = text.to_ascii_lowercase();
+    for (needle, say) in [
+        ("connection refused", "connection refused"),
+        ("timed out", "timed out"),
+        ("dns error", "the endpoint's host name does not resolve"),
+        (
+            "failed to lookup",
+            "the endpoint's host name does not resolve",
+        ),
+        ("certificate", "TLS certificate problem"),
+        ("connection reset", "connection reset"),
+    ] {
+        if lower.contains(needle) {
+            return say.to_string();
+        }
+    }
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(200)
+        .collect()
 }
 
 /// A client for one queue's place (region, profile, endpoint).
@@ -169,11 +191,10 @@ async fn client_for(a: &SqsAddress, o: &AwsOptions) -> Result<Client> {
     }
     let conf = loader.load().await;
     if conf.region().is_none() {
-        return Err(Error::Config {
-            path: "AWS configuration".into(),
-            reason: "no AWS region: set AWS_REGION, pass --region, or use a queue URL or ARN"
-                .into(),
-        });
+        return Err(Error::invalid_arg(
+            "--region",
+            "no AWS region: set AWS_REGION or a region in the AWS profile, pass --region, or use a queue URL or ARN",
+        ));
     }
     let conf = aws_sdk_sqs::config::Builder::from(&conf)
         .interceptor(CountRequests)
@@ -684,12 +705,7 @@ impl QueueBackend for SqsBackend {
 
     async fn tail(&self, opts: TailOptions) -> Result<MessageStream<'_>> {
         self.guard_reads()?;
-        let since = if opts.from_start {
-            None
-        } else {
-            Some(Utc::now() - chrono::Duration::seconds(1))
-        };
-        Ok(session::follow(self, since))
+        Ok(session::follow(self, opts.from_start))
     }
 
     async fn begin_move(&self, _opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {

@@ -131,12 +131,25 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
         .map_err(|e| format!("attribute `{}`: {e}", a.name))?;
         attrs.insert(a.name.clone(), v);
     }
-    // Carry the stable id when no attribute carries it yet (SQS gives every copy a new MessageId).
+    // Carry the stable id when no attribute carries it yet (SQS gives every copy a new
+    // MessageId). A copy without it would break "same id, every time": refuse instead.
+    if attrs.len() > MAX_ATTRIBUTES {
+        return Err(format!(
+            "{} attributes; SQS allows at most {MAX_ATTRIBUTES} per message",
+            attrs.len()
+        ));
+    }
     let carried = m
         .attributes
         .iter()
         .any(|a| a.name == STABLE_ID_ATTRIBUTE || a.value.as_bytes() == Some(m.id.as_bytes()));
-    if !carried && !m.id.is_empty() && attrs.len() < MAX_ATTRIBUTES {
+    if !carried && !m.id.is_empty() {
+        if attrs.len() >= MAX_ATTRIBUTES {
+            return Err(format!(
+                "{} attributes and none carries the stable id, which needs an 11th (SQS allows {MAX_ATTRIBUTES}): set `id = \"attribute:NAME\"` to an attribute that holds the id",
+                attrs.len()
+            ));
+        }
         let ty = "String";
         size += STABLE_ID_ATTRIBUTE.len() + ty.len() + m.id.len();
         attrs.insert(
@@ -180,7 +193,13 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
         let dedup = match b.opts.dedup {
             DedupStrategy::Keep => m.dedup_id.clone().unwrap_or_else(|| m.id.clone()),
             DedupStrategy::StableId => m.id.clone(),
-            DedupStrategy::PerRun => format!("dlqctl-{}-{:016x}", run_id(), fnv1a(m.id.as_bytes())),
+            // Stable id and native id: two different messages sharing a stable id must not
+            // collide (SQS would drop the second silently).
+            DedupStrategy::PerRun => format!(
+                "dlqctl-{}-{:016x}",
+                run_id(),
+                fnv1a(format!("{}\u{0}{}", m.id, m.native_id).as_bytes())
+            ),
         };
         if dedup.len() > 128 {
             return Err(

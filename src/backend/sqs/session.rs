@@ -107,11 +107,27 @@ pub fn browse(
     })
 }
 
-/// Follow: like browse, but never stops on empty polls; only messages sent after `since`.
-pub fn follow(b: &SqsBackend, since: Option<DateTime<Utc>>) -> MessageStream<'_> {
+/// Follow: like browse, but never stops on empty polls. Without `--from-start` the messages
+/// already there are read once first, not shown (a dead-lettered message keeps its original
+/// SentTimestamp, so time cannot tell old from new).
+pub fn follow(b: &SqsBackend, from_start: bool) -> MessageStream<'_> {
     let vis = b.visibility();
     Box::pin(async_stream::try_stream! {
         let mut seen: HashSet<String> = HashSet::new();
+        if !from_start {
+            let mut streak = 0;
+            while streak < EMPTY_STREAK {
+                let msgs = receive(b, 10, vis, wait_seconds()).await?;
+                hold(b, &msgs);
+                let mut fresh = 0;
+                for m in &msgs {
+                    if seen.insert(m.message_id().unwrap_or_default().to_string()) {
+                        fresh += 1;
+                    }
+                }
+                streak = if fresh == 0 { streak + 1 } else { 0 };
+            }
+        }
         loop {
             let msgs = receive(b, 10, vis, 5).await?;
             hold(b, &msgs);
@@ -120,11 +136,7 @@ pub fn follow(b: &SqsBackend, since: Option<DateTime<Utc>>) -> MessageStream<'_>
                 if !seen.insert(id) {
                     continue;
                 }
-                let msg = b.to_message(&m);
-                if since.is_some_and(|s| msg.enqueued_at.is_some_and(|t| t < s)) {
-                    continue;
-                }
-                yield msg;
+                yield b.to_message(&m);
             }
         }
     })
@@ -274,6 +286,7 @@ impl MoveSession for SqsMoveSession<'_> {
             }
             let mut out = Vec::new();
             let mut resend_done: Vec<Claimed> = Vec::new();
+            let mut again: Vec<Claimed> = Vec::new();
             while let Some(r) = recv.next().await {
                 for m in r? {
                     let id = m.message_id().unwrap_or_default().to_string();
@@ -285,9 +298,23 @@ impl MoveSession for SqsMoveSession<'_> {
                         continue;
                     }
                     if !self.seen.insert(id.clone()) {
+                        // Seen before in this run (a FIFO message given back, or one whose
+                        // visibility ran out): give it back again, or keep holding it.
+                        again.push(Claimed { id, receipt });
                         continue;
                     }
                     out.push((Claimed { id, receipt }, self.b.to_message(&m)));
+                }
+            }
+            if !again.is_empty() {
+                if self.b.fifo {
+                    let handles: Vec<String> = again.into_iter().map(|c| c.receipt).collect();
+                    self.b.release(&handles).await?;
+                } else {
+                    self.held
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .extend(again);
                 }
             }
             if !resend_done.is_empty() {
@@ -334,10 +361,17 @@ impl MoveSession for SqsMoveSession<'_> {
         // instead of sending them again.
         self.journal
             .sent(&sent.iter().map(|c| c.id.clone()).collect::<Vec<_>>())?;
-        self.held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(kept);
+        if self.b.fifo {
+            // Holding a FIFO message locks its whole group: give skipped and refused ones back
+            // at once (they are in `seen`, so this run does not take them again).
+            let handles: Vec<String> = kept.into_iter().map(|c| c.receipt).collect();
+            self.b.release(&handles).await?;
+        } else {
+            self.held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(kept);
+        }
         self.current
             .lock()
             .unwrap_or_else(|p| p.into_inner())
