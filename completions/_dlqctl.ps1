@@ -197,6 +197,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--native', '--native', [CompletionResultType]::ParameterName, 'SQS: use the service''s own move task (StartMessageMoveTask); no filters, ≤500/s')
             [CompletionResult]::new('--cancel', '--cancel', [CompletionResultType]::ParameterName, 'With --native: cancel the running move task')
             [CompletionResult]::new('--no-wait', '--no-wait', [CompletionResultType]::ParameterName, 'With --native: start the task and return instead of following its progress')
+            [CompletionResult]::new('--exactly-once', '--exactly-once', [CompletionResultType]::ParameterName, 'Kafka → Kafka on one cluster: copies and the redrive group''s offsets in one transaction (consumers of the target need isolation.level=read_committed)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')

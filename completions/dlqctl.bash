@@ -747,7 +747,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__redrive)
-            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --native --cancel --no-wait --class --match --error --attr --older-than --newer-than --id --ids-from --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --native --cancel --no-wait --exactly-once --class --match --error --attr --older-than --newer-than --id --ids-from --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -189,6 +189,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --native 'SQS: use the service''s own move task (StartMessageMoveTask); no filters, ≤500/s'
             cand --cancel 'With --native: cancel the running move task'
             cand --no-wait 'With --native: start the task and return instead of following its progress'
+            cand --exactly-once 'Kafka → Kafka on one cluster: copies and the redrive group''s offsets in one transaction (consumers of the target need isolation.level=read_committed)'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'
             cand -v 'More diagnostics on stderr (-v, -vv)'

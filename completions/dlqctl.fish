@@ -209,6 +209,7 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s y -l yes -d 'D
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l native -d 'SQS: use the service\'s own move task (StartMessageMoveTask); no filters, ≤500/s'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l cancel -d 'With --native: cancel the running move task'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l no-wait -d 'With --native: start the task and return instead of following its progress'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l exactly-once -d 'Kafka → Kafka on one cluster: copies and the redrive group\'s offsets in one transaction (consumers of the target need isolation.level=read_committed)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l no-progress -d 'Never draw progress bars'

@@ -90,6 +90,7 @@ impl QueueRef {
             as_target: false,
             aws: self.aws.clone(),
             kafka: self.kafka.clone(),
+            exactly_once: false,
         }
     }
 }
@@ -160,6 +161,7 @@ pub fn resolve_target(
                 as_target: true,
                 aws: aws.clone(),
                 kafka: config.kafka.properties.clone(),
+                exactly_once: false,
             },
         ));
     }
@@ -182,6 +184,7 @@ pub fn resolve_target(
             as_target: true,
             aws: aws.clone(),
             kafka: config.kafka.properties.clone(),
+            exactly_once: false,
         },
     ))
 }

@@ -301,6 +301,8 @@ pub struct OpenOptions {
     pub aws: AwsOptions,
     /// Kafka client properties (`[kafka.properties]`).
     pub kafka: std::collections::BTreeMap<String, String>,
+    /// Kafka: move with transactions (`redrive --exactly-once`).
+    pub exactly_once: bool,
 }
 
 /// AWS settings from the command line (the SDK's standard environment and profiles apply

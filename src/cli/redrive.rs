@@ -41,6 +41,10 @@ pub struct Args {
     /// With --native: start the task and return instead of following its progress
     #[arg(long, requires = "native")]
     pub no_wait: bool,
+    /// Kafka → Kafka on one cluster: copies and the redrive group's offsets in one transaction
+    /// (consumers of the target need isolation.level=read_committed)
+    #[arg(long, conflicts_with = "native")]
+    pub exactly_once: bool,
     #[command(flatten)]
     pub filters: FilterArgs,
 }
@@ -101,6 +105,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             batch_size: check_batch(a.batch_size)?,
             dry_run: a.dry_run,
             yes: a.yes,
+            exactly_once: a.exactly_once,
         },
     )
     .await

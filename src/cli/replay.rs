@@ -57,6 +57,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             batch_size: check_batch(a.batch_size)?,
             dry_run: a.dry_run,
             yes: a.yes,
+            exactly_once: false,
         },
     )
     .await

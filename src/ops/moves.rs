@@ -41,6 +41,8 @@ pub struct MoveRequest {
     pub batch_size: usize,
     pub dry_run: bool,
     pub yes: bool,
+    /// Kafka → Kafka on one cluster: copies and offsets in one transaction.
+    pub exactly_once: bool,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -152,7 +154,9 @@ impl Pacer {
 
 pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     let p = &ctx.printer;
-    let source = backend::open(&req.source.address, &req.source.source_options()).await?;
+    let mut source_options = req.source.source_options();
+    source_options.exactly_once = req.exactly_once;
+    let source = backend::open(&req.source.address, &source_options).await?;
     let caps = source.capabilities();
     if req.mode == Mode::Redrive && !caps.delete {
         return Err(Error::Unsupported {
@@ -182,6 +186,12 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
             "replay needs a target: --to QUEUE",
         ));
     }
+    if req.exactly_once && !fixed.as_ref().is_some_and(|f| source.can_move_locally(f)) {
+        return Err(Error::invalid_arg(
+            "--exactly-once",
+            "needs a Kafka dead-letter topic and --to a topic on the same cluster (kafka://SAME-BROKERS/TOPIC)",
+        ));
+    }
     if fixed.is_none() && !caps.per_message_destination {
         return Err(Error::invalid_arg(
             "--to",
@@ -201,6 +211,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
                 as_target: true,
                 aws: ctx.aws.clone(),
                 kafka: ctx.config.kafka.properties.clone(),
+                exactly_once: false,
             },
         },
     };

@@ -566,3 +566,49 @@ async fn verify_and_errors() {
         r.stderr
     );
 }
+
+/// tansu has no EndTxn: --exactly-once must say so and move nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn exactly_once_needs_broker_transactions_and_says_so() {
+    let k = Kafka::new("eos");
+    k.create("orders", 1, &[]).await;
+    k.create("dlt", 1, &[]).await;
+    spring_dlt(&k, "dlt", 3).await;
+    let sb = Sandbox::new();
+    let env = k.env();
+    let r = sb
+        .run_with(&["redrive", &k.url("dlt"), "--exactly-once", "--yes"], &env)
+        .code(2);
+    assert!(r.stderr.contains("--to"), "{}", r.stderr);
+    let r = sb.run_with(
+        &[
+            "redrive",
+            &k.url("dlt"),
+            "--to",
+            &k.url("orders"),
+            "--exactly-once",
+            "--yes",
+            "--output",
+            "json",
+        ],
+        &env,
+    );
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("--exactly-once") && r.stderr.contains("nothing was moved"),
+        "{}",
+        r.stderr
+    );
+    let j = sb
+        .run_with(&["inspect", &k.url("dlt"), "--output", "json"], &env)
+        .ok()
+        .json();
+    let lag = j["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "redrive_lag")
+        .unwrap()["value"]
+        .clone();
+    assert_eq!(lag, 3, "no offsets committed");
+}

@@ -21,7 +21,7 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, Headers, Message as _, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use serde_json::Value;
 
@@ -61,6 +61,7 @@ pub struct KafkaBackend {
     partitions: Vec<i32>,
     id: Option<IdSource>,
     producer: tokio::sync::OnceCell<FutureProducer>,
+    exactly_once: bool,
 }
 
 pub(crate) fn kafka_err(target: &str, e: KafkaError) -> Error {
@@ -99,6 +100,32 @@ pub(crate) fn kafka_err(target: &str, e: KafkaError) -> Error {
     }
 }
 
+/// Transactions need broker support (EndTxn, AddOffsetsToTxn); say so when it is missing.
+fn txn_err(target: &str, e: KafkaError) -> Error {
+    let text = e.to_string();
+    if [
+        "EndTxn",
+        "Unsupported",
+        "not supported",
+        "UNSUPPORTED",
+        "InvalidTxnState",
+        "Transactional",
+    ]
+    .iter()
+    .any(|n| text.contains(n))
+        || e.rdkafka_error_code().is_some()
+    {
+        return Error::Unsupported {
+            backend: "kafka",
+            operation: "--exactly-once",
+            reason: format!(
+                "the broker at {target} could not run the transaction ({text}); nothing was moved. Redrive without --exactly-once (at-least-once, same stable ids)"
+            ),
+        };
+    }
+    kafka_err(target, e)
+}
+
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
 }
@@ -115,6 +142,7 @@ impl KafkaBackend {
             partitions: Vec::new(),
             id: opts.id.clone(),
             producer: tokio::sync::OnceCell::new(),
+            exactly_once: opts.exactly_once,
         };
         let c = b.consumer(None)?;
         let topic = k.topic.clone();
@@ -427,68 +455,82 @@ impl KafkaBackend {
     /// Copy `batch` to this topic; outcome per message once its delivery report arrived.
     async fn produce(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
         let producer = self.producer().await?;
-        let mut pending = Vec::with_capacity(batch.len());
-        for m in batch {
-            let mut headers = OwnedHeaders::new_with_capacity(m.attributes.len() + 2);
-            for a in &m.attributes {
-                headers = headers.insert(Header {
-                    key: &a.name,
-                    value: a.value.as_bytes(),
-                });
-            }
-            if m.attribute(STABLE_ID_HEADER).is_none()
-                && !m
-                    .attributes
-                    .iter()
-                    .any(|a| a.value.as_bytes() == Some(m.id.as_bytes()))
-            {
-                headers = headers.insert(Header {
-                    key: STABLE_ID_HEADER,
-                    value: Some(m.id.as_bytes()),
-                });
-            }
-            headers = headers.insert(Header {
-                key: FROM_HEADER,
-                value: Some(m.native_id.as_bytes()),
-            });
-            let tombstone = m
-                .meta
-                .get("tombstone")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            let mut rec: FutureRecord<'_, [u8], [u8]> =
-                FutureRecord::to(&self.k.topic).headers(headers);
-            if let Some(k) = &m.key {
-                rec = rec.key(k.as_slice());
-            }
-            if !tombstone {
-                rec = rec.payload(m.body.as_slice());
-            }
-            // Queue everything first, then wait: deliveries pipeline.
-            pending.push(producer.send_result(rec).map_err(|(e, _)| e));
-        }
-        let mut out = Vec::with_capacity(batch.len());
-        for p in pending {
-            out.push(match p {
-                Err(e) => SendOutcome::Rejected {
-                    reason: e.to_string(),
-                },
-                Ok(fut) => match fut.await {
-                    Ok(Ok(_)) => SendOutcome::Sent,
-                    Ok(Err((e, _))) => match kafka_err(&self.shown(), e) {
-                        err @ Error::Unreachable { .. } => return Err(err),
-                        other => SendOutcome::Rejected {
-                            reason: other.to_string(),
-                        },
-                    },
-                    Err(_) => SendOutcome::Rejected {
-                        reason: "the producer went away before the delivery report".into(),
-                    },
-                },
-            });
-        }
-        Ok(out)
+        send_all(producer, &self.k.topic, &self.shown(), batch).await
     }
+}
+
+/// The headers of a copy: the original ones byte for byte (nulls and repeats kept), the
+/// stable id when no header carries it yet, and where the copy came from.
+fn copy_headers(m: &Message) -> OwnedHeaders {
+    let mut headers = OwnedHeaders::new_with_capacity(m.attributes.len() + 2);
+    for a in &m.attributes {
+        headers = headers.insert(Header {
+            key: &a.name,
+            value: a.value.as_bytes(),
+        });
+    }
+    if m.attribute(STABLE_ID_HEADER).is_none()
+        && !m
+            .attributes
+            .iter()
+            .any(|a| a.value.as_bytes() == Some(m.id.as_bytes()))
+    {
+        headers = headers.insert(Header {
+            key: STABLE_ID_HEADER,
+            value: Some(m.id.as_bytes()),
+        });
+    }
+    headers.insert(Header {
+        key: FROM_HEADER,
+        value: Some(m.native_id.as_bytes()),
+    })
+}
+
+/// Queue every record, then wait for every delivery report.
+async fn send_all(
+    producer: &FutureProducer,
+    topic: &str,
+    shown: &str,
+    batch: &[Message],
+) -> Result<Vec<SendOutcome>> {
+    let mut pending = Vec::with_capacity(batch.len());
+    for m in batch {
+        let tombstone = m
+            .meta
+            .get("tombstone")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let mut rec: FutureRecord<'_, [u8], [u8]> =
+            FutureRecord::to(topic).headers(copy_headers(m));
+        if let Some(k) = &m.key {
+            rec = rec.key(k.as_slice());
+        }
+        if !tombstone {
+            rec = rec.payload(m.body.as_slice());
+        }
+        pending.push(producer.send_result(rec).map_err(|(e, _)| e));
+    }
+    let mut out = Vec::with_capacity(batch.len());
+    for p in pending {
+        out.push(match p {
+            Err(e) => SendOutcome::Rejected {
+                reason: e.to_string(),
+            },
+            Ok(fut) => match fut.await {
+                Ok(Ok(_)) => SendOutcome::Sent,
+                Ok(Err((e, _))) => match kafka_err(shown, e) {
+                    err @ Error::Unreachable { .. } => return Err(err),
+                    other => SendOutcome::Rejected {
+                        reason: other.to_string(),
+                    },
+                },
+                Err(_) => SendOutcome::Rejected {
+                    reason: "the producer went away before the delivery report".into(),
+                },
+            },
+        });
+    }
+    Ok(out)
 }
 
 #[async_trait]
@@ -686,6 +728,12 @@ impl QueueBackend for KafkaBackend {
         }))
     }
 
+    /// With `--exactly-once`, a move to a topic of the same cluster is one Kafka transaction:
+    /// the copies and the redrive group's offsets commit together.
+    fn can_move_locally(&self, target: &Address) -> bool {
+        self.exactly_once && matches!(target, Address::Kafka(t) if t.brokers == self.k.brokers)
+    }
+
     async fn begin_move(&self, _opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {
         Ok(Box::new(session::KafkaMoveSession::begin(self)?))
     }
@@ -866,6 +914,10 @@ mod session {
         /// The first offset per partition this run could not move: nothing at or after it is
         /// committed in this run, so the next run retries it.
         blocked: HashMap<i32, i64>,
+        /// The last batch's messages (for the transactional path).
+        msgs: Vec<Message>,
+        /// The transactional producer of `--exactly-once`.
+        tx: Option<FutureProducer>,
     }
 
     impl<'a> KafkaMoveSession<'a> {
@@ -892,6 +944,8 @@ mod session {
                 open,
                 batch: Vec::new(),
                 blocked: HashMap::new(),
+                msgs: Vec::new(),
+                tx: None,
             })
         }
     }
@@ -931,6 +985,7 @@ mod session {
                 self.batch.push((p, m.offset()));
                 out.push(self.b.to_message(&m));
             }
+            self.msgs = out.clone();
             Ok(if out.is_empty() { None } else { Some(out) })
         }
 
@@ -963,6 +1018,74 @@ mod session {
                 .map_err(|e| kafka_err(&self.b.shown(), e))?;
             let _ = &self.end;
             Ok(())
+        }
+
+        async fn move_locally(
+            &mut self,
+            target: &Address,
+            selected: &[usize],
+        ) -> Result<Vec<SendOutcome>> {
+            let Address::Kafka(t) = target else {
+                unreachable!("checked by can_move_locally")
+            };
+            let shown = self.b.shown();
+            if self.tx.is_none() {
+                let mut c = self.b.config();
+                c.set(
+                    "transactional.id",
+                    format!("dlqctl-redrive.{}.{}", self.b.k.topic, t.topic),
+                )
+                .set("enable.idempotence", "true")
+                .set("acks", "all")
+                .set("partitioner", "murmur2_random");
+                let p: FutureProducer = c.create().map_err(|e| kafka_err(&shown, e))?;
+                blocking(|| p.init_transactions(TIMEOUT)).map_err(|e| txn_err(&shown, e))?;
+                self.tx = Some(p);
+            }
+            let p = self.tx.as_ref().expect("set above");
+            let msgs: Vec<Message> = selected.iter().map(|&i| self.msgs[i].clone()).collect();
+            p.begin_transaction().map_err(|e| txn_err(&shown, e))?;
+            let outcome = async {
+                let out = send_all(p, &t.topic, &shown, &msgs).await?;
+                if let Some(bad) = out.iter().find_map(|o| match o {
+                    SendOutcome::Sent => None,
+                    SendOutcome::Rejected { reason } | SendOutcome::Conflict { reason } => {
+                        Some(reason.clone())
+                    }
+                }) {
+                    return Err(Error::Backend {
+                        target: t.topic.clone(),
+                        reason: format!(
+                            "a copy was refused ({bad}); the transaction is aborted, nothing moved"
+                        ),
+                    });
+                }
+                // Every record of the batch is consumed (the skipped ones too), atomically
+                // with the copies.
+                let mut commit: HashMap<i32, i64> = HashMap::new();
+                for &(part, o) in &self.batch {
+                    let e = commit.entry(part).or_insert(o + 1);
+                    *e = (*e).max(o + 1);
+                }
+                let mut tpl = TopicPartitionList::new();
+                for (part, o) in commit {
+                    tpl.add_partition_offset(&self.b.k.topic, part, Offset::Offset(o))
+                        .map_err(|e| kafka_err(&shown, e))?;
+                }
+                let cgm = self.c.group_metadata().ok_or_else(|| Error::Backend {
+                    target: shown.clone(),
+                    reason: "no consumer group metadata".into(),
+                })?;
+                blocking(|| p.send_offsets_to_transaction(&tpl, &cgm, TIMEOUT))
+                    .map_err(|e| txn_err(&shown, e))?;
+                blocking(|| p.commit_transaction(TIMEOUT)).map_err(|e| txn_err(&shown, e))?;
+                Ok(out)
+            }
+            .await;
+            if outcome.is_err() {
+                let _ = blocking(|| p.abort_transaction(TIMEOUT));
+            }
+            outcome
         }
     }
 }
