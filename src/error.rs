@@ -134,7 +134,7 @@ impl Error {
             Error::PermissionDenied { .. } => "grant the permissions listed in docs/permissions.md to the user or role dlqctl runs as".into(),
             Error::Schema { .. } => "map your column names in dlqctl.toml under [queues.NAME.columns] (see docs/postgres.md)".into(),
             Error::Interrupted => return None,
-            Error::NotFound { .. } => "check the name; `dlqctl inspect` on the parent shows what exists".into(),
+
             _ => return None,
         })
     }

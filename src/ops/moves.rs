@@ -260,7 +260,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     // Open a known target now: a missing table or queue is reported before anything moves,
     // even when there turns out to be nothing to move.
     if let Some(f) = &fixed
-        && !source.can_move_locally(f)
+        && *f != req.source.address
     {
         targets.get(f).await?;
     }
@@ -349,7 +349,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         s.sqs_requests = (n > 0).then_some(n);
     }
     s.failures = tally.failures.into_values().collect();
-    s.failures.sort_by(|a, b| b.count.cmp(&a.count));
+    s.failures.sort_by_key(|f| std::cmp::Reverse(f.count));
     s.destinations = tally
         .dest
         .into_iter()
@@ -425,7 +425,7 @@ async fn copy_loop(
         if req.dry_run {
             // A dry run still opens each target: a missing table or queue shows now. (A job
             // system's in-place retry has no separate target.)
-            if !source.can_move_locally(&dest) {
+            if dest != req.source.address {
                 targets.get(&dest).await?;
             }
             s.moved += 1;

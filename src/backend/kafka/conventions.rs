@@ -186,7 +186,7 @@ fn text(attrs: &[Attribute], name: &str, first: bool) -> Option<String> {
         .iter()
         .filter(|a| a.name == name)
         .filter_map(|a| a.value.as_bytes());
-    let v = if first { it.next() } else { it.last() }?;
+    let v = if first { it.next() } else { it.next_back() }?;
     Some(String::from_utf8_lossy(v).into_owned())
 }
 

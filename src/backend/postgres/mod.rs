@@ -456,7 +456,7 @@ impl QueueBackend for PgBackend {
                     .or_default() += 1;
             }
             let mut rows: Vec<_> = counts.into_iter().collect();
-            rows.sort_by(|a, b| b.1.cmp(&a.1));
+            rows.sort_by_key(|r| std::cmp::Reverse(r.1));
             ins.tables.push(Table {
                 title: if errors.len() as i64 >= SAMPLE {
                     format!("by failure class (built-in rules, newest {SAMPLE})")
