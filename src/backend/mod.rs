@@ -170,6 +170,17 @@ pub struct Check {
     pub detail: String,
 }
 
+impl Check {
+    pub fn new(id: &str, title: &str, status: Status, detail: impl Into<String>) -> Check {
+        Check {
+            id: id.into(),
+            title: title.into(),
+            status,
+            detail: detail.into(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Status {

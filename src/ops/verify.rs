@@ -35,12 +35,7 @@ pub fn fmt_retention(r: Retention) -> String {
 }
 
 fn check(id: &str, title: &str, status: Status, detail: impl Into<String>) -> Check {
-    Check {
-        id: id.into(),
-        title: title.into(),
-        status,
-        detail: detail.into(),
-    }
+    Check::new(id, title, status, detail)
 }
 
 fn add(a: Retention, b: Retention) -> Retention {

@@ -754,11 +754,8 @@ impl QueueBackend for KafkaBackend {
 
     async fn verify_facts(&self, cfg: &QueueConfig) -> Result<VerifyFacts> {
         let mut f = VerifyFacts::default();
-        let check = |id: &str, title: &str, status: Status, detail: String| Check {
-            id: id.into(),
-            title: title.into(),
-            status,
-            detail,
+        let check = |id: &str, title: &str, status: Status, detail: String| {
+            Check::new(id, title, status, detail)
         };
         f.checks.push(check(
             "kafka-dlt-exists",

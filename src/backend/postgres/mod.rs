@@ -264,6 +264,38 @@ impl PgBackend {
     }
 }
 
+/// Read a table page by page by key (`page(after, n)` returns up to `n` rows after the key),
+/// so memory stays flat whatever the table's size and no transaction stays open.
+pub(crate) fn keyset_pages<'a, F, Fut>(opts: ScanOptions, page: F) -> MessageStream<'a>
+where
+    F: Fn(Option<String>, i64) -> Fut + Send + 'a,
+    Fut: std::future::Future<Output = Result<Vec<Message>>> + Send + 'a,
+{
+    let size = opts.page_size.clamp(1, 5000) as i64;
+    Box::pin(async_stream::try_stream! {
+        let mut after: Option<String> = None;
+        let mut n = 0u64;
+        loop {
+            let want = match opts.limit {
+                Some(l) if l <= n => break,
+                Some(l) => size.min((l - n) as i64),
+                None => size,
+            };
+            let rows = page(after.clone(), want).await?;
+            let got = rows.len() as i64;
+            let last = rows.last().map(|m| m.native_id.clone());
+            for m in rows {
+                n += 1;
+                yield m;
+            }
+            if got < want {
+                break;
+            }
+            after = last;
+        }
+    })
+}
+
 pub(crate) fn row_to_message(
     row: &PgRow,
     layout: &Layout,
@@ -474,28 +506,8 @@ impl QueueBackend for PgBackend {
     }
 
     async fn scan(&self, opts: ScanOptions) -> Result<MessageStream<'_>> {
-        let page = opts.page_size.clamp(1, 5000) as i64;
-        Ok(Box::pin(async_stream::try_stream! {
-            let mut after: Option<String> = None;
-            let mut n: u64 = 0;
-            loop {
-                let want = match opts.limit {
-                    Some(l) if l <= n => break,
-                    Some(l) => page.min((l - n) as i64),
-                    None => page,
-                };
-                let rows = self.page(after.as_deref(), want).await?;
-                let last = rows.last().map(|m| m.native_id.clone());
-                let got = rows.len() as i64;
-                for m in rows {
-                    n += 1;
-                    yield m;
-                }
-                if got < want {
-                    break;
-                }
-                after = last;
-            }
+        Ok(keyset_pages(opts, move |after, n| async move {
+            self.page(after.as_deref(), n).await
         }))
     }
 

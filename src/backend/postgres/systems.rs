@@ -1109,28 +1109,8 @@ impl QueueBackend for JobSystemBackend {
     }
 
     async fn scan(&self, opts: ScanOptions) -> Result<MessageStream<'_>> {
-        let page = opts.page_size.clamp(1, 5000) as i64;
-        Ok(Box::pin(async_stream::try_stream! {
-            let mut after: Option<String> = None;
-            let mut n = 0u64;
-            loop {
-                let want = match opts.limit {
-                    Some(l) if l <= n => break,
-                    Some(l) => page.min((l - n) as i64),
-                    None => page,
-                };
-                let rows = self.page(after.as_deref(), want).await?;
-                let got = rows.len() as i64;
-                let last = rows.last().map(|m| m.native_id.clone());
-                for m in rows {
-                    n += 1;
-                    yield m;
-                }
-                if got < want {
-                    break;
-                }
-                after = last;
-            }
+        Ok(super::keyset_pages(opts, move |after, n| async move {
+            self.page(after.as_deref(), n).await
         }))
     }
 

@@ -752,11 +752,8 @@ impl QueueBackend for SqsBackend {
             },
             None => self.source_urls().await?.clone(),
         };
-        let check = |id: &str, title: &str, status: Status, detail: String| Check {
-            id: id.into(),
-            title: title.into(),
-            status,
-            detail,
+        let check = |id: &str, title: &str, status: Status, detail: String| {
+            Check::new(id, title, status, detail)
         };
         if sources.is_empty() {
             facts.checks.push(check("sqs-redrive-policy", "A source's RedrivePolicy points at this DLQ", Status::Fail, format!("no queue's RedrivePolicy targets {} (set `source` in dlqctl.toml or attach a RedrivePolicy)", self.arn)));
