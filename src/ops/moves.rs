@@ -154,6 +154,18 @@ impl Pacer {
 
 pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     let p = &ctx.printer;
+    if req.mode == Mode::Redrive
+        && let crate::address::Address::Kafka(k) = &req.source.address
+        && (k.range.from.is_some()
+            || k.range.to.is_some()
+            || k.range.since.is_some()
+            || k.range.until.is_some())
+    {
+        return Err(Error::invalid_arg(
+            "QUEUE",
+            "a Kafka redrive continues from the redrive group's committed offsets; from/to/since/until slice peek, export and replay: use `dlqctl replay` for a slice",
+        ));
+    }
     let mut source_options = req.source.source_options();
     source_options.exactly_once = req.exactly_once;
     let source = backend::open(&req.source.address, &source_options).await?;
@@ -600,8 +612,14 @@ async fn move_batches(
                 let outcomes = match sent {
                     Ok(o) => o,
                     Err(e) => {
-                        // Keep what was already accepted by other targets; release the rest.
-                        session.settle(&accepted, &failed).await?;
+                        // Keep what was already accepted by other targets; everything else
+                        // offered in this batch counts as failed (Kafka must not commit past it).
+                        let unsent: Vec<usize> = selected
+                            .iter()
+                            .copied()
+                            .filter(|i| !accepted.contains(i))
+                            .collect();
+                        session.settle(&accepted, &unsent).await?;
                         return Err(e);
                     }
                 };

@@ -612,3 +612,84 @@ async fn exactly_once_needs_broker_transactions_and_says_so() {
         .clone();
     assert_eq!(lag, 3, "no offsets committed");
 }
+
+/// A destination that fails mid-run must not let the redrive group commit past what was not
+/// sent; ranges are refused for redrive (they are for peek, export and replay).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_destination_blocks_the_commit_and_ranges_are_for_replay() {
+    let k = Kafka::new("block");
+    k.create("orders", 1, &[]).await;
+    k.create("dlt", 1, &[]).await;
+    let orders = k.topic("orders");
+    let missing = k.topic("later");
+    for (i, t) in [orders.as_str(), missing.as_str(), orders.as_str()]
+        .iter()
+        .enumerate()
+    {
+        k.produce(
+            "dlt",
+            None,
+            Some(format!("k{i}").as_bytes()),
+            Some(b"{}"),
+            &[("kafka_dlt-original-topic", Some(t.as_bytes()))],
+        )
+        .await;
+    }
+    let sb = Sandbox::new();
+    let env = k.env();
+    sb.run_with(
+        &["redrive", &k.url("dlt"), "--yes", "--output", "json"],
+        &env,
+    )
+    .code(3);
+    let ins = sb
+        .run_with(&["inspect", &k.url("dlt"), "--output", "json"], &env)
+        .ok()
+        .json();
+    let lag = ins["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "redrive_lag")
+        .unwrap()["value"]
+        .as_i64()
+        .unwrap();
+    assert!(
+        lag >= 2,
+        "the unsent record and what follows stay pending (lag {lag})"
+    );
+    k.create("later", 1, &[]).await;
+    sb.run_with(
+        &["redrive", &k.url("dlt"), "--yes", "--output", "json"],
+        &env,
+    )
+    .ok();
+    assert_eq!(k.read_all("later").await.len(), 1);
+    assert!(k.read_all("orders").await.len() >= 2);
+    let r = sb
+        .run_with(
+            &["redrive", &format!("{}?from=1", k.url("dlt")), "--yes"],
+            &env,
+        )
+        .code(2);
+    assert!(r.stderr.contains("replay"), "{}", r.stderr);
+    let r = sb
+        .run_with(
+            &["peek", &k.url("dlt")],
+            &[(
+                "DLQCTL_CONFIG".into(),
+                sb.write(
+                    "k.toml",
+                    "[kafka.properties]\n\"sasl.passwrd\" = \"hunter2-SECRET\"\n",
+                )
+                .to_string_lossy()
+                .into_owned(),
+            )],
+        )
+        .code(2);
+    assert!(
+        !r.stderr.contains("hunter2") && r.stderr.contains("sasl.passwrd"),
+        "{}",
+        r.stderr
+    );
+}

@@ -326,6 +326,15 @@ async fn every_command_works_on_every_job_system() {
             .json();
         assert_eq!(j["moved"], 3, "{who}: {j}");
         assert_eq!(count(&db, case.retried).await, 5, "{who}");
+        if who == "pgmq" {
+            // A resent pgmq message has a new msg_id: the dead one travels as the stable id.
+            let carried = count(
+                &db,
+                "SELECT count(*) FROM pgmq.\"q_{q}\" WHERE headers ? 'dlqctl-stable-id'",
+            )
+            .await;
+            assert_eq!(carried, 5, "pgmq stable ids");
+        }
         let ins = sb.run(&["inspect", &url, "--output", "json"]).ok().json();
         assert_eq!(
             ins["facts"]

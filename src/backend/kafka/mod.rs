@@ -65,6 +65,13 @@ pub struct KafkaBackend {
 }
 
 pub(crate) fn kafka_err(target: &str, e: KafkaError) -> Error {
+    // Never show a property's value: it may be a password.
+    if let KafkaError::ClientConfig(_, desc, key, _value) = &e {
+        return Error::Config {
+            path: "[kafka.properties] in dlqctl.toml".into(),
+            reason: format!("`{key}`: {desc}"),
+        };
+    }
     use rdkafka::types::RDKafkaErrorCode as C;
     let code = e.rdkafka_error_code();
     match code {
@@ -113,7 +120,6 @@ fn txn_err(target: &str, e: KafkaError) -> Error {
     ]
     .iter()
     .any(|n| text.contains(n))
-        || e.rdkafka_error_code().is_some()
     {
         return Error::Unsupported {
             backend: "kafka",

@@ -283,6 +283,13 @@ impl System {
         };
         m.meta
             .insert("system".into(), Value::String(self.name.into()));
+        if let Some(Value::String(id)) = extra
+            .as_ref()
+            .and_then(|e| e.get("headers"))
+            .and_then(|h| h.get("dlqctl-stable-id"))
+        {
+            m.id = id.clone();
+        }
         crate::backend::apply_id_source(&mut m, id);
         Ok(m)
     }
@@ -452,8 +459,8 @@ async fn oban(pool: &PgPool, schema: &str) -> Result<System> {
             "DELETE FROM {t} WHERE id = ANY($1::text[]::bigint[]) AND state = 'discarded' RETURNING id::text"
         ),
         pruning: (
-            Some(Duration::from_secs(60)),
-            "Oban's Pruner is off unless configured; when on, its default max_age deletes discarded jobs after 60 s",
+            None,
+            "Oban's Pruner is off unless configured (then its default max_age deletes discarded jobs after 60 s): declare dlq_retention when it runs",
         ),
         unique: "unique jobs are unique for their period (default 60 s), and only against rows still present",
     })
@@ -536,8 +543,14 @@ async fn pgmq(pool: &PgPool, queue: Option<&str>) -> Result<System> {
         // pgmq.send (an insert into q_<queue>, visible now) then delete from the dead queue,
         // in one transaction.
         retry: format!(
-            "WITH m AS (DELETE FROM {dead_t} WHERE msg_id = ANY($1::text[]::bigint[]) RETURNING msg_id, message{h}), s AS (INSERT INTO {live} (vt, message{h}) SELECT now(), message{h} FROM m RETURNING 1) SELECT msg_id::text FROM m",
-            h = if headers { ", headers" } else { "" }
+            "WITH m AS (DELETE FROM {dead_t} WHERE msg_id = ANY($1::text[]::bigint[]) RETURNING msg_id, message{h}), s AS (INSERT INTO {live} (vt, message{h}) SELECT now(), message{hv} FROM m RETURNING 1) SELECT msg_id::text FROM m",
+            h = if headers { ", headers" } else { "" },
+            // The new msg_id is not the stable id: the dead one travels in the headers.
+            hv = if headers {
+                ", jsonb_set(COALESCE(headers, '{}'::jsonb), '{dlqctl-stable-id}', to_jsonb(COALESCE(headers->>'dlqctl-stable-id', msg_id::text)))"
+            } else {
+                ""
+            }
         ),
         delete: format!(
             "DELETE FROM {dead_t} WHERE msg_id = ANY($1::text[]::bigint[]) RETURNING msg_id::text"

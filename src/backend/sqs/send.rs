@@ -241,7 +241,8 @@ pub async fn send(b: &SqsBackend, batch: &[Message]) -> Result<Vec<SendOutcome>>
     if !cur.is_empty() {
         packs.push(cur);
     }
-    let parallel = b.opts.parallel.max(1);
+    // FIFO order holds within a group only if its packs go out one after another.
+    let parallel = if b.fifo { 1 } else { b.opts.parallel.max(1) };
     let mut results = futures::stream::iter(packs.into_iter().map(|pack| async move {
         let idx: Vec<usize> = pack.iter().map(|(i, _)| *i).collect();
         let entries = pack.into_iter().map(|(_, p)| p.entry).collect();
