@@ -124,6 +124,17 @@ pub enum SendOutcome {
     },
 }
 
+/// What one claim-and-move step did.
+#[derive(Debug, Default)]
+pub struct LocalBatch {
+    /// Messages looked at.
+    pub examined: u64,
+    /// Moved.
+    pub moved: u64,
+    /// Not moved, by stable id, with why.
+    pub others: Vec<(String, SendOutcome)>,
+}
+
 /// A redrive in progress on the dead-letter side. Claimed messages are invisible to other
 /// movers until [`MoveSession::settle`]; nothing is deleted except what `settle` is told was
 /// accepted by the target.
@@ -138,6 +149,17 @@ pub trait MoveSession: Send {
     /// Queues that delete one message keep both failed and skipped ones; Kafka, which can only
     /// commit an offset, consumes the skipped ones and stops committing at the first failure.
     async fn settle(&mut self, accepted: &[usize], failed: &[usize]) -> Result<()>;
+
+    /// With no filter: claim and move the next batch of up to `n` into `target` in one step,
+    /// when the backend can (see [`MoveSession::can_move_batches`]). `None` when exhausted.
+    async fn move_next_locally(&mut self, _target: &Address, _n: usize) -> Result<Option<LocalBatch>> {
+        Ok(None)
+    }
+
+    /// Can [`MoveSession::move_next_locally`] serve moves into `target`?
+    fn can_move_batches(&self, _target: &Address) -> bool {
+        false
+    }
 
     /// The run is over: release whatever is still held (SQS: messages kept hidden so that a
     /// run does not see them twice).

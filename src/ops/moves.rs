@@ -558,6 +558,25 @@ async fn move_batches(
             break;
         }
         let n = (req.batch_size as u64).min(room) as usize;
+        if let Some(dest) = local
+            && req.filter.is_empty()
+            && session.can_move_batches(dest)
+        {
+            let Some(b) = session.move_next_locally(dest, n).await? else { break };
+            let key = dest.to_string();
+            s.examined += b.examined;
+            s.matched += b.examined;
+            s.moved += b.moved;
+            if b.moved > 0 {
+                *tally.dest.entry(key.clone()).or_default() += b.moved;
+            }
+            for (id, o) in &b.others {
+                record(s, tally, &key, id, o);
+            }
+            bar.inc(b.examined);
+            pacer.wait(s.moved + s.failed).await;
+            continue;
+        }
         let Some(batch) = session.next_batch(n).await? else {
             break;
         };

@@ -18,7 +18,7 @@ use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 use super::layout::{Layout, PayloadKind, QUEUE_COLUMNS};
 use super::{PgBackend, pg_err, row_to_message, write};
 use crate::address::Address;
-use crate::backend::{MoveOptions, MoveSession, SendOutcome};
+use crate::backend::{LocalBatch, MoveOptions, MoveSession, SendOutcome};
 use crate::error::{Error, Result};
 use crate::message::Message;
 
@@ -262,6 +262,63 @@ impl MoveSession for PgMoveSession<'_> {
         Ok(())
     }
 
+    fn can_move_batches(&self, target: &Address) -> bool {
+        // Only where no row can need a per-row decision: no configured id, and a target that
+        // holds every source row as is.
+        matches!(target, Address::Postgres(_)) && self.b.id.is_none()
+    }
+
+    async fn move_next_locally(&mut self, target: &Address, n: usize) -> Result<Option<LocalBatch>> {
+        let Address::Postgres(t) = target else { unreachable!("checked by can_move_batches") };
+        let Some(end) = self.end.clone() else { return Ok(None) };
+        let table = t.table().expect("a table target").to_string();
+        let pool = self.b.pool.clone();
+        let tl = self.target_layout(&table, t.queue.is_some(), &pool).await?;
+        let src = self.b.layout.clone();
+        let holds_everything = payload_compatible(src.payload(), tl.payload())
+            && (src.col("payload_bytes").is_none() || tl.payload() == PayloadKind::Bytea || (tl.col("payload_bytes").is_some() && !tl.cols["payload"].not_null))
+            && (src.col("headers").is_none() || tl.col("headers").is_some())
+            && !(tl.col("queue").is_some_and(|c| c.not_null) && t.queue.is_none() && src.col("queue").is_none());
+        if holds_everything {
+            let sql = batch_move_sql(&src, &tl, t.queue.is_some(), &self.b.queue_clause(5));
+            let mut tx = self.b.pool.begin().await.map_err(|e| self.err(e))?;
+            let row = sqlx::query(AssertSqlSafe(sql))
+                .bind(self.cursor.as_deref())
+                .bind(t.queue.as_deref())
+                .bind(&end)
+                .bind(n as i64)
+                .bind(self.b.pg.queue.as_deref())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| pg_err(&tl.display, e))?;
+            let moved: i64 = row.try_get("moved").map_err(|e| self.err(e))?;
+            let inserted: i64 = row.try_get("inserted").map_err(|e| self.err(e))?;
+            if moved == 0 {
+                tx.commit().await.map_err(|e| self.err(e))?;
+                return Ok(None);
+            }
+            if moved == inserted {
+                tx.commit().await.map_err(|e| self.err(e))?;
+                self.cursor = row.try_get("last").map_err(|e| self.err(e))?;
+                return Ok(Some(LocalBatch { examined: moved as u64, moved: moved as u64, others: Vec::new() }));
+            }
+            // Something did not go in: undo, and decide row by row for this batch.
+            tx.rollback().await.map_err(|e| self.err(e))?;
+        }
+        let Some(batch) = self.next_batch(n).await? else { return Ok(None) };
+        let all: Vec<usize> = (0..batch.len()).collect();
+        let outcomes = self.move_locally(target, &all).await?;
+        let mut out = LocalBatch { examined: batch.len() as u64, ..LocalBatch::default() };
+        for (m, o) in batch.iter().zip(outcomes) {
+            if o == SendOutcome::Sent {
+                out.moved += 1;
+            } else {
+                out.others.push((m.id.clone(), o));
+            }
+        }
+        Ok(Some(out))
+    }
+
     async fn move_locally(
         &mut self,
         target: &Address,
@@ -379,9 +436,9 @@ impl MoveSession for PgMoveSession<'_> {
     }
 }
 
-/// One statement: copy the listed rows into the queue table and delete exactly those whose
-/// copy went in. `$1` the row keys (text), `$2` the queue name override.
-fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
+/// The target columns a local move fills and the expressions over the source row that fill
+/// them (`$2` is the queue override).
+fn copy_columns(src: &Layout, tgt: &Layout, queue_override: bool) -> (Vec<String>, Vec<String>) {
     let sid = &src.cols["id"].sql;
     let smid = &src.cols["message_id"].sql;
     let mut cols = vec![
@@ -439,6 +496,15 @@ fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
         cols.push(c.sql.clone());
         vals.push("now()".into());
     }
+    (cols, vals)
+}
+
+/// One statement: copy the listed rows into the queue table and delete exactly those whose
+/// copy went in. `$1` the row keys (text), `$2` the queue name override.
+fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
+    let sid = &src.cols["id"].sql;
+    let smid = &src.cols["message_id"].sql;
+    let (cols, vals) = copy_columns(src, tgt, queue_override);
     let queue_ref = if queue_override {
         ""
     } else {
@@ -453,6 +519,32 @@ fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
         cols = cols.join(", "),
         vals = vals.join(", "),
         tmid = tgt.cols["message_id"].sql,
+        ty = src.id_type(),
+    )
+}
+
+/// The optimistic claim-and-move of a whole batch in one statement: delete the next rows by
+/// key (`FOR UPDATE SKIP LOCKED`), insert their copies, and report how many of each. When the
+/// counts differ (a unique conflict, a duplicate id in the batch) the caller rolls the
+/// transaction back and takes the careful path for that batch. `$1` cursor, `$2` queue
+/// override, `$3` end key, `$4` limit, `$5` the source's queue filter.
+fn batch_move_sql(src: &Layout, tgt: &Layout, queue_override: bool, queue_clause: &str) -> String {
+    let sid = &src.cols["id"].sql;
+    let (cols, vals) = copy_columns(src, tgt, queue_override);
+    let queue_ref = if queue_override { "" } else { " AND $2::text IS NULL" };
+    format!(
+        "WITH moved AS (
+            DELETE FROM {st} WHERE {sid} IN (
+                SELECT {sid} FROM {st} WHERE ($1::text IS NULL OR {sid} > $1::text::{ty}) AND {sid} <= $3::text::{ty}{queue_clause}
+                 ORDER BY {sid} LIMIT $4 FOR UPDATE SKIP LOCKED){queue_ref}
+            RETURNING *),
+         ins AS (INSERT INTO {tt} ({cols}) SELECT {vals} FROM moved ORDER BY {sid} ON CONFLICT DO NOTHING RETURNING 1)
+         SELECT (SELECT {sid}::text FROM moved ORDER BY {sid} DESC LIMIT 1) AS last,
+                (SELECT count(*) FROM moved)::int8 AS moved, (SELECT count(*) FROM ins)::int8 AS inserted",
+        st = src.table,
+        tt = tgt.table,
+        cols = cols.join(", "),
+        vals = vals.join(", "),
         ty = src.id_type(),
     )
 }
