@@ -152,7 +152,11 @@ pub trait MoveSession: Send {
 
     /// With no filter: claim and move the next batch of up to `n` into `target` in one step,
     /// when the backend can (see [`MoveSession::can_move_batches`]). `None` when exhausted.
-    async fn move_next_locally(&mut self, _target: &Address, _n: usize) -> Result<Option<LocalBatch>> {
+    async fn move_next_locally(
+        &mut self,
+        _target: &Address,
+        _n: usize,
+    ) -> Result<Option<LocalBatch>> {
         Ok(None)
     }
 

@@ -562,7 +562,9 @@ async fn move_batches(
             && req.filter.is_empty()
             && session.can_move_batches(dest)
         {
-            let Some(b) = session.move_next_locally(dest, n).await? else { break };
+            let Some(b) = session.move_next_locally(dest, n).await? else {
+                break;
+            };
             let key = dest.to_string();
             s.examined += b.examined;
             s.matched += b.examined;

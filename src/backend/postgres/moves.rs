@@ -33,6 +33,8 @@ pub struct PgMoveSession<'a> {
     batch: Vec<Claimed>,
     /// Target layouts for local moves, by table name.
     targets: HashMap<String, Layout>,
+    /// Whether a copy can hit a unique index of the (single) batch-move target.
+    conflicts: Option<bool>,
 }
 
 struct Claimed {
@@ -74,6 +76,7 @@ impl<'a> PgMoveSession<'a> {
             tx: None,
             batch: Vec::new(),
             targets: HashMap::new(),
+            conflicts: None,
         })
     }
 
@@ -268,19 +271,55 @@ impl MoveSession for PgMoveSession<'_> {
         matches!(target, Address::Postgres(_)) && self.b.id.is_none()
     }
 
-    async fn move_next_locally(&mut self, target: &Address, n: usize) -> Result<Option<LocalBatch>> {
-        let Address::Postgres(t) = target else { unreachable!("checked by can_move_batches") };
-        let Some(end) = self.end.clone() else { return Ok(None) };
+    async fn move_next_locally(
+        &mut self,
+        target: &Address,
+        n: usize,
+    ) -> Result<Option<LocalBatch>> {
+        let Address::Postgres(t) = target else {
+            unreachable!("checked by can_move_batches")
+        };
+        let Some(end) = self.end.clone() else {
+            return Ok(None);
+        };
         let table = t.table().expect("a table target").to_string();
         let pool = self.b.pool.clone();
         let tl = self.target_layout(&table, t.queue.is_some(), &pool).await?;
         let src = self.b.layout.clone();
         let holds_everything = payload_compatible(src.payload(), tl.payload())
-            && (src.col("payload_bytes").is_none() || tl.payload() == PayloadKind::Bytea || (tl.col("payload_bytes").is_some() && !tl.cols["payload"].not_null))
+            && (src.col("payload_bytes").is_none()
+                || tl.payload() == PayloadKind::Bytea
+                || (tl.col("payload_bytes").is_some() && !tl.cols["payload"].not_null))
             && (src.col("headers").is_none() || tl.col("headers").is_some())
-            && !(tl.col("queue").is_some_and(|c| c.not_null) && t.queue.is_none() && src.col("queue").is_none());
+            && !(tl.col("queue").is_some_and(|c| c.not_null)
+                && t.queue.is_none()
+                && src.col("queue").is_none());
         if holds_everything {
-            let sql = batch_move_sql(&src, &tl, t.queue.is_some(), &self.b.queue_clause(5));
+            if self.conflicts.is_none() {
+                let (cols, _) = copy_columns(&src, &tl, t.queue.is_some());
+                let names: Vec<String> = cols
+                    .iter()
+                    .map(|c| c.trim_matches('"').replace("\"\"", "\""))
+                    .collect();
+                let can: bool = sqlx::query_scalar(
+                    "SELECT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = $1::int8::oid AND i.indisunique
+                       AND (i.indexprs IS NOT NULL OR EXISTS (SELECT 1 FROM unnest(i.indkey::int2[]) k
+                             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k WHERE a.attname = ANY($2))))",
+                )
+                .bind(tl.oid as i64)
+                .bind(&names)
+                .fetch_one(&self.b.pool)
+                .await
+                .map_err(|e| pg_err(&tl.display, e))?;
+                self.conflicts = Some(can);
+            }
+            let sql = batch_move_sql(
+                &src,
+                &tl,
+                t.queue.is_some(),
+                &self.b.queue_clause(5),
+                self.conflicts == Some(true),
+            );
             let mut tx = self.b.pool.begin().await.map_err(|e| self.err(e))?;
             let row = sqlx::query(AssertSqlSafe(sql))
                 .bind(self.cursor.as_deref())
@@ -300,15 +339,24 @@ impl MoveSession for PgMoveSession<'_> {
             if moved == inserted {
                 tx.commit().await.map_err(|e| self.err(e))?;
                 self.cursor = row.try_get("last").map_err(|e| self.err(e))?;
-                return Ok(Some(LocalBatch { examined: moved as u64, moved: moved as u64, others: Vec::new() }));
+                return Ok(Some(LocalBatch {
+                    examined: moved as u64,
+                    moved: moved as u64,
+                    others: Vec::new(),
+                }));
             }
             // Something did not go in: undo, and decide row by row for this batch.
             tx.rollback().await.map_err(|e| self.err(e))?;
         }
-        let Some(batch) = self.next_batch(n).await? else { return Ok(None) };
+        let Some(batch) = self.next_batch(n).await? else {
+            return Ok(None);
+        };
         let all: Vec<usize> = (0..batch.len()).collect();
         let outcomes = self.move_locally(target, &all).await?;
-        let mut out = LocalBatch { examined: batch.len() as u64, ..LocalBatch::default() };
+        let mut out = LocalBatch {
+            examined: batch.len() as u64,
+            ..LocalBatch::default()
+        };
         for (m, o) in batch.iter().zip(outcomes) {
             if o == SendOutcome::Sent {
                 out.moved += 1;
@@ -528,17 +576,34 @@ fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
 /// counts differ (a unique conflict, a duplicate id in the batch) the caller rolls the
 /// transaction back and takes the careful path for that batch. `$1` cursor, `$2` queue
 /// override, `$3` end key, `$4` limit, `$5` the source's queue filter.
-fn batch_move_sql(src: &Layout, tgt: &Layout, queue_override: bool, queue_clause: &str) -> String {
+fn batch_move_sql(
+    src: &Layout,
+    tgt: &Layout,
+    queue_override: bool,
+    queue_clause: &str,
+    can_conflict: bool,
+) -> String {
     let sid = &src.cols["id"].sql;
     let (cols, vals) = copy_columns(src, tgt, queue_override);
-    let queue_ref = if queue_override { "" } else { " AND $2::text IS NULL" };
+    // Without a unique index that a copy could hit, a plain INSERT: speculative insertion
+    // (ON CONFLICT) costs about as much again per row.
+    let conflict = if can_conflict {
+        format!(" ORDER BY {sid} ON CONFLICT DO NOTHING")
+    } else {
+        String::new()
+    };
+    let queue_ref = if queue_override {
+        ""
+    } else {
+        " AND $2::text IS NULL"
+    };
     format!(
         "WITH moved AS (
             DELETE FROM {st} WHERE {sid} IN (
                 SELECT {sid} FROM {st} WHERE ($1::text IS NULL OR {sid} > $1::text::{ty}) AND {sid} <= $3::text::{ty}{queue_clause}
                  ORDER BY {sid} LIMIT $4 FOR UPDATE SKIP LOCKED){queue_ref}
             RETURNING *),
-         ins AS (INSERT INTO {tt} ({cols}) SELECT {vals} FROM moved ORDER BY {sid} ON CONFLICT DO NOTHING RETURNING 1)
+         ins AS (INSERT INTO {tt} ({cols}) SELECT {vals} FROM moved{conflict} RETURNING 1)
          SELECT (SELECT {sid}::text FROM moved ORDER BY {sid} DESC LIMIT 1) AS last,
                 (SELECT count(*) FROM moved)::int8 AS moved, (SELECT count(*) FROM ins)::int8 AS inserted",
         st = src.table,
