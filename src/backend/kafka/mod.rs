@@ -212,6 +212,10 @@ impl KafkaBackend {
             .set("enable.auto.offset.store", "false")
             .set("enable.partition.eof", "false")
             .set("auto.offset.reset", "earliest")
+            // librdkafka prefetches up to 64 MiB per partition by default: bound it, so memory
+            // stays flat however long the topic is.
+            .set("queued.max.messages.kbytes", "8192")
+            .set("fetch.max.bytes", "8388608")
             .set(
                 "group.id",
                 group
