@@ -604,7 +604,7 @@ fn batch_move_sql(
                  ORDER BY {sid} LIMIT $4 FOR UPDATE SKIP LOCKED){queue_ref}
             RETURNING *),
          ins AS (INSERT INTO {tt} ({cols}) SELECT {vals} FROM moved{conflict} RETURNING 1)
-         SELECT (SELECT {sid}::text FROM moved ORDER BY {sid} DESC LIMIT 1) AS last,
+         SELECT (SELECT {sid}::text FROM moved ORDER BY moved.{sid} DESC LIMIT 1) AS last,
                 (SELECT count(*) FROM moved)::int8 AS moved, (SELECT count(*) FROM ins)::int8 AS inserted",
         st = src.table,
         tt = tgt.table,
