@@ -6,22 +6,38 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 
 use sqlx::AssertSqlSafe;
 
 use crate::harness::{Db, Sandbox, pg_url};
 
-/// The example consumer, built by `cargo test` next to this test binary.
+/// The example consumer. `cargo test --all-targets` builds examples only as test harnesses,
+/// so the test builds the plain binary itself, once, with the cargo that runs the suite (the
+/// build lock is free while tests run) and into the same target directory.
 fn consumer() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let path = dir.join("examples").join("idempotent_consumer");
-    assert!(
-        path.exists(),
-        "{} missing: run the suite with `cargo test --all-targets` (scripts/test does)",
-        path.display()
-    );
-    path
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("test binary path");
+            let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut build = Command::new(cargo);
+            build.args(["build", "--locked", "--example", "idempotent_consumer"]);
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                build.arg("--release");
+            }
+            let out = build.output().expect("run cargo build --example");
+            assert!(
+                out.status.success(),
+                "cargo build --example idempotent_consumer failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let path = profile_dir.join("examples").join("idempotent_consumer");
+            assert!(path.exists(), "{} missing after the build", path.display());
+            path
+        })
+        .clone()
 }
 
 fn consume(db: &Db) -> String {
