@@ -187,6 +187,51 @@ async fn locked_rows_are_skipped_not_waited_on() {
     assert_eq!(db.count("queue_messages").await, 8);
 }
 
+/// Batches are moved by key range, which cannot skip a locked row: a batch that meets one is
+/// rolled back after `lock_timeout` and claimed with SKIP LOCKED, and after three such batches
+/// every later one is claimed that way from the start.
+#[tokio::test]
+async fn held_rows_send_range_moves_to_skip_locked() {
+    let db = Db::new("heldrange").await;
+    db.seed(30).await;
+    let held = ["ord-2", "ord-5", "ord-8", "ord-11", "ord-14", "ord-20"];
+    let mut tx = db.pool.begin().await.unwrap();
+    sqlx::query(AssertSqlSafe(format!(
+        "SELECT 1 FROM {}.dead_letters WHERE message_id = ANY($1) FOR UPDATE",
+        db.schema
+    )))
+    .bind(&held[..])
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&[
+            "redrive",
+            &db.dlq(),
+            "--yes",
+            "--output",
+            "json",
+            "--batch-size",
+            "3",
+            "-vv",
+        ])
+        .ok();
+    assert_eq!(r.json()["moved"], 24, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("claiming with SKIP LOCKED from now on"),
+        "{}",
+        r.stderr
+    );
+    let mut left = db.ids("dead_letters").await;
+    left.sort();
+    let mut want: Vec<String> = held.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(left, want);
+    assert_eq!(db.count("queue_messages").await, 24);
+    tx.rollback().await.unwrap();
+}
+
 #[tokio::test]
 async fn two_operators_cannot_redrive_one_table_at_once() {
     let db = Db::new("advisory").await;

@@ -44,6 +44,24 @@ pub const FROM_HEADER: &str = "dlqctl-redriven-from";
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// dlqctl's consumer defaults (`[kafka.properties]` overrides them). librdkafka prefetches up
+/// to 100,000 records or 64 MiB per partition by default; a few batches ahead is enough to
+/// keep a redrive busy, and keeps memory flat however long the topic is.
+const CONSUMER_TUNABLES: &[(&str, &str)] = &[
+    ("queued.min.messages", "2000"),
+    ("queued.max.messages.kbytes", "8192"),
+    ("fetch.max.bytes", "8388608"),
+];
+
+/// dlqctl's producer defaults (`[kafka.properties]` overrides them): keys land on the
+/// partition a Java producer picks (murmur2), and a copy that cannot be delivered in 30 s is
+/// reported as failed (and its dead letter kept).
+const PRODUCER_TUNABLES: &[(&str, &str)] = &[
+    ("partitioner", "murmur2_random"),
+    ("linger.ms", "5"),
+    ("message.timeout.ms", "30000"),
+];
+
 /// How long a partition may give nothing before a scan treats it as drained.
 fn idle() -> Duration {
     Duration::from_millis(
@@ -195,9 +213,15 @@ impl KafkaBackend {
         format!("dlqctl-redrive.{}", self.k.topic)
     }
 
-    fn config(&self) -> ClientConfig {
+    /// A client config: `bootstrap.servers` from the URL, then `tunables` (dlqctl's defaults),
+    /// then the user's `[kafka.properties]`, which override both. What a client needs to stay
+    /// safe is set by the caller after this, so that it wins.
+    fn config(&self, tunables: &[(&str, &str)]) -> ClientConfig {
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", self.k.brokers.join(","));
+        for (k, v) in tunables {
+            c.set(*k, *v);
+        }
         for (k, v) in &self.props {
             c.set(k, v);
         }
@@ -207,15 +231,11 @@ impl KafkaBackend {
     /// A consumer that never joins a group; with `group`, only to read and commit that
     /// group's offsets (still `assign()`, never `subscribe()`).
     fn consumer(&self, group: Option<&str>) -> Result<StreamConsumer> {
-        let mut c = self.config();
+        let mut c = self.config(CONSUMER_TUNABLES);
         c.set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("enable.partition.eof", "false")
             .set("auto.offset.reset", "earliest")
-            // librdkafka prefetches up to 64 MiB per partition by default: bound it, so memory
-            // stays flat however long the topic is.
-            .set("queued.max.messages.kbytes", "8192")
-            .set("fetch.max.bytes", "8388608")
             .set(
                 "group.id",
                 group
@@ -228,12 +248,8 @@ impl KafkaBackend {
     async fn producer(&self) -> Result<&FutureProducer> {
         self.producer
             .get_or_try_init(|| async {
-                let mut c = self.config();
-                c.set("enable.idempotence", "true")
-                    .set("acks", "all")
-                    .set("partitioner", "murmur2_random")
-                    .set("linger.ms", "5")
-                    .set("message.timeout.ms", "30000");
+                let mut c = self.config(PRODUCER_TUNABLES);
+                c.set("enable.idempotence", "true").set("acks", "all");
                 c.create::<FutureProducer>()
                     .map_err(|e| kafka_err(&self.shown(), e))
             })
@@ -419,7 +435,7 @@ impl KafkaBackend {
 
     async fn topic_configs(&self, topic: &str) -> Result<HashMap<String, String>> {
         let admin: AdminClient<DefaultClientContext> = self
-            .config()
+            .config(&[])
             .create()
             .map_err(|e| kafka_err(&self.shown(), e))?;
         let res = admin
@@ -520,6 +536,9 @@ async fn send_all(
         }
         pending.push(producer.send_result(rec).map_err(|(e, _)| e));
     }
+    // Send now rather than after `linger.ms`: the whole batch is queued, and its commit waits
+    // for these reports. (A timeout here is not an error: the reports below tell.)
+    let _ = blocking(|| producer.flush(TIMEOUT));
     let mut out = Vec::with_capacity(batch.len());
     for p in pending {
         out.push(match p {
@@ -913,8 +932,7 @@ mod session {
     pub struct KafkaMoveSession<'a> {
         b: &'a KafkaBackend,
         c: Arc<StreamConsumer>,
-        /// Exclusive end per partition, fixed at the start.
-        end: HashMap<i32, i64>,
+        /// Exclusive end per partition (fixed at the start) of the partitions not done yet.
         open: HashMap<i32, i64>,
         /// (partition, offset) of the last batch, in batch order.
         batch: Vec<(i32, i64)>,
@@ -925,6 +943,10 @@ mod session {
         msgs: Vec<Message>,
         /// The transactional producer of `--exactly-once`.
         tx: Option<FutureProducer>,
+        /// The offset committed last, per partition.
+        position: HashMap<i32, i64>,
+        /// Whether an asynchronous commit was sent after the last synchronous one.
+        unsynced: bool,
     }
 
     impl<'a> KafkaMoveSession<'a> {
@@ -947,12 +969,13 @@ mod session {
             Ok(KafkaMoveSession {
                 b,
                 c: Arc::new(c),
-                end,
                 open,
                 batch: Vec::new(),
                 blocked: HashMap::new(),
                 msgs: Vec::new(),
                 tx: None,
+                position: HashMap::new(),
+                unsynced: false,
             })
         }
     }
@@ -1017,14 +1040,32 @@ mod session {
             }
             let mut tpl = TopicPartitionList::new();
             for (p, o) in commit {
+                self.position.insert(p, o);
+                tpl.add_partition_offset(&self.b.k.topic, p, Offset::Offset(o))
+                    .map_err(|e| kafka_err(&self.b.shown(), e))?;
+            }
+            // Asynchronously: the commits of one consumer reach the coordinator in order, and
+            // `finish` commits the last position synchronously, so a run ends with its progress
+            // stored or an error. A crash before that re-reads the last batches on the next
+            // run (copies with the same stable ids), never skips one.
+            self.c
+                .commit(&tpl, CommitMode::Async)
+                .map_err(|e| kafka_err(&self.b.shown(), e))?;
+            self.unsynced = true;
+            Ok(())
+        }
+
+        async fn finish(&mut self) -> Result<()> {
+            if !std::mem::take(&mut self.unsynced) {
+                return Ok(());
+            }
+            let mut tpl = TopicPartitionList::new();
+            for (&p, &o) in &self.position {
                 tpl.add_partition_offset(&self.b.k.topic, p, Offset::Offset(o))
                     .map_err(|e| kafka_err(&self.b.shown(), e))?;
             }
             let c = self.c.clone();
-            blocking(|| c.commit(&tpl, CommitMode::Sync))
-                .map_err(|e| kafka_err(&self.b.shown(), e))?;
-            let _ = &self.end;
-            Ok(())
+            blocking(|| c.commit(&tpl, CommitMode::Sync)).map_err(|e| kafka_err(&self.b.shown(), e))
         }
 
         async fn move_locally(
@@ -1037,14 +1078,13 @@ mod session {
             };
             let shown = self.b.shown();
             if self.tx.is_none() {
-                let mut c = self.b.config();
+                let mut c = self.b.config(PRODUCER_TUNABLES);
                 c.set(
                     "transactional.id",
                     format!("dlqctl-redrive.{}.{}", self.b.k.topic, t.topic),
                 )
                 .set("enable.idempotence", "true")
-                .set("acks", "all")
-                .set("partitioner", "murmur2_random");
+                .set("acks", "all");
                 let p: FutureProducer = c.create().map_err(|e| kafka_err(&shown, e))?;
                 blocking(|| p.init_transactions(TIMEOUT)).map_err(|e| txn_err(&shown, e))?;
                 self.tx = Some(p);

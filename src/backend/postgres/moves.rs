@@ -8,12 +8,19 @@
 //! * The batches walk the table by key up to the largest key present at the start, so a run
 //!   terminates and never re-reads a row it skipped.
 //! * A session-level advisory lock keeps two operators from redriving one table at once.
+//! * Where every row of a batch fits the target as is, the batch is moved by key range: the
+//!   next `n` keys are looked up, and one statement deletes that range and inserts the copies.
+//!   A range delete cannot skip locked rows, so it runs with a short `lock_timeout`: if it
+//!   meets a row that another transaction holds, the batch is rolled back and moved with
+//!   `FOR UPDATE SKIP LOCKED` instead (and after [`MAX_LOCK_TIMEOUTS`] such batches, every
+//!   later one is). The range move writes each row once; the claim writes a row lock first,
+//!   which made it cost about twice as much (`docs/benchmarks.md`).
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
 use sqlx::postgres::PgConnection;
-use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
+use sqlx::{AssertSqlSafe, Connection, Postgres, Row, Transaction};
 
 use super::layout::{Layout, PayloadKind, QUEUE_COLUMNS};
 use super::{PgBackend, pg_err, row_to_message, write};
@@ -22,11 +29,33 @@ use crate::backend::{LocalBatch, MoveOptions, MoveSession, SendOutcome};
 use crate::error::{Error, Result};
 use crate::message::Message;
 
+/// How long a range move waits for a row lock before it gives the batch to `SKIP LOCKED`.
+const RANGE_LOCK_TIMEOUT_MS: u32 = 50;
+/// Batches that met a held row before range moves are given up for the rest of the run.
+const MAX_LOCK_TIMEOUTS: u32 = 3;
+
+/// What became of a batch tried as a range move.
+enum RangeMove {
+    /// Moved and committed.
+    Moved(LocalBatch),
+    /// Nothing left up to the end key.
+    Done,
+    /// A row of the range is held by another transaction: rolled back.
+    Locked,
+    /// Not every copy went in (a unique conflict, a duplicate id), or the range held more
+    /// rows than asked for: rolled back, for the careful path to decide row by row.
+    Undecided,
+}
+
 pub struct PgMoveSession<'a> {
     b: &'a PgBackend,
     opts: MoveOptions,
-    /// Holds the advisory lock; closing it releases the lock.
-    _lock: PgConnection,
+    /// Holds the advisory lock (closing it releases the lock) and runs the range moves, with
+    /// `lock_timeout` set so that a row another transaction holds is never waited on for long.
+    conn: PgConnection,
+    /// Whether batches are still tried as range moves (off after [`MAX_LOCK_TIMEOUTS`]).
+    range_moves: bool,
+    lock_timeouts: u32,
     cursor: Option<String>,
     end: Option<String>,
     tx: Option<Transaction<'static, Postgres>>,
@@ -66,11 +95,19 @@ impl<'a> PgMoveSession<'a> {
                 reason: "another dlqctl redrive holds this table's advisory lock; wait for it to finish (SELECT pid FROM pg_locks WHERE locktype = 'advisory' shows who)".into(),
             });
         }
+        sqlx::query(AssertSqlSafe(format!(
+            "SET lock_timeout = '{RANGE_LOCK_TIMEOUT_MS}ms'"
+        )))
+        .execute(&mut lock)
+        .await
+        .map_err(|e| pg_err(&target, e))?;
         let end = b.max_id().await?;
         Ok(PgMoveSession {
             b,
             opts,
-            _lock: lock,
+            conn: lock,
+            range_moves: true,
+            lock_timeouts: 0,
             cursor: None,
             end,
             tx: None,
@@ -116,6 +153,128 @@ impl<'a> PgMoveSession<'a> {
         }
         self.targets.insert(table.to_string(), l.clone());
         Ok(l)
+    }
+
+    /// The next batch as a range move, on the session's own connection (see the module doc).
+    async fn range_move(
+        &mut self,
+        src: &Layout,
+        tl: &Layout,
+        queue: Option<&str>,
+        end: &str,
+        n: usize,
+    ) -> Result<RangeMove> {
+        loop {
+            let first = self.cursor.is_none();
+            let mut tx = self.conn.begin().await.map_err(|e| self.b.err(e))?;
+            let bound = range_bound_sql(src, first, &self.b.queue_clause(4));
+            let hi: Option<String> = match sqlx::query_scalar(AssertSqlSafe(bound))
+                .bind(self.cursor.as_deref())
+                .bind(end)
+                .bind(n as i64)
+                .bind(self.b.pg.queue.as_deref())
+                .fetch_one(&mut *tx)
+                .await
+            {
+                Ok(hi) => hi,
+                Err(e) if is_lock_timeout(&e) => {
+                    tx.rollback().await.map_err(|e| self.b.err(e))?;
+                    return Ok(RangeMove::Locked);
+                }
+                Err(e) => return Err(self.b.err(e)),
+            };
+            let Some(hi) = hi else {
+                tx.commit().await.map_err(|e| self.b.err(e))?;
+                return Ok(RangeMove::Done);
+            };
+            let sql = range_move_sql(
+                src,
+                tl,
+                queue.is_some(),
+                &self.b.queue_clause(4),
+                self.conflicts == Some(true),
+                first,
+            );
+            let row = match sqlx::query(AssertSqlSafe(sql))
+                .bind(self.cursor.as_deref())
+                .bind(queue)
+                .bind(&hi)
+                .bind(self.b.pg.queue.as_deref())
+                .fetch_one(&mut *tx)
+                .await
+            {
+                Ok(row) => row,
+                Err(e) if is_lock_timeout(&e) => {
+                    tx.rollback().await.map_err(|e| self.b.err(e))?;
+                    tracing::debug!(after = ?self.cursor, "a row of the range is held by another transaction; this batch is claimed with SKIP LOCKED");
+                    return Ok(RangeMove::Locked);
+                }
+                Err(e) => return Err(pg_err(&tl.display, e)),
+            };
+            let moved: i64 = row.try_get("moved").map_err(|e| self.b.err(e))?;
+            let inserted: i64 = row.try_get("inserted").map_err(|e| self.b.err(e))?;
+            if moved != inserted || moved as usize > n {
+                tx.rollback().await.map_err(|e| self.b.err(e))?;
+                return Ok(RangeMove::Undecided);
+            }
+            tx.commit().await.map_err(|e| self.b.err(e))?;
+            self.cursor = Some(hi);
+            if moved > 0 {
+                return Ok(RangeMove::Moved(LocalBatch {
+                    examined: moved as u64,
+                    moved: moved as u64,
+                    others: Vec::new(),
+                }));
+            }
+            // Every row of the range went away meanwhile (deleted by someone else): go on.
+        }
+    }
+
+    /// The next batch claimed `FOR UPDATE SKIP LOCKED` and moved in one statement. `None` when
+    /// not every copy went in (rolled back, for the careful path); `Some(None)` at the end.
+    async fn claimed_move(
+        &mut self,
+        src: &Layout,
+        tl: &Layout,
+        queue: Option<&str>,
+        end: &str,
+        n: usize,
+    ) -> Result<Option<Option<LocalBatch>>> {
+        let sql = batch_move_sql(
+            src,
+            tl,
+            queue.is_some(),
+            &self.b.queue_clause(5),
+            self.conflicts == Some(true),
+        );
+        let mut tx = self.b.pool.begin().await.map_err(|e| self.err(e))?;
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(self.cursor.as_deref())
+            .bind(queue)
+            .bind(end)
+            .bind(n as i64)
+            .bind(self.b.pg.queue.as_deref())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| pg_err(&tl.display, e))?;
+        let moved: i64 = row.try_get("moved").map_err(|e| self.err(e))?;
+        let inserted: i64 = row.try_get("inserted").map_err(|e| self.err(e))?;
+        if moved == 0 {
+            tx.commit().await.map_err(|e| self.err(e))?;
+            return Ok(Some(None));
+        }
+        if moved != inserted {
+            // Something did not go in: undo, and decide row by row for this batch.
+            tx.rollback().await.map_err(|e| self.err(e))?;
+            return Ok(None);
+        }
+        tx.commit().await.map_err(|e| self.err(e))?;
+        self.cursor = row.try_get("last").map_err(|e| self.err(e))?;
+        Ok(Some(Some(LocalBatch {
+            examined: moved as u64,
+            moved: moved as u64,
+            others: Vec::new(),
+        })))
     }
 
     /// Fill in full messages for the selected rows, when the batch was claimed ids-only.
@@ -313,40 +472,33 @@ impl MoveSession for PgMoveSession<'_> {
                 .map_err(|e| pg_err(&tl.display, e))?;
                 self.conflicts = Some(can);
             }
-            let sql = batch_move_sql(
-                &src,
-                &tl,
-                t.queue.is_some(),
-                &self.b.queue_clause(5),
-                self.conflicts == Some(true),
-            );
-            let mut tx = self.b.pool.begin().await.map_err(|e| self.err(e))?;
-            let row = sqlx::query(AssertSqlSafe(sql))
-                .bind(self.cursor.as_deref())
-                .bind(t.queue.as_deref())
-                .bind(&end)
-                .bind(n as i64)
-                .bind(self.b.pg.queue.as_deref())
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(|e| pg_err(&tl.display, e))?;
-            let moved: i64 = row.try_get("moved").map_err(|e| self.err(e))?;
-            let inserted: i64 = row.try_get("inserted").map_err(|e| self.err(e))?;
-            if moved == 0 {
-                tx.commit().await.map_err(|e| self.err(e))?;
-                return Ok(None);
+            let mut undecided = false;
+            if self.range_moves {
+                match self
+                    .range_move(&src, &tl, t.queue.as_deref(), &end, n)
+                    .await?
+                {
+                    RangeMove::Moved(b) => return Ok(Some(b)),
+                    RangeMove::Done => return Ok(None),
+                    RangeMove::Undecided => undecided = true,
+                    RangeMove::Locked => {
+                        self.lock_timeouts += 1;
+                        if self.lock_timeouts >= MAX_LOCK_TIMEOUTS {
+                            tracing::debug!(
+                                "range moves met held rows {MAX_LOCK_TIMEOUTS} times; claiming with SKIP LOCKED from now on"
+                            );
+                            self.range_moves = false;
+                        }
+                    }
+                }
             }
-            if moved == inserted {
-                tx.commit().await.map_err(|e| self.err(e))?;
-                self.cursor = row.try_get("last").map_err(|e| self.err(e))?;
-                return Ok(Some(LocalBatch {
-                    examined: moved as u64,
-                    moved: moved as u64,
-                    others: Vec::new(),
-                }));
+            if !undecided
+                && let Some(b) = self
+                    .claimed_move(&src, &tl, t.queue.as_deref(), &end, n)
+                    .await?
+            {
+                return Ok(b);
             }
-            // Something did not go in: undo, and decide row by row for this batch.
-            tx.rollback().await.map_err(|e| self.err(e))?;
         }
         let Some(batch) = self.next_batch(n).await? else {
             return Ok(None);
@@ -611,5 +763,70 @@ fn batch_move_sql(
         cols = cols.join(", "),
         vals = vals.join(", "),
         ty = src.id_type(),
+    )
+}
+
+/// Whether a statement gave up waiting for a lock (`lock_timeout`, SQLSTATE 55P03).
+fn is_lock_timeout(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|c| c == "55P03")
+}
+
+/// The last of the next `$3` keys after the cursor `$1` (none on the first batch), up to the
+/// end key `$2`: the upper bound of a range move. `$4` the source's queue filter.
+fn range_bound_sql(src: &Layout, first: bool, queue_clause: &str) -> String {
+    let sid = &src.cols["id"].sql;
+    let ty = src.id_type();
+    let after = if first {
+        "$1::text IS NULL".to_string()
+    } else {
+        format!("{sid} > $1::text::{ty}")
+    };
+    format!(
+        "SELECT max(k)::text FROM (SELECT {sid} AS k FROM {st} WHERE {after} AND {sid} <= $2::text::{ty}{queue_clause} ORDER BY {sid} LIMIT $3) b",
+        st = src.table,
+    )
+}
+
+/// A range move: delete the rows after the cursor `$1` (none on the first batch) up to `$3`,
+/// insert their copies, and count both. Both bounds are parameters, so that the planner sees a
+/// short range (an index range scan) in custom and generic plans alike. `$2` the queue
+/// override, `$4` the source's queue filter.
+fn range_move_sql(
+    src: &Layout,
+    tgt: &Layout,
+    queue_override: bool,
+    queue_clause: &str,
+    can_conflict: bool,
+    first: bool,
+) -> String {
+    let sid = &src.cols["id"].sql;
+    let ty = src.id_type();
+    let (cols, vals) = copy_columns(src, tgt, queue_override);
+    let conflict = if can_conflict {
+        format!(" ORDER BY {sid} ON CONFLICT DO NOTHING")
+    } else {
+        String::new()
+    };
+    let queue_ref = if queue_override {
+        ""
+    } else {
+        " AND $2::text IS NULL"
+    };
+    let after = if first {
+        "$1::text IS NULL".to_string()
+    } else {
+        format!("{sid} > $1::text::{ty}")
+    };
+    format!(
+        "WITH moved AS (
+            DELETE FROM {st} WHERE {after} AND {sid} <= $3::text::{ty}{queue_clause}{queue_ref} RETURNING *),
+         ins AS (INSERT INTO {tt} ({cols}) SELECT {vals} FROM moved{conflict} RETURNING 1)
+         SELECT (SELECT count(*) FROM moved)::int8 AS moved, (SELECT count(*) FROM ins)::int8 AS inserted",
+        st = src.table,
+        tt = tgt.table,
+        cols = cols.join(", "),
+        vals = vals.join(", "),
     )
 }
