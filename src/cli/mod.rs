@@ -203,6 +203,7 @@ pub fn main() -> i32 {
         }
     };
     init_logging(cli.global.verbose);
+    tracing::debug!(version = env!("CARGO_PKG_VERSION"), "start");
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -215,6 +216,7 @@ pub fn main() -> i32 {
         }
     };
     let code = rt.block_on(run(cli));
+    tracing::debug!(code, "done; shutting down");
     // Do not wait for idle pool connections to close.
     rt.shutdown_timeout(std::time::Duration::from_millis(200));
     code

@@ -274,7 +274,10 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     if let Some(f) = &fixed
         && *f != req.source.address
     {
-        targets.get(f).await?;
+        let t = targets.get(f).await?;
+        if !req.dry_run {
+            t.prepare_to_send().await;
+        }
     }
     let started = Instant::now();
     let pacer = Pacer {
@@ -579,9 +582,11 @@ async fn move_batches(
             pacer.wait(s.moved + s.failed).await;
             continue;
         }
+        let read_at = Instant::now();
         let Some(batch) = session.next_batch(n).await? else {
             break;
         };
+        let read = read_at.elapsed();
         s.examined += batch.len() as u64;
         let mut selected = Vec::new();
         for (i, m) in batch.iter().enumerate() {
@@ -606,7 +611,11 @@ async fn move_batches(
             let mut groups: BTreeMap<String, (Address, Vec<usize>)> = BTreeMap::new();
             let mut accepted = Vec::new();
             let mut failed: Vec<usize> = Vec::new();
-            for &i in &selected {
+            if let Some(f) = fixed {
+                // One destination for all: no per-message lookup.
+                groups.insert(f.to_string(), (f.clone(), selected.clone()));
+            }
+            for &i in selected.iter().filter(|_| fixed.is_none()) {
                 match destination_of(source, fixed, &batch[i]).await? {
                     Some(a) => groups
                         .entry(a.to_string())
@@ -624,10 +633,17 @@ async fn move_batches(
                 }
             }
             for (key, (addr, idx)) in groups {
-                let msgs: Vec<Message> = idx.iter().map(|&i| batch[i].clone()).collect();
+                // The whole batch goes to one place (the usual case): send it as it is.
+                let copied: Vec<Message>;
+                let msgs: &[Message] = if idx.len() == batch.len() {
+                    &batch
+                } else {
+                    copied = idx.iter().map(|&i| batch[i].clone()).collect();
+                    &copied
+                };
                 let sent = async {
                     let t = targets.get(&addr).await?;
-                    t.send(&msgs).await
+                    t.send(msgs).await
                 }
                 .await;
                 let outcomes = match sent {
@@ -653,7 +669,15 @@ async fn move_batches(
                     record(s, tally, &key, &batch[i].id, o);
                 }
             }
+            let sent = read_at.elapsed() - read;
             session.settle(&accepted, &failed).await?;
+            tracing::debug!(
+                records = batch.len(),
+                read_ms = read.as_millis() as u64,
+                send_ms = sent.as_millis() as u64,
+                settle_ms = (read_at.elapsed() - read - sent).as_millis() as u64,
+                "batch"
+            );
         }
         bar.inc(batch.len() as u64);
         pacer.wait(s.moved + s.failed).await;

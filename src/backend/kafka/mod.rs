@@ -49,6 +49,9 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// keep a redrive busy, and keeps memory flat however long the topic is.
 const CONSUMER_TUNABLES: &[(&str, &str)] = &[
     ("queued.min.messages", "2000"),
+    // With a queue that small, librdkafka's default wait of 1 s before fetching again once the
+    // queue is over its bounds stalls a redrive for most of every second.
+    ("fetch.queue.backoff.ms", "10"),
     ("queued.max.messages.kbytes", "8192"),
     ("fetch.max.bytes", "8388608"),
 ];
@@ -168,11 +171,18 @@ impl KafkaBackend {
             producer: tokio::sync::OnceCell::new(),
             exactly_once: opts.exactly_once,
         };
-        let c = b.consumer(None)?;
         let topic = k.topic.clone();
         let shown = b.shown();
-        let md = blocking(|| c.fetch_metadata(Some(&topic), TIMEOUT))
-            .map_err(|e| kafka_err(&shown, e))?;
+        let md = if opts.as_target {
+            // A target is written to: its producer asks for the metadata, and starts getting
+            // its producer id meanwhile (the first delivery waits for it).
+            let p = b.producer().await?;
+            blocking(|| p.client().fetch_metadata(Some(&topic), TIMEOUT))
+        } else {
+            let c = b.consumer(None)?;
+            blocking(|| c.fetch_metadata(Some(&topic), TIMEOUT))
+        }
+        .map_err(|e| kafka_err(&shown, e))?;
         let t = md
             .topics()
             .iter()
@@ -202,6 +212,7 @@ impl KafkaBackend {
             }
             partitions = vec![p];
         }
+        tracing::debug!(topic = %shown, partitions = partitions.len(), "kafka: opened");
         Ok(KafkaBackend { partitions, ..b })
     }
 
@@ -536,9 +547,6 @@ async fn send_all(
         }
         pending.push(producer.send_result(rec).map_err(|(e, _)| e));
     }
-    // Send now rather than after `linger.ms`: the whole batch is queued, and its commit waits
-    // for these reports. (A timeout here is not an error: the reports below tell.)
-    let _ = blocking(|| producer.flush(TIMEOUT));
     let mut out = Vec::with_capacity(batch.len());
     for p in pending {
         out.push(match p {
@@ -767,6 +775,18 @@ impl QueueBackend for KafkaBackend {
         Ok(Box::new(session::KafkaMoveSession::begin(self)?))
     }
 
+    async fn prepare_to_send(&self) {
+        // Creating the producer starts its InitProducerId (about 0.5 s before the first
+        // delivery); the topic's metadata is fetched alongside. Both overlap the first read.
+        if let Ok(p) = self.producer().await {
+            let p = p.clone();
+            let topic = self.k.topic.clone();
+            tokio::task::spawn_blocking(move || {
+                let _ = p.client().fetch_metadata(Some(&topic), TIMEOUT);
+            });
+        }
+    }
+
     async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
         self.produce(batch).await
     }
@@ -960,6 +980,7 @@ mod session {
                 start.insert(p, committed.get(&p).copied().unwrap_or(lo).max(lo));
                 end.insert(p, hi);
             }
+            tracing::debug!(?start, ?end, "kafka: redrive group offsets read; assigning");
             b.assign(&c, &start)?;
             let open = end
                 .iter()
@@ -1015,7 +1036,10 @@ mod session {
                 self.batch.push((p, m.offset()));
                 out.push(self.b.to_message(&m));
             }
-            self.msgs = out.clone();
+            if self.b.exactly_once {
+                // Kept for the transactional path (move_locally); otherwise not needed.
+                self.msgs = out.clone();
+            }
             Ok(if out.is_empty() { None } else { Some(out) })
         }
 
