@@ -275,10 +275,6 @@ pub trait QueueBackend: Send + Sync {
     /// Accept copies of `batch`; one outcome per message, in order. An `Err` means the target
     /// itself failed (nothing in this batch may be assumed sent).
     async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>>;
-    /// Copies are about to be sent here: set up what the first [`send`](Self::send) would
-    /// otherwise wait for (Kafka: the idempotent producer's id), in the background. Errors
-    /// surface at the first send instead.
-    async fn prepare_to_send(&self) {}
     /// Where a redrive of `m` goes when the user did not say (None: unknown).
     async fn destination(&self, m: &Message) -> Result<Option<Address>>;
     /// Facts for `verify`.

@@ -274,10 +274,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     if let Some(f) = &fixed
         && *f != req.source.address
     {
-        let t = targets.get(f).await?;
-        if !req.dry_run {
-            t.prepare_to_send().await;
-        }
+        targets.get(f).await?;
     }
     let started = Instant::now();
     let pacer = Pacer {

@@ -200,6 +200,21 @@ impl Db {
         .expect("count")
     }
 
+    /// Hold the dead letters with these message ids `FOR UPDATE` until the returned
+    /// transaction ends (another worker busy with them).
+    pub async fn hold(&self, message_ids: &[&str]) -> sqlx::Transaction<'static, sqlx::Postgres> {
+        let mut tx = self.pool.begin().await.expect("begin");
+        sqlx::query(AssertSqlSafe(format!(
+            "SELECT 1 FROM {}.dead_letters WHERE message_id = ANY($1) FOR UPDATE",
+            self.schema
+        )))
+        .bind(message_ids)
+        .fetch_all(&mut *tx)
+        .await
+        .expect("lock rows");
+        tx
+    }
+
     pub async fn ids(&self, table: &str) -> Vec<String> {
         sqlx::query_scalar(AssertSqlSafe(format!(
             "SELECT message_id FROM {}.{table} ORDER BY message_id",

@@ -155,14 +155,7 @@ async fn an_active_twin_is_reported_and_its_dead_letter_kept() {
 async fn locked_rows_are_skipped_not_waited_on() {
     let db = Db::new("locked").await;
     db.seed(8).await;
-    let mut tx = db.pool.begin().await.unwrap();
-    sqlx::query(AssertSqlSafe(format!(
-        "SELECT 1 FROM {}.dead_letters WHERE message_id IN ('ord-2', 'ord-7') FOR UPDATE",
-        db.schema
-    )))
-    .fetch_all(&mut *tx)
-    .await
-    .unwrap();
+    let tx = db.hold(&["ord-2", "ord-7"]).await;
     let sb = Sandbox::new();
     let j = sb
         .run(&[
@@ -195,15 +188,7 @@ async fn held_rows_send_range_moves_to_skip_locked() {
     let db = Db::new("heldrange").await;
     db.seed(30).await;
     let held = ["ord-2", "ord-5", "ord-8", "ord-11", "ord-14", "ord-20"];
-    let mut tx = db.pool.begin().await.unwrap();
-    sqlx::query(AssertSqlSafe(format!(
-        "SELECT 1 FROM {}.dead_letters WHERE message_id = ANY($1) FOR UPDATE",
-        db.schema
-    )))
-    .bind(&held[..])
-    .fetch_all(&mut *tx)
-    .await
-    .unwrap();
+    let tx = db.hold(&held).await;
     let sb = Sandbox::new();
     let r = sb
         .run(&[

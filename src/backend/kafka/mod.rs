@@ -775,18 +775,6 @@ impl QueueBackend for KafkaBackend {
         Ok(Box::new(session::KafkaMoveSession::begin(self)?))
     }
 
-    async fn prepare_to_send(&self) {
-        // Creating the producer starts its InitProducerId (about 0.5 s before the first
-        // delivery); the topic's metadata is fetched alongside. Both overlap the first read.
-        if let Ok(p) = self.producer().await {
-            let p = p.clone();
-            let topic = self.k.topic.clone();
-            tokio::task::spawn_blocking(move || {
-                let _ = p.client().fetch_metadata(Some(&topic), TIMEOUT);
-            });
-        }
-    }
-
     async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
         self.produce(batch).await
     }

@@ -736,11 +736,34 @@ fn batch_move_sql(
     can_conflict: bool,
 ) -> String {
     let sid = &src.cols["id"].sql;
+    let (queue_ref, insert) = copy_moved_sql(src, tgt, queue_override, can_conflict);
+    format!(
+        "WITH moved AS (
+            DELETE FROM {st} WHERE {sid} IN (
+                SELECT {sid} FROM {st} WHERE ($1::text IS NULL OR {sid} > $1::text::{ty}) AND {sid} <= $3::text::{ty}{queue_clause}
+                 ORDER BY {sid} LIMIT $4 FOR UPDATE SKIP LOCKED){queue_ref}
+            RETURNING *),
+         {insert}
+         SELECT (SELECT {sid}::text FROM moved ORDER BY moved.{sid} DESC LIMIT 1) AS last,
+                (SELECT count(*) FROM moved)::int8 AS moved, (SELECT count(*) FROM ins)::int8 AS inserted",
+        st = src.table,
+        ty = src.id_type(),
+    )
+}
+
+/// What the two one-statement moves share: the condition that references `$2` when the
+/// queue is not overridden, and the `ins` CTE that copies the `moved` rows into the target.
+/// Without a unique index that a copy could hit, a plain INSERT: speculative insertion
+/// (ON CONFLICT) costs about as much again per row.
+fn copy_moved_sql(
+    src: &Layout,
+    tgt: &Layout,
+    queue_override: bool,
+    can_conflict: bool,
+) -> (&'static str, String) {
     let (cols, vals) = copy_columns(src, tgt, queue_override);
-    // Without a unique index that a copy could hit, a plain INSERT: speculative insertion
-    // (ON CONFLICT) costs about as much again per row.
     let conflict = if can_conflict {
-        format!(" ORDER BY {sid} ON CONFLICT DO NOTHING")
+        format!(" ORDER BY {} ON CONFLICT DO NOTHING", src.cols["id"].sql)
     } else {
         String::new()
     };
@@ -749,21 +772,22 @@ fn batch_move_sql(
     } else {
         " AND $2::text IS NULL"
     };
-    format!(
-        "WITH moved AS (
-            DELETE FROM {st} WHERE {sid} IN (
-                SELECT {sid} FROM {st} WHERE ($1::text IS NULL OR {sid} > $1::text::{ty}) AND {sid} <= $3::text::{ty}{queue_clause}
-                 ORDER BY {sid} LIMIT $4 FOR UPDATE SKIP LOCKED){queue_ref}
-            RETURNING *),
-         ins AS (INSERT INTO {tt} ({cols}) SELECT {vals} FROM moved{conflict} RETURNING 1)
-         SELECT (SELECT {sid}::text FROM moved ORDER BY moved.{sid} DESC LIMIT 1) AS last,
-                (SELECT count(*) FROM moved)::int8 AS moved, (SELECT count(*) FROM ins)::int8 AS inserted",
-        st = src.table,
-        tt = tgt.table,
-        cols = cols.join(", "),
-        vals = vals.join(", "),
-        ty = src.id_type(),
-    )
+    let insert = format!(
+        "ins AS (INSERT INTO {} ({}) SELECT {} FROM moved{conflict} RETURNING 1)",
+        tgt.table,
+        cols.join(", "),
+        vals.join(", "),
+    );
+    (queue_ref, insert)
+}
+
+/// The lower bound of a range: after the cursor `$1`, or (first batch) none.
+fn after_cursor_sql(src: &Layout, first: bool) -> String {
+    if first {
+        "$1::text IS NULL".to_string()
+    } else {
+        format!("{} > $1::text::{}", src.cols["id"].sql, src.id_type())
+    }
 }
 
 /// Whether a statement gave up waiting for a lock (`lock_timeout`, SQLSTATE 55P03).
@@ -777,15 +801,11 @@ fn is_lock_timeout(e: &sqlx::Error) -> bool {
 /// end key `$2`: the upper bound of a range move. `$4` the source's queue filter.
 fn range_bound_sql(src: &Layout, first: bool, queue_clause: &str) -> String {
     let sid = &src.cols["id"].sql;
-    let ty = src.id_type();
-    let after = if first {
-        "$1::text IS NULL".to_string()
-    } else {
-        format!("{sid} > $1::text::{ty}")
-    };
     format!(
         "SELECT max(k)::text FROM (SELECT {sid} AS k FROM {st} WHERE {after} AND {sid} <= $2::text::{ty}{queue_clause} ORDER BY {sid} LIMIT $3) b",
         st = src.table,
+        after = after_cursor_sql(src, first),
+        ty = src.id_type(),
     )
 }
 
@@ -802,31 +822,14 @@ fn range_move_sql(
     first: bool,
 ) -> String {
     let sid = &src.cols["id"].sql;
-    let ty = src.id_type();
-    let (cols, vals) = copy_columns(src, tgt, queue_override);
-    let conflict = if can_conflict {
-        format!(" ORDER BY {sid} ON CONFLICT DO NOTHING")
-    } else {
-        String::new()
-    };
-    let queue_ref = if queue_override {
-        ""
-    } else {
-        " AND $2::text IS NULL"
-    };
-    let after = if first {
-        "$1::text IS NULL".to_string()
-    } else {
-        format!("{sid} > $1::text::{ty}")
-    };
+    let (queue_ref, insert) = copy_moved_sql(src, tgt, queue_override, can_conflict);
     format!(
         "WITH moved AS (
             DELETE FROM {st} WHERE {after} AND {sid} <= $3::text::{ty}{queue_clause}{queue_ref} RETURNING *),
-         ins AS (INSERT INTO {tt} ({cols}) SELECT {vals} FROM moved{conflict} RETURNING 1)
+         {insert}
          SELECT (SELECT count(*) FROM moved)::int8 AS moved, (SELECT count(*) FROM ins)::int8 AS inserted",
         st = src.table,
-        tt = tgt.table,
-        cols = cols.join(", "),
-        vals = vals.join(", "),
+        after = after_cursor_sql(src, first),
+        ty = src.id_type(),
     )
 }
