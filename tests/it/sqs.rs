@@ -808,3 +808,39 @@ async fn tail_shows_what_arrives_after_it_starts() {
     );
     assert_eq!(q.visible(&dlq).await, 5, "tail gives everything back");
 }
+
+/// A tail stopped mid long poll (idle timeout, Ctrl-C) drops a receive that the server still
+/// answers. The release must wait for it, or the messages that answer hides stay hidden for
+/// the whole visibility timeout after dlqctl has exited.
+#[tokio::test]
+async fn a_tail_cut_short_mid_poll_gives_everything_back() {
+    let q = Sqs::new("tailcut").await;
+    let (src, dlq) = q.pair(false, 1).await;
+    send_orders(&q, &src, 3, false).await;
+    q.fail_all(&src).await;
+    let sb = Sandbox::new();
+    let mut env = q.env(&sb);
+    // A long poll that is certainly in flight when the idle timeout fires.
+    env.retain(|(k, _)| k != "DLQCTL_SQS_WAIT_SECONDS");
+    env.push(("DLQCTL_SQS_WAIT_SECONDS".into(), "4".into()));
+    let out = sb
+        .cmd(&[
+            "tail",
+            &format!("sqs://{}", q.name("dlq")),
+            "--idle-timeout",
+            "1s",
+            "--output",
+            "jsonl",
+        ])
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 0);
+    assert_eq!(q.visible(&dlq).await, 3, "the tail gives everything back");
+}

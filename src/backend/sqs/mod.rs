@@ -10,7 +10,7 @@
 //!   `Failed[]` is read per entry, and only the sent entries are deleted from the DLQ.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -77,7 +77,10 @@ pub struct SqsBackend {
     id: Option<IdSource>,
     opts: AwsOptions,
     /// Receipt handles of browsed messages, made visible again by `close`.
-    held: Mutex<Vec<String>>,
+    held: Arc<Mutex<Vec<String>>>,
+    /// Held (read) by every browse receive while it is in flight; `close` takes it for
+    /// writing, so it releases only after a receive cut short by the reader has answered.
+    inflight: Arc<tokio::sync::RwLock<()>>,
     sources: OnceCell<Vec<String>>,
 }
 
@@ -301,7 +304,8 @@ impl SqsBackend {
             max_size,
             id: opts.id.clone(),
             opts: opts.aws.clone(),
-            held: Mutex::new(Vec::new()),
+            held: Arc::default(),
+            inflight: Arc::default(),
             sources: OnceCell::new(),
         })
     }
@@ -890,6 +894,9 @@ impl QueueBackend for SqsBackend {
     }
 
     async fn close(&self) -> Result<()> {
+        // A reader that stopped mid long poll (tail's idle timeout, Ctrl-C) dropped a request
+        // the server still answers: wait for it, or its messages stay hidden after the release.
+        let _quiet = self.inflight.write().await;
         let held = std::mem::take(&mut *self.held.lock().unwrap_or_else(|p| p.into_inner()));
         self.release(&held).await
     }

@@ -37,10 +37,20 @@ async fn receive(
     visibility: i32,
     wait: i32,
 ) -> Result<Vec<aws_sdk_sqs::types::Message>> {
-    let out = b
-        .client
+    request(&b.client, &b.url, &b.shown(), n, visibility, wait).await
+}
+
+async fn request(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    shown: &str,
+    n: i32,
+    visibility: i32,
+    wait: i32,
+) -> Result<Vec<aws_sdk_sqs::types::Message>> {
+    let out = client
         .receive_message()
-        .queue_url(&b.url)
+        .queue_url(url)
         .max_number_of_messages(n.clamp(1, 10))
         .visibility_timeout(visibility)
         .wait_time_seconds(wait)
@@ -48,17 +58,39 @@ async fn receive(
         .message_attribute_names("All")
         .send()
         .await
-        .map_err(|e| sdk_err(&b.shown(), e))?;
+        .map_err(|e| sdk_err(shown, e))?;
     Ok(out.messages().to_vec())
 }
 
-fn hold(b: &SqsBackend, msgs: &[aws_sdk_sqs::types::Message]) {
-    let mut held = b.held.lock().unwrap_or_else(|p| p.into_inner());
-    held.extend(
-        msgs.iter()
-            .filter_map(|m| m.receipt_handle())
-            .map(str::to_string),
-    );
+/// A browse receive whose handles are recorded for `close` even when the reader drops it
+/// mid long poll: the server still hides what it answers, so the request runs to the end
+/// in its own task, and `close` waits for it (see `SqsBackend::inflight`).
+async fn receive_held(
+    b: &SqsBackend,
+    visibility: i32,
+    wait: i32,
+) -> Result<Vec<aws_sdk_sqs::types::Message>> {
+    let guard = b.inflight.clone().read_owned().await;
+    let (client, url, held) = (b.client.clone(), b.url.clone(), b.held.clone());
+    let shown = b.shown();
+    let task = tokio::spawn(async move {
+        let _guard = guard;
+        let r = request(&client, &url, &shown, 10, visibility, wait).await;
+        if let Ok(msgs) = &r {
+            held.lock().unwrap_or_else(|p| p.into_inner()).extend(
+                msgs.iter()
+                    .filter_map(|m| m.receipt_handle())
+                    .map(str::to_string),
+            );
+        }
+        r
+    });
+    task.await.unwrap_or_else(|e| {
+        Err(crate::error::Error::Backend {
+            target: b.shown(),
+            reason: format!("the receive task failed: {e}"),
+        })
+    })
 }
 
 /// Hide what was read for the scan's duration, dedupe by MessageId, stop on a streak of
@@ -74,10 +106,9 @@ pub fn browse(
         let mut streak = 0;
         let mut n = 0u64;
         'outer: loop {
-            let msgs = receive(b, 10, vis, wait_seconds()).await?;
             // Every handle is recorded before anything is yielded: a reader that stops early
             // (peek -n 2) must still release all ten.
-            hold(b, &msgs);
+            let msgs = receive_held(b, vis, wait_seconds()).await?;
             let mut fresh = 0;
             for m in msgs {
                 let id = m.message_id().unwrap_or_default().to_string();
@@ -117,8 +148,7 @@ pub fn follow(b: &SqsBackend, from_start: bool) -> MessageStream<'_> {
         if !from_start {
             let mut streak = 0;
             while streak < EMPTY_STREAK {
-                let msgs = receive(b, 10, vis, wait_seconds()).await?;
-                hold(b, &msgs);
+                let msgs = receive_held(b, vis, wait_seconds()).await?;
                 let mut fresh = 0;
                 for m in &msgs {
                     if seen.insert(m.message_id().unwrap_or_default().to_string()) {
@@ -129,8 +159,7 @@ pub fn follow(b: &SqsBackend, from_start: bool) -> MessageStream<'_> {
             }
         }
         loop {
-            let msgs = receive(b, 10, vis, 5).await?;
-            hold(b, &msgs);
+            let msgs = receive_held(b, vis, 5).await?;
             for m in msgs {
                 let id = m.message_id().unwrap_or_default().to_string();
                 if !seen.insert(id) {
