@@ -357,6 +357,7 @@ mod tests {
             id: None,
             opts: Default::default(),
             held: Default::default(),
+            inflight: Default::default(),
             sources: Default::default(),
         }
     }
