@@ -420,13 +420,19 @@ pub type Rec = (
 
 impl Kafka {
     pub fn new(name: &str) -> Kafka {
+        Kafka::with_producer(name, &[])
+    }
+
+    /// Like `new`, with extra properties for the fixture's producer (e.g. compression).
+    pub fn with_producer(name: &str, props: &[(&str, &str)]) -> Kafka {
         let n = SEQ.fetch_add(1, Ordering::SeqCst);
         let bootstrap = kafka_bootstrap();
-        let producer = rdkafka::ClientConfig::new()
-            .set("bootstrap.servers", &bootstrap)
-            .set("linger.ms", "0")
-            .create()
-            .expect("producer");
+        let mut c = rdkafka::ClientConfig::new();
+        c.set("bootstrap.servers", &bootstrap).set("linger.ms", "0");
+        for (k, v) in props {
+            c.set(*k, *v);
+        }
+        let producer = c.create().expect("producer");
         Kafka {
             bootstrap,
             prefix: format!("{name}-{}-{n}", std::process::id()),
