@@ -45,16 +45,24 @@ pub const FROM_HEADER: &str = "dlqctl-redriven-from";
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// dlqctl's consumer defaults (`[kafka.properties]` overrides them). librdkafka prefetches up
-/// to 100,000 records or 64 MiB per partition by default; a few batches ahead is enough to
-/// keep a redrive busy, and keeps memory flat however long the topic is.
+/// to 64 MiB per partition by default; 8 MiB is a few dozen batches ahead, enough to keep a
+/// redrive busy, and keeps memory flat however long the topic is.
 const CONSUMER_TUNABLES: &[(&str, &str)] = &[
-    ("queued.min.messages", "2000"),
-    // With a queue that small, librdkafka's default wait of 1 s before fetching again once the
-    // queue is over its bounds stalls a redrive for most of every second.
-    ("fetch.queue.backoff.ms", "10"),
     ("queued.max.messages.kbytes", "8192"),
+    // librdkafka fetches again only while fewer than `queued.min.messages` records are queued
+    // (and the queue is under the kbytes bound above). 20 batches ahead: at 2,000 a redrive
+    // stalled on a fresh fetch every few batches; more only adds memory.
+    ("queued.min.messages", "20000"),
+    // librdkafka's default wait of 1 s before fetching again once the queue is over its bounds
+    // would stall a redrive for most of every second.
+    ("fetch.queue.backoff.ms", "10"),
     ("fetch.max.bytes", "8388608"),
 ];
+
+/// A redrive reads up to end offsets fixed at its start, and commits as it goes: a long-poll
+/// fetch at the end of a partition (librdkafka's default waits 500 ms) only holds up the
+/// commits queued behind it.
+const REDRIVE_TUNABLES: &[(&str, &str)] = &[("fetch.wait.max.ms", "100")];
 
 /// dlqctl's producer defaults (`[kafka.properties]` overrides them): keys land on the
 /// partition a Java producer picks (murmur2), and a copy that cannot be delivered in 30 s is
@@ -153,6 +161,21 @@ fn txn_err(target: &str, e: KafkaError) -> Error {
     kafka_err(target, e)
 }
 
+/// A commit error that goes away once the group coordinator is found again.
+fn coordinator_busy(e: &KafkaError) -> bool {
+    use rdkafka::types::RDKafkaErrorCode as C;
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            C::WaitingForCoordinator
+                | C::CoordinatorLoadInProgress
+                | C::CoordinatorNotAvailable
+                | C::NotCoordinator
+                | C::RequestTimedOut
+        )
+    )
+}
+
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
 }
@@ -242,7 +265,16 @@ impl KafkaBackend {
     /// A consumer that never joins a group; with `group`, only to read and commit that
     /// group's offsets (still `assign()`, never `subscribe()`).
     fn consumer(&self, group: Option<&str>) -> Result<StreamConsumer> {
-        let mut c = self.config(CONSUMER_TUNABLES);
+        self.consumer_with(group, &[])
+    }
+
+    /// [`KafkaBackend::consumer`] with more defaults of dlqctl's (the user's still win).
+    fn consumer_with(
+        &self,
+        group: Option<&str>,
+        tunables: &[(&str, &str)],
+    ) -> Result<StreamConsumer> {
+        let mut c = self.config(&[CONSUMER_TUNABLES, tunables].concat());
         c.set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("enable.partition.eof", "false")
@@ -959,7 +991,7 @@ mod session {
 
     impl<'a> KafkaMoveSession<'a> {
         pub fn begin(b: &'a KafkaBackend) -> Result<KafkaMoveSession<'a>> {
-            let c = b.consumer(Some(&b.redrive_group()))?;
+            let c = b.consumer_with(Some(&b.redrive_group()), REDRIVE_TUNABLES)?;
             let marks = b.watermarks(&c)?;
             let committed = b.committed(&c)?;
             let mut start = HashMap::new();
@@ -993,6 +1025,7 @@ mod session {
     impl MoveSession for KafkaMoveSession<'_> {
         async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>> {
             let mut out = Vec::new();
+            let mut done = Vec::new();
             self.batch.clear();
             while out.len() < n && !self.open.is_empty() {
                 let wait = if out.is_empty() {
@@ -1016,13 +1049,27 @@ mod session {
                 };
                 if m.offset() >= end {
                     self.open.remove(&p);
+                    done.push(p);
                     continue;
                 }
                 if m.offset() + 1 >= end {
                     self.open.remove(&p);
+                    done.push(p);
                 }
                 self.batch.push((p, m.offset()));
                 out.push(self.b.to_message(&m));
+            }
+            if !done.is_empty() {
+                // Stop fetching what the run will not move (records that arrived after it
+                // began). Otherwise the consumer keeps a long-poll fetch in flight at the end of
+                // the partition, and the final commit waits behind it (seconds, on tansu).
+                let mut tpl = TopicPartitionList::new();
+                for p in done {
+                    tpl.add_partition(&self.b.k.topic, p);
+                }
+                self.c
+                    .pause(&tpl)
+                    .map_err(|e| kafka_err(&self.b.shown(), e))?;
             }
             if self.b.exactly_once {
                 // Kept for the transactional path (move_locally); otherwise not needed.
@@ -1076,8 +1123,21 @@ mod session {
                 tpl.add_partition_offset(&self.b.k.topic, p, Offset::Offset(o))
                     .map_err(|e| kafka_err(&self.b.shown(), e))?;
             }
-            let c = self.c.clone();
-            blocking(|| c.commit(&tpl, CommitMode::Sync)).map_err(|e| kafka_err(&self.b.shown(), e))
+            // A coordinator that moves or is still being looked up fails a commit with a
+            // retriable error; retry those for a while, as the Java client's commitSync does,
+            // rather than end a complete run with its progress unstored.
+            let deadline = std::time::Instant::now() + TIMEOUT;
+            loop {
+                let c = self.c.clone();
+                match blocking(|| c.commit(&tpl, CommitMode::Sync)) {
+                    Ok(()) => return Ok(()),
+                    Err(e) if coordinator_busy(&e) && std::time::Instant::now() < deadline => {
+                        tracing::debug!(error = %e, "kafka: final commit: coordinator busy; retrying");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    Err(e) => return Err(kafka_err(&self.b.shown(), e)),
+                }
+            }
         }
 
         async fn move_locally(
