@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
@@ -1047,14 +1047,12 @@ mod session {
                 let Some(&end) = self.open.get(&p) else {
                     continue;
                 };
-                if m.offset() >= end {
-                    self.open.remove(&p);
-                    done.push(p);
-                    continue;
-                }
                 if m.offset() + 1 >= end {
                     self.open.remove(&p);
                     done.push(p);
+                }
+                if m.offset() >= end {
+                    continue;
                 }
                 self.batch.push((p, m.offset()));
                 out.push(self.b.to_message(&m));
@@ -1126,12 +1124,12 @@ mod session {
             // A coordinator that moves or is still being looked up fails a commit with a
             // retriable error; retry those for a while, as the Java client's commitSync does,
             // rather than end a complete run with its progress unstored.
-            let deadline = std::time::Instant::now() + TIMEOUT;
+            let deadline = Instant::now() + TIMEOUT;
             loop {
                 let c = self.c.clone();
                 match blocking(|| c.commit(&tpl, CommitMode::Sync)) {
                     Ok(()) => return Ok(()),
-                    Err(e) if coordinator_busy(&e) && std::time::Instant::now() < deadline => {
+                    Err(e) if coordinator_busy(&e) && Instant::now() < deadline => {
                         tracing::debug!(error = %e, "kafka: final commit: coordinator busy; retrying");
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
