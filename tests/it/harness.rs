@@ -407,6 +407,9 @@ pub struct Kafka {
     pub bootstrap: String,
     pub prefix: String,
     producer: rdkafka::producer::FutureProducer,
+    /// librdkafka's in-process mock cluster, for what tansu cannot do (transactions); the
+    /// brokers listen on loopback while it lives, so a dlqctl child process can use them.
+    mock: Option<rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext>>,
 }
 
 /// One record as read back: partition, offset, key, value, headers (in order, nulls kept).
@@ -437,6 +440,27 @@ impl Kafka {
             bootstrap,
             prefix: format!("{name}-{}-{n}", std::process::id()),
             producer,
+            mock: None,
+        }
+    }
+
+    /// A fixture on librdkafka's mock cluster (one broker, in this process) instead of tansu.
+    /// It speaks the transactional protocol but keeps no transaction state: TxnOffsetCommit
+    /// stores nothing and EndTxn writes no markers (librdkafka's `rdkafka_mock_handlers.c`).
+    pub fn mock(name: &str) -> Kafka {
+        let n = SEQ.fetch_add(1, Ordering::SeqCst);
+        let mock = rdkafka::mocking::MockCluster::new(1).expect("mock cluster");
+        let bootstrap = mock.bootstrap_servers();
+        let producer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("linger.ms", "0")
+            .create()
+            .expect("producer");
+        Kafka {
+            bootstrap,
+            prefix: format!("{name}-{}-{n}", std::process::id()),
+            producer,
+            mock: Some(mock),
         }
     }
 
@@ -450,6 +474,15 @@ impl Kafka {
 
     pub async fn create(&self, t: &str, partitions: i32, configs: &[(&str, &str)]) {
         use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+        if let Some(m) = &self.mock {
+            assert!(
+                configs.is_empty(),
+                "the mock cluster takes no topic configs"
+            );
+            m.create_topic(&self.topic(t), partitions, 1)
+                .expect("create a topic on the mock cluster");
+            return;
+        }
         let admin: AdminClient<rdkafka::client::DefaultClientContext> =
             rdkafka::ClientConfig::new()
                 .set("bootstrap.servers", &self.bootstrap)

@@ -613,6 +613,68 @@ async fn exactly_once_needs_broker_transactions_and_says_so() {
     assert_eq!(lag, 3, "no offsets committed");
 }
 
+/// Where the broker has transactions (librdkafka's mock cluster: tansu has none), an
+/// `--exactly-once` redrive runs its whole protocol (InitProducerId, AddPartitionsToTxn,
+/// AddOffsetsToTxn, TxnOffsetCommit, EndTxn) and the copies arrive byte for byte, keys where a
+/// Java producer puts them. The mock keeps no transaction state, so what a real broker adds
+/// (the offsets stored with the commit, markers for read_committed) is not checked here.
+#[tokio::test(flavor = "multi_thread")]
+async fn exactly_once_redrive_runs_its_transactions_on_a_broker_that_has_them() {
+    let k = Kafka::mock("eos-mock");
+    k.create("orders", 3, &[]).await;
+    k.create("dlt", 1, &[]).await;
+    spring_dlt(&k, "dlt", 7).await;
+    let sb = Sandbox::new();
+    let env = k.env();
+    let r = sb.run_with(
+        &[
+            "redrive",
+            &k.url("dlt"),
+            "--to",
+            &k.url("orders"),
+            "--exactly-once",
+            "--batch-size",
+            "3",
+            "--yes",
+            "--output",
+            "json",
+            "-vv",
+        ],
+        &env,
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let j = r.json();
+    assert_eq!(j["moved"], 7, "{j}");
+    assert_eq!(j["failed"], 0, "{j}");
+    let dlt = k.read_all("dlt").await;
+    let back = k.read_all("orders").await;
+    assert_eq!(back.len(), 7, "{back:?}");
+    for (p, _, key, value, headers) in &back {
+        let key = key.clone().unwrap();
+        assert_eq!(
+            *p,
+            java_partition(&key, 3),
+            "key {:?}",
+            String::from_utf8_lossy(&key)
+        );
+        let (.., src_value, src_headers) = dlt
+            .iter()
+            .find(|d| d.4.iter().zip(headers).all(|(a, b)| a == b) && d.3 == *value)
+            .unwrap_or_else(|| panic!("no dead letter with the headers {headers:?}"));
+        assert_eq!(value, src_value);
+        assert_eq!(
+            &headers[..src_headers.len()],
+            &src_headers[..],
+            "headers carried in order"
+        );
+        let names: Vec<&str> = headers.iter().map(|(n, _)| n.as_str()).collect();
+        assert!(names.contains(&"dlqctl-stable-id") && names.contains(&"dlqctl-redriven-from"));
+    }
+    // Three batches of at most 3 records: three transactions, each committed.
+    let commits = r.stderr.matches("kafka: transaction committed").count();
+    assert_eq!(commits, 3, "{}", r.stderr);
+}
+
 /// A destination that fails mid-run must not let the redrive group commit past what was not
 /// sent; ranges are refused for redrive (they are for peek, export and replay).
 #[tokio::test(flavor = "multi_thread")]

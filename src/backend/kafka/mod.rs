@@ -1196,6 +1196,7 @@ mod session {
                 blocking(|| p.send_offsets_to_transaction(&tpl, &cgm, TIMEOUT))
                     .map_err(|e| txn_err(&shown, e))?;
                 blocking(|| p.commit_transaction(TIMEOUT)).map_err(|e| txn_err(&shown, e))?;
+                tracing::debug!(records = msgs.len(), "kafka: transaction committed");
                 Ok(out)
             }
             .await;
