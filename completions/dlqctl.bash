@@ -747,7 +747,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__redrive)
-            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --native --cancel --no-wait --exactly-once --class --match --error --attr --older-than --newer-than --id --ids-from --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --native --cancel --no-wait --exactly-once --class --match --error --attr --older-than --newer-than --id --ids-from --rules --keep-header --strip-header --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -802,6 +802,14 @@ _dlqctl() {
                     return 0
                     ;;
                 --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keep-header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --strip-header)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -849,7 +857,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__replay)
-            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --class --match --error --attr --older-than --newer-than --id --ids-from --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --class --match --error --attr --older-than --newer-than --id --ids-from --rules --keep-header --strip-header --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -904,6 +912,14 @@ _dlqctl() {
                     return 0
                     ;;
                 --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keep-header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --strip-header)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -188,6 +188,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l newer-than -d 
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l keep-header -d 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l strip-header -d 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. \'kafka_dlt-*\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
@@ -228,6 +230,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l newer-than -d '
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l keep-header -d 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l strip-header -d 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. \'kafka_dlt-*\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'

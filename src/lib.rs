@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod filter;
+pub mod headers;
 pub mod message;
 pub mod ops;
 pub mod output;

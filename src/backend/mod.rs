@@ -107,6 +107,8 @@ pub struct MoveOptions {
     pub need_content: bool,
     /// Column mapping of a PostgreSQL target table, for local moves.
     pub target_columns: std::collections::BTreeMap<String, String>,
+    /// The headers a copy carries; a local mover that copies messages itself applies them.
+    pub headers: crate::headers::HeaderRules,
 }
 
 /// The result of offering one message to a target.

@@ -152,6 +152,26 @@ pub struct FilterArgs {
     pub rules: Option<PathBuf>,
 }
 
+/// Which headers/attributes a copy carries (redrive, replay).
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Headers")]
+pub struct HeaderArgs {
+    /// Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […];
+    /// repeatable). The one holding the stable id is always copied
+    #[arg(long = "keep-header", value_name = "PATTERN")]
+    pub keep: Vec<String>,
+    /// Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable;
+    /// applied after --keep-header), e.g. 'kafka_dlt-*'
+    #[arg(long = "strip-header", value_name = "PATTERN")]
+    pub strip: Vec<String>,
+}
+
+impl HeaderArgs {
+    pub fn resolve(&self) -> Result<crate::headers::HeaderRules> {
+        crate::headers::HeaderRules::new(&self.keep, &self.strip)
+    }
+}
+
 impl FilterArgs {
     pub fn resolve(&self, ctx: &Ctx) -> Result<(Filter, Classifier)> {
         let classifier = Classifier::new(

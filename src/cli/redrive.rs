@@ -1,4 +1,4 @@
-use super::FilterArgs;
+use super::{FilterArgs, HeaderArgs};
 use crate::error::{Error, Result};
 use crate::ops::moves::{Mode, MoveRequest};
 use crate::settings::{Ctx, parse_rate};
@@ -47,6 +47,8 @@ pub struct Args {
     pub exactly_once: bool,
     #[command(flatten)]
     pub filters: FilterArgs,
+    #[command(flatten)]
+    pub headers: HeaderArgs,
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
@@ -56,7 +58,14 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
         .as_deref()
         .map(|r| parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e)))
         .transpose()?;
+    let headers = a.headers.resolve()?;
     if a.native {
+        if !headers.is_empty() {
+            return Err(Error::invalid_arg(
+                "--native",
+                "a native move task copies messages as they are; drop --keep-header/--strip-header, or redrive without --native",
+            ));
+        }
         let (filter, _) = a.filters.resolve(ctx)?;
         if !filter.is_empty() || a.max.is_some() {
             return Err(Error::invalid_arg(
@@ -106,6 +115,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             dry_run: a.dry_run,
             yes: a.yes,
             exactly_once: a.exactly_once,
+            headers,
         },
     )
     .await

@@ -1,5 +1,5 @@
-use super::FilterArgs;
 use super::redrive::check_batch;
+use super::{FilterArgs, HeaderArgs};
 use crate::error::{Error, Result};
 use crate::ops::moves::{Mode, MoveRequest};
 use crate::settings::{Ctx, parse_rate};
@@ -34,6 +34,8 @@ pub struct Args {
     pub yes: bool,
     #[command(flatten)]
     pub filters: FilterArgs,
+    #[command(flatten)]
+    pub headers: HeaderArgs,
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
@@ -58,6 +60,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             dry_run: a.dry_run,
             yes: a.yes,
             exactly_once: false,
+            headers: a.headers.resolve()?,
         },
     )
     .await

@@ -16,6 +16,7 @@ use crate::backend::{self, MoveOptions, OpenOptions, QueueBackend, ScanOptions, 
 use crate::classify::Classifier;
 use crate::error::{Error, Result, exit};
 use crate::filter::Filter;
+use crate::headers::HeaderRules;
 use crate::message::Message;
 use crate::settings::{Ctx, QueueRef};
 
@@ -43,6 +44,8 @@ pub struct MoveRequest {
     pub yes: bool,
     /// Kafka → Kafka on one cluster: copies and offsets in one transaction.
     pub exactly_once: bool,
+    /// `--keep-header` / `--strip-header`.
+    pub headers: HeaderRules,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -204,6 +207,12 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
             "needs a Kafka dead-letter topic and --to a topic on the same cluster (kafka://SAME-BROKERS/TOPIC)",
         ));
     }
+    if !req.headers.is_empty() && fixed.as_ref() == Some(&req.source.address) {
+        return Err(Error::invalid_arg(
+            "--keep-header/--strip-header",
+            "this redrive retries each job in place: nothing is copied, so there are no headers to choose",
+        ));
+    }
     if fixed.is_none() && !caps.per_message_destination {
         return Err(Error::invalid_arg(
             "--to",
@@ -251,10 +260,18 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
             "rate".to_string(),
             req.rate.map_or("unlimited".into(), |r| format!("{r:.1}/s")),
         ]);
-        t.add_row(vec![
-            "keeps",
-            "stable id, body, headers/attributes, group/key",
-        ]);
+        if req.headers.is_empty() {
+            t.add_row(vec![
+                "keeps",
+                "stable id, body, headers/attributes, group/key",
+            ]);
+        } else {
+            t.add_row(vec!["keeps", "stable id, body, group/key"]);
+            t.add_row(vec![
+                "headers/attributes".to_string(),
+                req.headers.describe(),
+            ]);
+        }
         eprintln!("{t}");
     }
     if !req.dry_run && !req.yes {
@@ -444,6 +461,8 @@ async fn copy_loop(
             *tally.dest.entry(dest.to_string()).or_default() += 1;
             continue;
         }
+        let mut m = m;
+        req.headers.apply(&mut m);
         pending.push((dest, m));
         if pending.len() >= req.batch_size {
             flush_copies(req, targets, &mut pending, s, tally).await?;
@@ -507,12 +526,18 @@ async fn move_loop(
     tally: &mut Tally,
     bar: &indicatif::ProgressBar,
 ) -> Result<()> {
-    let local = fixed.filter(|f| source.can_move_locally(f));
+    // A local move copies inside the backend (PostgreSQL: INSERT … SELECT), headers and all;
+    // with header rules the rows go the ordinary way (read, send, delete). Kafka's local move
+    // (--exactly-once) applies the rules itself.
+    let local = fixed
+        .filter(|f| source.can_move_locally(f))
+        .filter(|_| req.headers.is_empty() || req.exactly_once);
     let need_content = !req.filter.is_empty() || local.is_none();
     let mut session = source
         .begin_move(MoveOptions {
             need_content,
             target_columns: targets.options.columns.clone(),
+            headers: req.headers.clone(),
         })
         .await?;
     let result = move_batches(
@@ -632,10 +657,17 @@ async fn move_batches(
             for (key, (addr, idx)) in groups {
                 // The whole batch goes to one place (the usual case): send it as it is.
                 let copied: Vec<Message>;
-                let msgs: &[Message] = if idx.len() == batch.len() {
+                let msgs: &[Message] = if idx.len() == batch.len() && req.headers.is_empty() {
                     &batch
                 } else {
-                    copied = idx.iter().map(|&i| batch[i].clone()).collect();
+                    copied = idx
+                        .iter()
+                        .map(|&i| {
+                            let mut m = batch[i].clone();
+                            req.headers.apply(&mut m);
+                            m
+                        })
+                        .collect();
                     &copied
                 };
                 let sent = async {

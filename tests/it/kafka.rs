@@ -633,6 +633,8 @@ async fn exactly_once_redrive_runs_its_transactions_on_a_broker_that_has_them() 
             "--to",
             &k.url("orders"),
             "--exactly-once",
+            "--strip-header",
+            "kafka_dlt-exception-message",
             "--batch-size",
             "3",
             "--yes",
@@ -657,22 +659,128 @@ async fn exactly_once_redrive_runs_its_transactions_on_a_broker_that_has_them() 
             "key {:?}",
             String::from_utf8_lossy(&key)
         );
-        let (.., src_value, src_headers) = dlt
+        // The values are distinct ({"order": i}): find the dead letter by its value.
+        let (.., src_headers) = dlt
             .iter()
-            .find(|d| d.4.iter().zip(headers).all(|(a, b)| a == b) && d.3 == *value)
-            .unwrap_or_else(|| panic!("no dead letter with the headers {headers:?}"));
-        assert_eq!(value, src_value);
+            .find(|d| d.3 == *value)
+            .unwrap_or_else(|| panic!("no dead letter with the value {value:?}"));
+        let kept: Vec<_> = src_headers
+            .iter()
+            .filter(|(n, _)| n != "kafka_dlt-exception-message")
+            .cloned()
+            .collect();
         assert_eq!(
-            &headers[..src_headers.len()],
-            &src_headers[..],
-            "headers carried in order"
+            &headers[..kept.len()],
+            &kept[..],
+            "headers carried in order, without the stripped one"
         );
         let names: Vec<&str> = headers.iter().map(|(n, _)| n.as_str()).collect();
         assert!(names.contains(&"dlqctl-stable-id") && names.contains(&"dlqctl-redriven-from"));
+        assert!(!names.contains(&"kafka_dlt-exception-message"), "{names:?}");
+        assert_eq!(names.len(), kept.len() + 2, "{names:?}");
     }
     // Three batches of at most 3 records: three transactions, each committed.
     let commits = r.stderr.matches("kafka: transaction committed").count();
     assert_eq!(commits, 3, "{}", r.stderr);
+}
+
+/// --strip-header and --keep-header choose what a copy carries; the destination still comes
+/// from the dead-letter headers (read before the rules), and the stable id is carried.
+#[tokio::test(flavor = "multi_thread")]
+async fn header_rules_choose_what_a_copy_carries() {
+    let k = Kafka::new("hdr");
+    k.create("orders", 3, &[]).await;
+    k.create("copies", 1, &[]).await;
+    k.create("dlt", 1, &[]).await;
+    spring_dlt(&k, "dlt", 4).await;
+    let sb = Sandbox::new();
+    let env = k.env();
+    let orders = k.topic("orders");
+    let j = sb
+        .run_with(
+            &[
+                "redrive",
+                &k.url("dlt"),
+                "--strip-header",
+                "kafka_dlt-*",
+                "--strip-header",
+                "x-rep",
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 4, "{j}");
+    assert_eq!(j["destinations"][0]["to"], k.url("orders"), "{j}");
+    let back = k.read_all("orders").await;
+    assert_eq!(back.len(), 4);
+    let mut ids: Vec<String> = Vec::new();
+    for (.., headers) in &back {
+        let names: Vec<&str> = headers.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "trace-id",
+                "x-null",
+                "dlqctl-stable-id",
+                "dlqctl-redriven-from"
+            ],
+            "{headers:?}"
+        );
+        ids.push(String::from_utf8(headers[2].1.clone().unwrap()).unwrap());
+    }
+    ids.sort();
+    let mut want: Vec<String> = (0..4)
+        .map(|i| format!("{orders}/{}@{}", i % 3, 1000 + i))
+        .collect();
+    want.sort();
+    assert_eq!(ids, want, "the original coordinates stay the stable id");
+
+    let j = sb
+        .run_with(
+            &[
+                "replay",
+                &k.url("dlt"),
+                "--to",
+                &k.url("copies"),
+                "--keep-header",
+                "x-*",
+                "--keep-header",
+                "trace-id",
+                "--strip-header",
+                "x-null",
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 4, "{j}");
+    for (.., headers) in &k.read_all("copies").await {
+        let names: Vec<&str> = headers.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "trace-id",
+                "x-rep",
+                "x-rep",
+                "dlqctl-stable-id",
+                "dlqctl-redriven-from"
+            ],
+            "{headers:?}"
+        );
+        assert_eq!(headers[1].1.as_deref(), Some(&b"1"[..]));
+        assert_eq!(
+            headers[2].1.as_deref(),
+            Some(&b"2"[..]),
+            "repeats kept in order"
+        );
+    }
 }
 
 /// A destination that fails mid-run must not let the redrive group commit past what was not

@@ -505,3 +505,47 @@ async fn no_destination_and_missing_targets_are_refused_up_front() {
     );
     assert_eq!(db.count("dead_letters").await, 2);
 }
+
+/// With --strip-header a same-database redrive cannot copy rows inside the server (INSERT …
+/// SELECT copies the headers whole): it reads, sends and deletes them the ordinary way, and the
+/// copies carry only the headers the rules keep. A bad pattern is refused before anything moves.
+#[tokio::test]
+async fn header_rules_choose_which_headers_a_row_carries() {
+    let db = Db::new("hdr").await;
+    db.seed(30).await;
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&["redrive", &db.dlq(), "--yes", "--strip-header", "[x"])
+        .code(2);
+    assert!(r.stderr.contains("--strip-header"), "{}", r.stderr);
+    assert_eq!(db.count("dead_letters").await, 30);
+    let j = sb
+        .run(&[
+            "redrive",
+            &db.dlq(),
+            "--yes",
+            "--strip-header",
+            "ten*",
+            "--batch-size",
+            "7",
+            "--output",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 30, "{j}");
+    assert_eq!(db.count("dead_letters").await, 0);
+    let rows: Vec<(String, serde_json::Value)> = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT message_id, headers FROM {}.queue_messages ORDER BY message_id",
+        db.schema
+    )))
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 30);
+    for (id, h) in &rows {
+        let n = id.strip_prefix("ord-").unwrap();
+        assert_eq!(h["trace-id"], format!("tr-{n}"), "{id}: {h}");
+        assert!(h.get("tenant").is_none(), "{id}: {h}");
+    }
+}

@@ -294,6 +294,11 @@ async fn every_command_works_on_every_job_system() {
             0,
             "{who}: a dry run changes nothing"
         );
+        // A retry in place copies nothing: header rules have nothing to act on.
+        let r = sb
+            .run(&["redrive", &url, "--yes", "--strip-header", "x-*"])
+            .code(2);
+        assert!(r.stderr.contains("in place"), "{who}: {}", r.stderr);
 
         // A worker holds job 5: it is skipped, not waited on. The rest are retried the way
         // the system's own tools do, and the alive job is untouched.

@@ -32,6 +32,7 @@ use super::{
 use crate::address::{Address, KafkaAddress};
 use crate::config::{IdSource, QueueConfig, Retention};
 use crate::error::{Error, Result};
+use crate::headers::HeaderRules;
 use crate::message::{AttrValue, Attribute, Message};
 
 pub mod conventions;
@@ -803,8 +804,11 @@ impl QueueBackend for KafkaBackend {
         self.exactly_once && matches!(target, Address::Kafka(t) if t.brokers == self.k.brokers)
     }
 
-    async fn begin_move(&self, _opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {
-        Ok(Box::new(session::KafkaMoveSession::begin(self)?))
+    async fn begin_move(&self, opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {
+        Ok(Box::new(session::KafkaMoveSession::begin(
+            self,
+            opts.headers,
+        )?))
     }
 
     async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
@@ -983,6 +987,8 @@ mod session {
         msgs: Vec<Message>,
         /// The transactional producer of `--exactly-once`.
         tx: Option<FutureProducer>,
+        /// `--keep-header` / `--strip-header`, for the copies of the transactional path.
+        headers: HeaderRules,
         /// The offset committed last, per partition.
         position: HashMap<i32, i64>,
         /// Whether an asynchronous commit was sent after the last synchronous one.
@@ -990,7 +996,7 @@ mod session {
     }
 
     impl<'a> KafkaMoveSession<'a> {
-        pub fn begin(b: &'a KafkaBackend) -> Result<KafkaMoveSession<'a>> {
+        pub fn begin(b: &'a KafkaBackend, headers: HeaderRules) -> Result<KafkaMoveSession<'a>> {
             let c = b.consumer_with(Some(&b.redrive_group()), REDRIVE_TUNABLES)?;
             let marks = b.watermarks(&c)?;
             let committed = b.committed(&c)?;
@@ -1015,6 +1021,7 @@ mod session {
                 blocked: HashMap::new(),
                 msgs: Vec::new(),
                 tx: None,
+                headers,
                 position: HashMap::new(),
                 unsynced: false,
             })
@@ -1070,8 +1077,12 @@ mod session {
                     .map_err(|e| kafka_err(&self.b.shown(), e))?;
             }
             if self.b.exactly_once {
-                // Kept for the transactional path (move_locally); otherwise not needed.
+                // Kept for the transactional path (move_locally), which copies them itself;
+                // otherwise not needed.
                 self.msgs = out.clone();
+                for m in &mut self.msgs {
+                    self.headers.apply(m);
+                }
             }
             Ok(if out.is_empty() { None } else { Some(out) })
         }

@@ -1,0 +1,172 @@
+//! `--keep-header` / `--strip-header`: which headers (Kafka) or attributes (SQS, PostgreSQL
+//! `headers`) a redrive or replay copies.
+//!
+//! Patterns are shell-style globs on the name (`*`, `?`, `[…]`), matched case-sensitively, as
+//! the backends compare names. Keep rules go first (when there are any, only what matches one
+//! is carried), then strip rules. Whatever the rules say, a header whose value is the message's
+//! stable id is carried: dropping it would let the consumer's dedupe check miss the repeat.
+//! The provenance that dlqctl adds to a copy (`dlqctl-stable-id`, `dlqctl-redriven-from`) is
+//! added after the rules.
+
+use glob::Pattern;
+
+use crate::error::{Error, Result};
+use crate::message::Message;
+
+#[derive(Clone, Debug, Default)]
+pub struct HeaderRules {
+    keep: Vec<Pattern>,
+    strip: Vec<Pattern>,
+}
+
+fn patterns(arg: &str, given: &[String]) -> Result<Vec<Pattern>> {
+    given
+        .iter()
+        .map(|p| {
+            if p.is_empty() {
+                return Err(Error::invalid_arg(
+                    arg,
+                    "an empty pattern matches no header; give a name or a glob such as 'kafka_dlt-*'",
+                ));
+            }
+            Pattern::new(p).map_err(|e| {
+                Error::invalid_arg(
+                    arg,
+                    format!("`{p}` is not a glob pattern ({e}); quote it, and escape a literal [ as [[]"),
+                )
+            })
+        })
+        .collect()
+}
+
+impl HeaderRules {
+    pub fn new(keep: &[String], strip: &[String]) -> Result<HeaderRules> {
+        Ok(HeaderRules {
+            keep: patterns("--keep-header", keep)?,
+            strip: patterns("--strip-header", strip)?,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keep.is_empty() && self.strip.is_empty()
+    }
+
+    /// Whether a header of this name is copied (the stable-id exception aside).
+    pub fn carries(&self, name: &str) -> bool {
+        (self.keep.is_empty() || self.keep.iter().any(|p| p.matches(name)))
+            && !self.strip.iter().any(|p| p.matches(name))
+    }
+
+    /// Drop from `m` the headers the rules leave out.
+    pub fn apply(&self, m: &mut Message) {
+        if self.is_empty() {
+            return;
+        }
+        let id = m.id.as_bytes();
+        m.attributes
+            .retain(|a| a.value.as_bytes() == Some(id) || self.carries(&a.name));
+    }
+
+    /// For the plan: what the copies carry.
+    pub fn describe(&self) -> String {
+        let list = |ps: &[Pattern]| {
+            ps.iter()
+                .map(Pattern::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match (self.keep.is_empty(), self.strip.is_empty()) {
+            (true, true) => "all".into(),
+            (false, true) => format!("only {}", list(&self.keep)),
+            (true, false) => format!("all but {}", list(&self.strip)),
+            (false, false) => format!("only {}, but not {}", list(&self.keep), list(&self.strip)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{AttrValue, Attribute};
+
+    fn msg(id: &str, names: &[(&str, &str)]) -> Message {
+        Message {
+            id: id.into(),
+            attributes: names
+                .iter()
+                .map(|(n, v)| Attribute {
+                    name: (*n).into(),
+                    value: AttrValue::Text {
+                        data_type: "String".into(),
+                        value: (*v).into(),
+                    },
+                })
+                .collect(),
+            ..Message::default()
+        }
+    }
+
+    fn names(m: &Message) -> Vec<&str> {
+        m.attributes.iter().map(|a| a.name.as_str()).collect()
+    }
+
+    #[test]
+    fn keep_then_strip_in_order_with_repeats() {
+        let r = HeaderRules::new(
+            &["kafka_dlt-*".into(), "trace-id".into()],
+            &["kafka_dlt-exception-stacktrace".into()],
+        )
+        .unwrap();
+        let mut m = msg(
+            "orders/0@7",
+            &[
+                ("trace-id", "t1"),
+                ("x-other", "a"),
+                ("kafka_dlt-original-topic", "orders"),
+                ("kafka_dlt-exception-stacktrace", "at …"),
+                ("kafka_dlt-original-topic", "orders-retry"),
+                ("Trace-Id", "case matters"),
+            ],
+        );
+        r.apply(&mut m);
+        assert_eq!(
+            names(&m),
+            [
+                "trace-id",
+                "kafka_dlt-original-topic",
+                "kafka_dlt-original-topic"
+            ]
+        );
+        assert_eq!(
+            r.describe(),
+            "only kafka_dlt-*, trace-id, but not kafka_dlt-exception-stacktrace"
+        );
+    }
+
+    #[test]
+    fn the_header_holding_the_stable_id_is_always_carried() {
+        let r = HeaderRules::new(&[], &["x-*".into()]).unwrap();
+        let mut m = msg("req-42", &[("x-request-id", "req-42"), ("x-trace", "t")]);
+        r.apply(&mut m);
+        assert_eq!(names(&m), ["x-request-id"]);
+        assert!(!r.carries("x-request-id"), "only the id exception keeps it");
+    }
+
+    #[test]
+    fn no_rules_change_nothing_and_bad_patterns_are_refused() {
+        let r = HeaderRules::new(&[], &[]).unwrap();
+        let before = msg("a", &[("k", "v")]);
+        let mut m = before.clone();
+        r.apply(&mut m);
+        assert_eq!(m, before);
+        assert_eq!(r.describe(), "all");
+        let e = HeaderRules::new(&["[oops".into()], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--keep-header") && e.contains("[oops"), "{e}");
+        let e = HeaderRules::new(&[], &[String::new()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--strip-header") && e.contains("empty"), "{e}");
+    }
+}
