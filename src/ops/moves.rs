@@ -54,6 +54,8 @@ pub struct MoveSummary {
     pub dry_run: bool,
     pub source: String,
     pub filter: String,
+    /// What the copies carry of the headers/attributes (`all`, or the header rules).
+    pub headers: String,
     /// Messages looked at.
     pub examined: u64,
     /// Messages that passed the filters.
@@ -303,6 +305,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         dry_run: req.dry_run,
         source: req.source.address.to_string(),
         filter: req.filter.describe(),
+        headers: req.headers.describe(),
         ..MoveSummary::default()
     };
     let mut tally = Tally::default();

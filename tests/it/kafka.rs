@@ -714,6 +714,7 @@ async fn header_rules_choose_what_a_copy_carries() {
         .ok()
         .json();
     assert_eq!(j["moved"], 4, "{j}");
+    assert_eq!(j["headers"], "all but kafka_dlt-*, x-rep", "{j}");
     assert_eq!(j["destinations"][0]["to"], k.url("orders"), "{j}");
     let back = k.read_all("orders").await;
     assert_eq!(back.len(), 4);
