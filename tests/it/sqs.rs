@@ -770,6 +770,49 @@ async fn fifo_groups_are_not_blocked_by_a_skipped_head_and_ten_attributes_keep_t
         r.stdout
     );
     assert_eq!(q.visible(&plain_dlq).await, 1);
+    // Leaving one attribute out makes room: the copy carries the other nine and its id.
+    let j = sb
+        .run_with(
+            &[
+                "redrive",
+                &plain_dlq,
+                "--to",
+                &target,
+                "--strip-header",
+                "a9",
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &env,
+        )
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 1, "{j}");
+    let got = q.receive_all(&target).await;
+    assert_eq!(got.len(), 1);
+    let mut names: Vec<&str> = got[0]
+        .message_attributes()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "a0",
+            "a1",
+            "a2",
+            "a3",
+            "a4",
+            "a5",
+            "a6",
+            "a7",
+            "a8",
+            "dlqctl-stable-id"
+        ]
+    );
 }
 
 #[tokio::test]
