@@ -155,17 +155,19 @@ impl Printer {
             Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()),
             None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
         };
-        let style = if len.is_some() {
-            ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")
-        } else {
-            ProgressStyle::with_template("{spinner} {msg} {pos} ({per_sec})")
-        }
-        .expect("static template")
-        .progress_chars("=> ");
-        bar.set_style(style);
+        bar.set_style(progress_style(len.is_some()));
         bar.set_message(what.to_string());
         bar.enable_steady_tick(Duration::from_millis(200));
         bar
+    }
+
+    /// Give a progress spinner its length once it is known: it becomes a bar.
+    pub fn set_progress_length(&self, bar: &ProgressBar, len: u64) {
+        if !self.progress {
+            return;
+        }
+        bar.set_length(len);
+        bar.set_style(progress_style(true));
     }
 
     /// Ask a yes/no question at the terminal. Without one, refuse: `what` needs `--yes`.
@@ -237,6 +239,17 @@ pub fn fmt_duration(d: Duration) -> String {
         }
     }
     parts.join(" ")
+}
+
+/// A bar when the length is known, else a spinner with a count.
+fn progress_style(bar: bool) -> ProgressStyle {
+    if bar {
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")
+    } else {
+        ProgressStyle::with_template("{spinner} {msg} {pos} ({per_sec})")
+    }
+    .expect("static template")
+    .progress_chars("=> ")
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! in its own module. An operation a backend cannot do fails up front with
 //! [`Error::Unsupported`], never half-way.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
@@ -26,6 +27,10 @@ pub mod postgres;
 pub mod sqs;
 
 pub type MessageStream<'a> = Pin<Box<dyn Stream<Item = Result<Message>> + Send + 'a>>;
+
+/// The outcomes of copies already handed to a target, one per message, in order; resolved once
+/// the target has answered for each (see [`QueueBackend::send_start`]).
+pub type PendingSend = Pin<Box<dyn Future<Output = Result<Vec<SendOutcome>>> + Send + 'static>>;
 
 /// What a backend can and cannot do, reported before any work starts.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -109,6 +114,8 @@ pub struct MoveOptions {
     pub target_columns: std::collections::BTreeMap<String, String>,
     /// The headers a copy carries; a local mover that copies messages itself applies them.
     pub headers: crate::headers::HeaderRules,
+    /// Messages per batch (`--batch-size`), for sessions that read ahead.
+    pub batch_size: usize,
 }
 
 /// The result of offering one message to a target.
@@ -146,11 +153,26 @@ pub trait MoveSession: Send {
     /// session began, is exhausted.
     async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>>;
 
-    /// Remove the messages at `accepted` (indices into the last batch): their copies were
-    /// accepted. `failed` were offered and refused; the rest were skipped by the filters.
-    /// Queues that delete one message keep both failed and skipped ones; Kafka, which can only
-    /// commit an offset, consumes the skipped ones and stops committing at the first failure.
+    /// Settle the oldest claimed batch that is not settled yet: remove the messages at
+    /// `accepted` (indices into that batch), whose copies were accepted. `failed` were offered
+    /// and refused; the rest were skipped by the filters. Queues that delete one message keep
+    /// both failed and skipped ones; Kafka, which can only commit an offset, consumes the
+    /// skipped ones and stops committing at the first failure.
     async fn settle(&mut self, accepted: &[usize], failed: &[usize]) -> Result<()>;
+
+    /// How many claimed batches may wait for their copies' outcomes at once (settled in claim
+    /// order). 1: each batch is settled before the next is claimed. More only where claiming
+    /// ahead holds nothing back from other movers and settling in order is all the source needs
+    /// (Kafka: an offset commit per batch).
+    fn pipeline_depth(&self) -> usize {
+        1
+    }
+
+    /// How many messages the session will look at, where the source can tell cheaply (the
+    /// progress bar's length).
+    fn remaining(&self) -> Option<u64> {
+        None
+    }
 
     /// With no filter: claim and move the next batch of up to `n` into `target` in one step,
     /// when the backend can (see [`MoveSession::can_move_batches`]). `None` when exhausted.
@@ -277,6 +299,13 @@ pub trait QueueBackend: Send + Sync {
     /// Accept copies of `batch`; one outcome per message, in order. An `Err` means the target
     /// itself failed (nothing in this batch may be assumed sent).
     async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>>;
+    /// Hand copies of `batch` to the target and return their outcomes to come, so that the next
+    /// batch can be read while the target answers (Kafka's producer queues records and reports
+    /// each delivery later). The default sends now, as [`QueueBackend::send`] does.
+    async fn send_start(&self, batch: &[Message]) -> Result<PendingSend> {
+        let outcomes = self.send(batch).await;
+        Ok(Box::pin(futures::future::ready(outcomes)))
+    }
     /// Where a redrive of `m` goes when the user did not say (None: unknown).
     async fn destination(&self, m: &Message) -> Result<Option<Address>>;
     /// Facts for `verify`.

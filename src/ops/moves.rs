@@ -309,13 +309,11 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         ..MoveSummary::default()
     };
     let mut tally = Tally::default();
-    let total = if req.filter.is_empty() && p.progress_enabled() {
-        source.inspect().await.ok().and_then(|i| {
-            i.facts
-                .iter()
-                .find(|f| f.name == "messages")
-                .and_then(|f| f.value.as_u64())
-        })
+    let moving = !(req.dry_run || req.mode == Mode::Replay);
+    // A redrive asks its session first (a Kafka session knows from the offsets it starts at):
+    // see `move_loop`.
+    let total = if !moving && req.filter.is_empty() && p.progress_enabled() {
+        message_count(source.as_ref()).await
     } else {
         None
     };
@@ -327,7 +325,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         },
     );
 
-    let result = if req.dry_run || req.mode == Mode::Replay {
+    let result = if !moving {
         let r = copy_loop(
             ctx,
             &req,
@@ -397,6 +395,16 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         exit::PARTIAL
     } else {
         exit::OK
+    })
+}
+
+/// The number of messages `inspect` reports, for a progress bar.
+async fn message_count(source: &dyn QueueBackend) -> Option<u64> {
+    source.inspect().await.ok().and_then(|i| {
+        i.facts
+            .iter()
+            .find(|f| f.name == "messages")
+            .and_then(|f| f.value.as_u64())
     })
 }
 
@@ -541,8 +549,24 @@ async fn move_loop(
             need_content,
             target_columns: targets.options.columns.clone(),
             headers: req.headers.clone(),
+            batch_size: req.batch_size,
         })
         .await?;
+    if ctx.printer.progress_enabled() {
+        // The bar counts the messages looked at; `--max` caps it only without filters.
+        let total = match session.remaining() {
+            Some(n) => Some(n),
+            None if req.filter.is_empty() => message_count(source).await,
+            None => None,
+        };
+        if let Some(t) = total {
+            let t = match req.max {
+                Some(m) if req.filter.is_empty() => m.min(t),
+                _ => t,
+            };
+            ctx.printer.set_progress_length(bar, t);
+        }
+    }
     let result = move_batches(
         ctx,
         req,
@@ -562,6 +586,40 @@ async fn move_loop(
     result.and(finished)
 }
 
+/// A batch whose copies are on their way. Batches land (are settled) in the order they were
+/// claimed, once every outcome of theirs is known.
+struct Flight {
+    /// The stable id of each message of the batch (the messages themselves are dropped once
+    /// their copies are handed over: the target holds what it still needs).
+    ids: Vec<String>,
+    /// Per destination: its address as shown, the indices sent there, their outcomes.
+    sends: Vec<(String, Vec<usize>, Outcomes)>,
+    /// Offered and refused before anything was sent (no destination).
+    failed: Vec<usize>,
+    read: Duration,
+    started: Instant,
+}
+
+enum Outcomes {
+    Coming(crate::backend::PendingSend),
+    Known(Result<Vec<SendOutcome>>),
+}
+
+impl Flight {
+    /// Whether every outcome of the batch is known, without waiting for any.
+    fn ready(&mut self) -> bool {
+        use futures::FutureExt;
+        self.sends.iter_mut().all(|(_, _, o)| {
+            if let Outcomes::Coming(p) = o
+                && let Some(r) = p.as_mut().now_or_never()
+            {
+                *o = Outcomes::Known(r);
+            }
+            matches!(o, Outcomes::Known(_))
+        })
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn move_batches(
     ctx: &Ctx,
@@ -577,87 +635,112 @@ async fn move_batches(
     bar: &indicatif::ProgressBar,
 ) -> Result<()> {
     let now = Utc::now();
-    loop {
-        if ctx.interrupt.is_set() {
-            return Err(Error::Interrupted);
-        }
-        let room = req.max.map_or(u64::MAX, |m| m.saturating_sub(s.matched));
-        if room == 0 {
-            break;
-        }
-        let n = (req.batch_size as u64).min(room) as usize;
-        if let Some(dest) = local
-            && req.filter.is_empty()
-            && session.can_move_batches(dest)
-        {
-            let Some(b) = session.move_next_locally(dest, n).await? else {
+    // A local move copies and settles in one step; otherwise up to `depth` batches wait for
+    // their outcomes while the next ones are read and sent.
+    let depth = if local.is_some() {
+        1
+    } else {
+        session.pipeline_depth().max(1)
+    };
+    let mut flights: std::collections::VecDeque<Flight> = std::collections::VecDeque::new();
+    let result = async {
+        loop {
+            if ctx.interrupt.is_set() {
+                return Err(Error::Interrupted);
+            }
+            let room = req.max.map_or(u64::MAX, |m| m.saturating_sub(s.matched));
+            if room == 0 {
+                break;
+            }
+            let n = (req.batch_size as u64).min(room) as usize;
+            if let Some(dest) = local
+                && req.filter.is_empty()
+                && session.can_move_batches(dest)
+            {
+                let Some(b) = session.move_next_locally(dest, n).await? else {
+                    break;
+                };
+                let key = dest.to_string();
+                s.examined += b.examined;
+                s.matched += b.examined;
+                s.moved += b.moved;
+                if b.moved > 0 {
+                    *tally.dest.entry(key.clone()).or_default() += b.moved;
+                }
+                for (id, o) in &b.others {
+                    record(s, tally, &key, id, o);
+                }
+                bar.inc(b.examined);
+                pacer.wait(s.moved + s.failed).await;
+                continue;
+            }
+            // Settle what has landed (so that a slow run commits as it goes), then wait for
+            // the oldest batch while `depth` are on their way.
+            while flights.len() >= depth || flights.front_mut().is_some_and(Flight::ready) {
+                let f = flights.pop_front().expect("non-empty");
+                land(f, session, s, tally, bar).await?;
+            }
+            let read_at = Instant::now();
+            let Some(batch) = session.next_batch(n).await? else {
                 break;
             };
-            let key = dest.to_string();
-            s.examined += b.examined;
-            s.matched += b.examined;
-            s.moved += b.moved;
-            if b.moved > 0 {
-                *tally.dest.entry(key.clone()).or_default() += b.moved;
+            let read = read_at.elapsed();
+            s.examined += batch.len() as u64;
+            let mut selected = Vec::new();
+            for (i, m) in batch.iter().enumerate() {
+                if req.filter.matches(m, now, &req.classifier) && (selected.len() as u64) < room {
+                    selected.push(i);
+                } else {
+                    s.skipped += 1;
+                }
             }
-            for (id, o) in &b.others {
-                record(s, tally, &key, id, o);
-            }
-            bar.inc(b.examined);
-            pacer.wait(s.moved + s.failed).await;
-            continue;
-        }
-        let read_at = Instant::now();
-        let Some(batch) = session.next_batch(n).await? else {
-            break;
-        };
-        let read = read_at.elapsed();
-        s.examined += batch.len() as u64;
-        let mut selected = Vec::new();
-        for (i, m) in batch.iter().enumerate() {
-            if req.filter.matches(m, now, &req.classifier) && (selected.len() as u64) < room {
-                selected.push(i);
-            } else {
-                s.skipped += 1;
-            }
-        }
-        s.matched += selected.len() as u64;
+            s.matched += selected.len() as u64;
 
-        if let Some(dest) = local {
-            let outcomes = match session.move_locally(dest, &selected).await {
-                Ok(o) => o,
-                Err(e) => return Err(e),
+            if let Some(dest) = local {
+                let outcomes = session.move_locally(dest, &selected).await?;
+                let key = dest.to_string();
+                for (&i, o) in selected.iter().zip(&outcomes) {
+                    record(s, tally, &key, &batch[i].id, o);
+                }
+                bar.inc(batch.len() as u64);
+                pacer.wait(s.moved + s.failed).await;
+                continue;
+            }
+            let mut f = Flight {
+                ids: Vec::new(),
+                sends: Vec::new(),
+                failed: Vec::new(),
+                read,
+                started: read_at,
             };
-            let key = dest.to_string();
-            for (&i, o) in selected.iter().zip(&outcomes) {
-                record(s, tally, &key, &batch[i].id, o);
-            }
-        } else {
             let mut groups: BTreeMap<String, (Address, Vec<usize>)> = BTreeMap::new();
-            let mut accepted = Vec::new();
-            let mut failed: Vec<usize> = Vec::new();
-            if let Some(f) = fixed {
+            if let Some(d) = fixed {
                 // One destination for all: no per-message lookup.
-                groups.insert(f.to_string(), (f.clone(), selected.clone()));
-            }
-            for &i in selected.iter().filter(|_| fixed.is_none()) {
-                match destination_of(source, fixed, &batch[i]).await? {
-                    Some(a) => groups
-                        .entry(a.to_string())
-                        .or_insert_with(|| (a, Vec::new()))
-                        .1
-                        .push(i),
-                    None => {
-                        s.failed += 1;
-                        failed.push(i);
-                        tally.fail(
-                            "no destination known for this message: pass --to",
-                            &batch[i].id,
-                        );
+                groups.insert(d.to_string(), (d.clone(), selected));
+            } else {
+                for i in selected {
+                    match destination_of(source, fixed, &batch[i]).await? {
+                        Some(a) => groups
+                            .entry(a.to_string())
+                            .or_insert_with(|| (a, Vec::new()))
+                            .1
+                            .push(i),
+                        None => {
+                            s.failed += 1;
+                            f.failed.push(i);
+                            tally.fail(
+                                "no destination known for this message: pass --to",
+                                &batch[i].id,
+                            );
+                        }
                     }
                 }
             }
-            for (key, (addr, idx)) in groups {
+            let mut groups = groups.into_iter();
+            while let Some((key, (addr, idx))) = groups.next() {
+                if idx.is_empty() {
+                    continue;
+                }
                 // The whole batch goes to one place (the usual case): send it as it is.
                 let copied: Vec<Message>;
                 let msgs: &[Message] = if idx.len() == batch.len() && req.headers.is_empty() {
@@ -673,48 +756,112 @@ async fn move_batches(
                         .collect();
                     &copied
                 };
-                let sent = async {
+                let started = async {
                     let t = targets.get(&addr).await?;
-                    t.send(msgs).await
+                    t.send_start(msgs).await
                 }
                 .await;
-                let outcomes = match sent {
-                    Ok(o) => o,
+                match started {
+                    Ok(pending) => f.sends.push((key, idx, Outcomes::Coming(pending))),
                     Err(e) => {
-                        // Keep what was already accepted by other targets; everything else
-                        // offered in this batch counts as failed (Kafka must not commit past it).
-                        let unsent: Vec<usize> = selected
-                            .iter()
-                            .copied()
-                            .filter(|i| !accepted.contains(i))
-                            .collect();
-                        session.settle(&accepted, &unsent).await?;
+                        // This destination failed as a whole: nothing more is sent. Its
+                        // messages and the batch's unsent rest stay in the source (not counted
+                        // as failed: the run stops with this error, and the summary says so),
+                        // once what is already on its way has landed.
+                        f.failed.extend(idx);
+                        f.failed.extend(groups.flat_map(|(_, (_, idx))| idx));
+                        f.ids = batch.into_iter().map(|m| m.id).collect();
+                        flights.push_back(f);
                         return Err(e);
                     }
-                };
-                for (&i, o) in idx.iter().zip(&outcomes) {
-                    if *o == SendOutcome::Sent {
-                        accepted.push(i);
-                    } else {
-                        failed.push(i);
-                    }
-                    record(s, tally, &key, &batch[i].id, o);
                 }
             }
-            let sent = read_at.elapsed() - read;
-            session.settle(&accepted, &failed).await?;
-            tracing::debug!(
-                records = batch.len(),
-                read_ms = read.as_millis() as u64,
-                send_ms = sent.as_millis() as u64,
-                settle_ms = (read_at.elapsed() - read - sent).as_millis() as u64,
-                "batch"
-            );
+            f.ids = batch.into_iter().map(|m| m.id).collect();
+            flights.push_back(f);
+            while flights.front_mut().is_some_and(Flight::ready) {
+                let f = flights.pop_front().expect("non-empty");
+                land(f, session, s, tally, bar).await?;
+            }
+            pacer.wait(s.matched).await;
         }
-        bar.inc(batch.len() as u64);
-        pacer.wait(s.moved + s.failed).await;
+        Ok(())
     }
-    Ok(())
+    .await;
+    // Whatever happened, every batch on its way lands: what was delivered is settled (Kafka:
+    // committed), what was not stays in the source.
+    let mut result = result;
+    while let Some(f) = flights.pop_front() {
+        let landed = land(f, session, s, tally, bar).await;
+        if let Err(e) = landed {
+            if result.is_ok() {
+                result = Err(e);
+            } else {
+                tracing::debug!(error = %e, "a later batch failed too");
+            }
+        }
+    }
+    result
+}
+
+/// Wait for every outcome of a batch, count them, and settle it: the accepted messages leave
+/// the source. A destination that failed as a whole fails the run after the batch is
+/// settled; its messages stay in the source.
+async fn land(
+    f: Flight,
+    session: &mut (dyn crate::backend::MoveSession + '_),
+    s: &mut MoveSummary,
+    tally: &mut Tally,
+    bar: &indicatif::ProgressBar,
+) -> Result<()> {
+    let waited = Instant::now();
+    let mut accepted = Vec::new();
+    let mut failed = f.failed;
+    let mut error = None;
+    for (key, idx, outcomes) in f.sends {
+        let outcomes = match outcomes {
+            Outcomes::Known(r) => r,
+            Outcomes::Coming(pending) => pending.await,
+        };
+        match outcomes {
+            Ok(outcomes) => {
+                let mut sent = 0u64;
+                for (&i, o) in idx.iter().zip(&outcomes) {
+                    match o {
+                        SendOutcome::Sent => {
+                            accepted.push(i);
+                            sent += 1;
+                        }
+                        SendOutcome::Rejected { reason } | SendOutcome::Conflict { reason } => {
+                            failed.push(i);
+                            s.failed += 1;
+                            tally.fail(reason, &f.ids[i]);
+                        }
+                    }
+                }
+                s.moved += sent;
+                if sent > 0 {
+                    *tally.dest.entry(key).or_default() += sent;
+                }
+            }
+            Err(e) => {
+                // Not counted as failed messages: the run stops with this error, and the
+                // summary says so.
+                failed.extend(idx);
+                error.get_or_insert(e);
+            }
+        }
+    }
+    let waited = waited.elapsed();
+    session.settle(&accepted, &failed).await?;
+    bar.inc(f.ids.len() as u64);
+    tracing::debug!(
+        records = f.ids.len(),
+        read_ms = f.read.as_millis() as u64,
+        wait_ms = waited.as_millis() as u64,
+        total_ms = f.started.elapsed().as_millis() as u64,
+        "batch"
+    );
+    error.map_or(Ok(()), Err)
 }
 
 fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {

@@ -18,16 +18,17 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
 use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::{Header, Headers, Message as _, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::message::{Headers, Message as _};
+use rdkafka::producer::Producer;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use serde_json::Value;
 
 use super::{
     Capabilities, Check, Fact, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
-    QueueBackend, ScanOptions, SendOutcome, Status, Table, TailOptions, Term, VerifyFacts,
+    PendingSend, QueueBackend, ScanOptions, SendOutcome, Status, Table, TailOptions, Term,
+    VerifyFacts,
 };
 use crate::address::{Address, KafkaAddress};
 use crate::config::{IdSource, QueueConfig, Retention};
@@ -36,6 +37,8 @@ use crate::headers::HeaderRules;
 use crate::message::{AttrValue, Attribute, Message};
 
 pub mod conventions;
+mod produce;
+mod session;
 
 /// Header carrying the stable id across a move, when no producer id is configured.
 pub const STABLE_ID_HEADER: &str = "dlqctl-stable-id";
@@ -65,18 +68,6 @@ const CONSUMER_TUNABLES: &[(&str, &str)] = &[
 /// commits queued behind it.
 const REDRIVE_TUNABLES: &[(&str, &str)] = &[("fetch.wait.max.ms", "100")];
 
-/// dlqctl's producer defaults (`[kafka.properties]` overrides them): keys land on the
-/// partition a Java producer picks (murmur2), and a copy that cannot be delivered in 30 s is
-/// reported as failed (and its dead letter kept). A batch is handed over whole and then
-/// waited for, so lingering only delays it: `linger.ms=0` (librdkafka still packs what queues
-/// up behind a request in flight). On a broker that answers at once, librdkafka's 5 ms made a
-/// 1000-record batch take 8–11 ms instead of 4.
-const PRODUCER_TUNABLES: &[(&str, &str)] = &[
-    ("partitioner", "murmur2_random"),
-    ("linger.ms", "0"),
-    ("message.timeout.ms", "30000"),
-];
-
 /// How long a partition may give nothing before a scan treats it as drained.
 fn idle() -> Duration {
     Duration::from_millis(
@@ -93,8 +84,36 @@ pub struct KafkaBackend {
     props: BTreeMap<String, String>,
     partitions: Vec<i32>,
     id: Option<IdSource>,
-    producer: tokio::sync::OnceCell<FutureProducer>,
+    /// The consumer a dead-letter topic was opened with. It carries the redrive group's id,
+    /// to read (and, in a redrive, commit) that group's offsets; it never joins the group.
+    opener: Option<Arc<BaseConsumer>>,
+    producer: tokio::sync::OnceCell<Arc<produce::Copier>>,
+    /// Resolves when the producer's warm-up is done (see [`produce::warm_up`]).
+    warm: tokio::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
+    /// The warm-up's thread, joined before the producer goes (it holds the producer too).
+    warm_thread: Option<std::thread::JoinHandle<()>>,
     exactly_once: bool,
+}
+
+impl Drop for KafkaBackend {
+    fn drop(&mut self) {
+        // The warm-up is one metadata request (done long before any run ends, but a dry run
+        // of an empty topic can be quicker); the producer is destroyed by its last owner.
+        if let Some(h) = self.warm_thread.take() {
+            let _ = blocking(|| h.join());
+        }
+        // rdkafka closes a consumer by polling in 100 ms steps until the close is done; a
+        // consumer that only ever used assign() is closed in a few milliseconds, so close it
+        // here in short steps (the drop then finds it closed).
+        if let Some(c) = self.opener.take().and_then(|c| Arc::try_unwrap(c).ok())
+            && c.close_queue().is_ok()
+        {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while !c.closed() && Instant::now() < deadline {
+                c.poll(Duration::from_millis(1));
+            }
+        }
+    }
 }
 
 pub(crate) fn kafka_err(target: &str, e: KafkaError) -> Error {
@@ -176,8 +195,76 @@ fn coordinator_busy(e: &KafkaError) -> bool {
                 | C::CoordinatorNotAvailable
                 | C::NotCoordinator
                 | C::RequestTimedOut
+                | C::BrokerTransportFailure
+                | C::AllBrokersDown
         )
     )
+}
+
+/// A consumer error that librdkafka recovers from by itself (it reconnects, finds the new
+/// leader, starts a new fetch session): the read goes on.
+fn passing(e: &KafkaError) -> bool {
+    use rdkafka::types::RDKafkaErrorCode as C;
+    matches!(e, KafkaError::MessageConsumption(_))
+        && matches!(
+            e.rdkafka_error_code(),
+            Some(
+                C::BrokerTransportFailure
+                    | C::AllBrokersDown
+                    | C::Resolve
+                    | C::OperationTimedOut
+                    | C::RequestTimedOut
+                    | C::NetworkException
+                    | C::LeaderNotAvailable
+                    | C::NotLeaderForPartition
+                    | C::PreferredLeaderNotAvailable
+                    | C::BrokerNotAvailable
+                    | C::ReplicaNotAvailable
+                    | C::KafkaStorageError
+                    | C::FetchSessionIdNotFound
+                    | C::InvalidFetchSessionEpoch
+                    | C::FencedLeaderEpoch
+                    | C::UnknownLeaderEpoch
+                    | C::OffsetNotAvailable
+            )
+        )
+}
+
+/// What a read saw go wrong since its last record. A read that falls idle after a passing
+/// error has not reached the end: it failed, and says why.
+#[derive(Default)]
+struct Trouble(Option<String>);
+
+impl Trouble {
+    /// Note a passing error (librdkafka is recovering), or say that `e` ends the read.
+    fn note(&mut self, target: &str, e: KafkaError) -> Result<()> {
+        if passing(&e) {
+            tracing::info!(error = %e, "kafka: reading {target}: a passing error; librdkafka retries");
+            self.0 = Some(e.to_string());
+            Ok(())
+        } else {
+            Err(kafka_err(target, e))
+        }
+    }
+
+    /// A record arrived: whatever went wrong before is over.
+    fn clear(&mut self) {
+        self.0 = None;
+    }
+
+    /// The read fell idle: done, unless it fell idle in trouble.
+    fn idle(&self, target: &str, idle: Duration) -> Result<()> {
+        match &self.0 {
+            None => Ok(()),
+            Some(e) => Err(Error::Unreachable {
+                target: target.to_string(),
+                reason: format!(
+                    "{e}, and no record for {} since (nothing was lost; re-run to continue)",
+                    crate::output::fmt_duration(idle)
+                ),
+            }),
+        }
+    }
 }
 
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
@@ -189,25 +276,46 @@ impl KafkaBackend {
         let Address::Kafka(k) = addr else {
             unreachable!("KafkaBackend::open with a non-Kafka address")
         };
-        let b = KafkaBackend {
+        let mut b = KafkaBackend {
             addr: addr.clone(),
             k: k.clone(),
             props: opts.kafka.clone(),
             partitions: Vec::new(),
             id: opts.id.clone(),
+            opener: None,
             producer: tokio::sync::OnceCell::new(),
+            warm: tokio::sync::Mutex::new(None),
+            warm_thread: None,
             exactly_once: opts.exactly_once,
         };
         let topic = k.topic.clone();
         let shown = b.shown();
         let md = if opts.as_target {
             // A target is written to: its producer asks for the metadata, and starts getting
-            // its producer id meanwhile (the first delivery waits for it).
-            let p = b.producer().await?;
-            blocking(|| p.client().fetch_metadata(Some(&topic), TIMEOUT))
+            // its producer id meanwhile.
+            let p = b.producer().await?.clone();
+            let md = blocking(|| p.client().client().fetch_metadata(Some(&topic), TIMEOUT));
+            if md.is_ok() {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let t = topic.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("dlqctl-kafka-warm".into())
+                    .spawn(move || {
+                        produce::warm_up(&p, &t);
+                        let _ = tx.send(());
+                    });
+                if let Ok(h) = spawned {
+                    *b.warm.get_mut() = Some(rx);
+                    b.warm_thread = Some(h);
+                }
+            }
+            md
         } else {
-            let c = b.consumer(None)?;
-            blocking(|| c.fetch_metadata(Some(&topic), TIMEOUT))
+            let c: Arc<BaseConsumer> =
+                Arc::new(b.consumer_with(Some(&b.redrive_group()), REDRIVE_TUNABLES)?);
+            let md = blocking(|| c.fetch_metadata(Some(&topic), TIMEOUT));
+            b.opener = Some(c);
+            md
         }
         .map_err(|e| kafka_err(&shown, e))?;
         let t = md
@@ -240,7 +348,8 @@ impl KafkaBackend {
             partitions = vec![p];
         }
         tracing::debug!(topic = %shown, partitions = partitions.len(), "kafka: opened");
-        Ok(KafkaBackend { partitions, ..b })
+        b.partitions = partitions;
+        Ok(b)
     }
 
     fn shown(&self) -> String {
@@ -272,12 +381,23 @@ impl KafkaBackend {
         self.consumer_with(group, &[])
     }
 
+    /// The consumer that reads and commits the redrive group's offsets: the one the topic was
+    /// opened with (a client fewer to start).
+    fn redrive_consumer(&self) -> Result<Arc<BaseConsumer>> {
+        match &self.opener {
+            Some(c) => Ok(c.clone()),
+            None => Ok(Arc::new(
+                self.consumer_with(Some(&self.redrive_group()), REDRIVE_TUNABLES)?,
+            )),
+        }
+    }
+
     /// [`KafkaBackend::consumer`] with more defaults of dlqctl's (the user's still win).
-    fn consumer_with(
+    fn consumer_with<C: rdkafka::config::FromClientConfig>(
         &self,
         group: Option<&str>,
         tunables: &[(&str, &str)],
-    ) -> Result<StreamConsumer> {
+    ) -> Result<C> {
         let mut c = self.config(&[CONSUMER_TUNABLES, tunables].concat());
         c.set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
@@ -292,18 +412,17 @@ impl KafkaBackend {
         c.create().map_err(|e| kafka_err(&self.shown(), e))
     }
 
-    async fn producer(&self) -> Result<&FutureProducer> {
+    async fn producer(&self) -> Result<&Arc<produce::Copier>> {
         self.producer
             .get_or_try_init(|| async {
-                let mut c = self.config(PRODUCER_TUNABLES);
+                let mut c = self.config(produce::PRODUCER_TUNABLES);
                 c.set("enable.idempotence", "true").set("acks", "all");
-                c.create::<FutureProducer>()
-                    .map_err(|e| kafka_err(&self.shown(), e))
+                Ok(Arc::new(produce::Copier::new(&c, &self.shown())?))
             })
             .await
     }
 
-    fn watermarks(&self, c: &StreamConsumer) -> Result<Vec<(i32, i64, i64)>> {
+    fn watermarks(&self, c: &impl Consumer) -> Result<Vec<(i32, i64, i64)>> {
         let mut out = Vec::new();
         for &p in &self.partitions {
             let (lo, hi) = blocking(|| c.fetch_watermarks(&self.k.topic, p, TIMEOUT))
@@ -316,7 +435,7 @@ impl KafkaBackend {
     /// Start offsets for a scan: the address's range (from / since), else the beginning.
     fn start_offsets(
         &self,
-        c: &StreamConsumer,
+        c: &impl Consumer,
         marks: &[(i32, i64, i64)],
     ) -> Result<HashMap<i32, i64>> {
         let mut start: HashMap<i32, i64> = marks.iter().map(|(p, lo, _)| (*p, *lo)).collect();
@@ -353,7 +472,7 @@ impl KafkaBackend {
         Ok(start)
     }
 
-    fn assign(&self, c: &StreamConsumer, start: &HashMap<i32, i64>) -> Result<()> {
+    fn assign(&self, c: &impl Consumer, start: &HashMap<i32, i64>) -> Result<()> {
         let mut tpl = TopicPartitionList::new();
         for (&p, &o) in start {
             tpl.add_partition_offset(&self.k.topic, p, Offset::Offset(o))
@@ -363,71 +482,7 @@ impl KafkaBackend {
     }
 
     pub(crate) fn to_message(&self, m: &rdkafka::message::BorrowedMessage<'_>) -> Message {
-        let mut attributes = Vec::new();
-        if let Some(h) = m.headers() {
-            for hd in h.iter() {
-                attributes.push(Attribute {
-                    name: hd.key.to_string(),
-                    value: AttrValue::from_bytes(hd.value),
-                });
-            }
-        }
-        let ts = m
-            .timestamp()
-            .to_millis()
-            .and_then(|ms| Utc.timestamp_millis_opt(ms).single());
-        let native = format!("{}/{}@{}", m.topic(), m.partition(), m.offset());
-        let dl = conventions::detect(&attributes);
-        let mut msg = Message {
-            id: native.clone(),
-            native_id: native,
-            body: m.payload().map(<[u8]>::to_vec).unwrap_or_default(),
-            key: m.key().map(<[u8]>::to_vec),
-            group: None,
-            dedup_id: None,
-            partition: Some(m.partition()),
-            receive_count: None,
-            enqueued_at: ts,
-            dead_lettered_at: None,
-            error: None,
-            source: None,
-            meta: Default::default(),
-            attributes,
-        };
-        msg.meta
-            .insert("topic".into(), Value::String(m.topic().into()));
-        msg.meta.insert("offset".into(), Value::from(m.offset()));
-        if m.payload().is_none() {
-            msg.meta.insert("tombstone".into(), Value::Bool(true));
-        }
-        if let Some(d) = dl {
-            msg.meta
-                .insert("convention".into(), Value::String(d.convention.into()));
-            if let Some(g) = &d.consumer_group {
-                msg.meta
-                    .insert("original_consumer_group".into(), Value::String(g.clone()));
-            }
-            // The record's own time is the dead-letter time for Spring; the original time is
-            // in a header. Connect copies the original timestamp.
-            if d.timestamp.is_some() {
-                msg.dead_lettered_at = ts;
-                msg.enqueued_at = d.timestamp;
-            }
-            if let (Some(t), Some(p), Some(o)) = (&d.original_topic, d.partition, d.offset) {
-                msg.id = format!("{t}/{p}@{o}");
-                msg.meta
-                    .insert("original".into(), Value::String(msg.id.clone()));
-            }
-            msg.source = d.latest_topic.clone().or(d.original_topic.clone());
-            if d.error.class.is_some() || d.error.message.is_some() {
-                msg.error = Some(d.error);
-            }
-        }
-        if let Some(v) = msg.attribute(STABLE_ID_HEADER).map(AttrValue::display) {
-            msg.id = v;
-        }
-        super::apply_id_source(&mut msg, self.id.as_ref());
-        msg
+        decode(m, self.id.as_ref())
     }
 
     /// Read from the assigned partitions until each reaches `end` (exclusive) or goes idle.
@@ -448,11 +503,21 @@ impl KafkaBackend {
                     open.remove(&e.partition());
                 }
             }
+            let mut trouble = Trouble::default();
             while !open.is_empty() {
                 let m = match tokio::time::timeout(idle(), c.recv()).await {
-                    Err(_) => break, // idle: nothing more arrives within the fixed range
-                    Ok(r) => r.map_err(|e| kafka_err(&self.shown(), e))?,
+                    Err(_) => {
+                        // Idle: nothing more arrives within the fixed range.
+                        trouble.idle(&self.shown(), idle())?;
+                        break;
+                    }
+                    Ok(Err(e)) => {
+                        trouble.note(&self.shown(), e)?;
+                        continue;
+                    }
+                    Ok(Ok(m)) => m,
                 };
+                trouble.clear();
                 let p = m.partition();
                 let Some(&end) = open.get(&p) else { continue };
                 if m.offset() >= end {
@@ -508,7 +573,7 @@ impl KafkaBackend {
         Ok(out)
     }
 
-    fn committed(&self, c: &StreamConsumer) -> Result<HashMap<i32, i64>> {
+    fn committed(&self, c: &impl Consumer) -> Result<HashMap<i32, i64>> {
         let mut tpl = TopicPartitionList::new();
         for &p in &self.partitions {
             tpl.add_partition(&self.k.topic, p);
@@ -524,86 +589,83 @@ impl KafkaBackend {
             })
             .collect())
     }
-
-    /// Copy `batch` to this topic; outcome per message once its delivery report arrived.
-    async fn produce(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
-        let producer = self.producer().await?;
-        send_all(producer, &self.k.topic, &self.shown(), batch).await
-    }
 }
 
-/// The headers of a copy: the original ones byte for byte (nulls and repeats kept), the
-/// stable id when no header carries it yet, and where the copy came from.
-fn copy_headers(m: &Message) -> OwnedHeaders {
-    let mut headers = OwnedHeaders::new_with_capacity(m.attributes.len() + 2);
-    for a in &m.attributes {
-        headers = headers.insert(Header {
-            key: &a.name,
-            value: a.value.as_bytes(),
-        });
-    }
-    if m.attribute(STABLE_ID_HEADER).is_none()
-        && !m
-            .attributes
+/// A record as dlqctl's neutral message: headers in order, the dead-letter convention's facts,
+/// and the stable id (the configured location, else `dlqctl-stable-id`, else the original
+/// coordinates, else the record's own).
+fn decode(m: &rdkafka::message::BorrowedMessage<'_>, id: Option<&IdSource>) -> Message {
+    use std::fmt::Write as _;
+    let attributes: Vec<Attribute> = match m.headers() {
+        Some(h) => h
             .iter()
-            .any(|a| a.value.as_bytes() == Some(m.id.as_bytes()))
-    {
-        headers = headers.insert(Header {
-            key: STABLE_ID_HEADER,
-            value: Some(m.id.as_bytes()),
-        });
+            .map(|hd| Attribute {
+                name: hd.key.to_string(),
+                value: AttrValue::from_bytes(hd.value),
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let ts = m
+        .timestamp()
+        .to_millis()
+        .and_then(|ms| Utc.timestamp_millis_opt(ms).single());
+    let (topic, partition, offset) = (m.topic(), m.partition(), m.offset());
+    let mut native = String::with_capacity(topic.len() + 24);
+    let _ = write!(native, "{topic}/{partition}@{offset}");
+    let dl = conventions::detect(&attributes);
+    let mut msg = Message {
+        id: String::new(),
+        native_id: native,
+        body: m.payload().map(<[u8]>::to_vec).unwrap_or_default(),
+        key: m.key().map(<[u8]>::to_vec),
+        group: None,
+        dedup_id: None,
+        partition: Some(partition),
+        receive_count: None,
+        enqueued_at: ts,
+        dead_lettered_at: None,
+        error: None,
+        source: None,
+        meta: Default::default(),
+        attributes,
+    };
+    msg.meta.insert("topic", Value::String(topic.into()));
+    msg.meta.insert("offset", Value::from(offset));
+    if m.payload().is_none() {
+        msg.meta.insert("tombstone", Value::Bool(true));
     }
-    headers.insert(Header {
-        key: FROM_HEADER,
-        value: Some(m.native_id.as_bytes()),
-    })
-}
-
-/// Queue every record, then wait for every delivery report.
-async fn send_all(
-    producer: &FutureProducer,
-    topic: &str,
-    shown: &str,
-    batch: &[Message],
-) -> Result<Vec<SendOutcome>> {
-    let mut pending = Vec::with_capacity(batch.len());
-    for m in batch {
-        let tombstone = m
-            .meta
-            .get("tombstone")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let mut rec: FutureRecord<'_, [u8], [u8]> =
-            FutureRecord::to(topic).headers(copy_headers(m));
-        if let Some(k) = &m.key {
-            rec = rec.key(k.as_slice());
+    if let Some(d) = dl {
+        msg.meta
+            .insert("convention", Value::String(d.convention.into()));
+        if let Some(g) = d.consumer_group {
+            msg.meta.insert("original_consumer_group", Value::String(g));
         }
-        if !tombstone {
-            rec = rec.payload(m.body.as_slice());
+        // The record's own time is the dead-letter time for Spring; the original time is
+        // in a header. Connect copies the original timestamp.
+        if d.timestamp.is_some() {
+            msg.dead_lettered_at = ts;
+            msg.enqueued_at = d.timestamp;
         }
-        pending.push(producer.send_result(rec).map_err(|(e, _)| e));
+        if let (Some(t), Some(p), Some(o)) = (&d.original_topic, d.partition, d.offset) {
+            let mut original = String::with_capacity(t.len() + 24);
+            let _ = write!(original, "{t}/{p}@{o}");
+            msg.meta.insert("original", Value::String(original.clone()));
+            msg.id = original;
+        }
+        msg.source = d.latest_topic.or(d.original_topic);
+        if d.error.class.is_some() || d.error.message.is_some() {
+            msg.error = Some(d.error);
+        }
     }
-    let mut out = Vec::with_capacity(batch.len());
-    for p in pending {
-        out.push(match p {
-            Err(e) => SendOutcome::Rejected {
-                reason: e.to_string(),
-            },
-            Ok(fut) => match fut.await {
-                Ok(Ok(_)) => SendOutcome::Sent,
-                Ok(Err((e, _))) => match kafka_err(shown, e) {
-                    err @ Error::Unreachable { .. } => return Err(err),
-                    other => SendOutcome::Rejected {
-                        reason: other.to_string(),
-                    },
-                },
-                Err(_) => SendOutcome::Rejected {
-                    reason: "the producer went away before the delivery report".into(),
-                },
-            },
-        });
+    if let Some(v) = msg.attribute(STABLE_ID_HEADER).map(AttrValue::display) {
+        msg.id = v;
     }
-    Ok(out)
+    if msg.id.is_empty() {
+        msg.id = msg.native_id.clone();
+    }
+    super::apply_id_source(&mut msg, id);
+    msg
 }
 
 #[async_trait]
@@ -629,9 +691,9 @@ impl QueueBackend for KafkaBackend {
             backend: "kafka",
             ..Inspection::default()
         };
-        let c = self.consumer(Some(&self.redrive_group()))?;
-        let marks = self.watermarks(&c)?;
-        let committed = self.committed(&c)?;
+        let c = self.redrive_consumer()?;
+        let marks = self.watermarks(c.as_ref())?;
+        let committed = self.committed(c.as_ref())?;
         let mut total = 0i64;
         let mut lag = 0i64;
         let mut t = Table {
@@ -794,9 +856,13 @@ impl QueueBackend for KafkaBackend {
             .collect();
         self.assign(&c, &start)?;
         Ok(Box::pin(async_stream::try_stream! {
+            let mut trouble = Trouble::default();
             loop {
-                let m = c.recv().await.map_err(|e| kafka_err(&self.shown(), e))?;
-                yield self.to_message(&m);
+                match c.recv().await {
+                    Ok(m) => yield self.to_message(&m),
+                    // A tail waits for arrivals anyway: a passing error only waits longer.
+                    Err(e) => trouble.note(&self.shown(), e)?,
+                }
             }
         }))
     }
@@ -811,11 +877,21 @@ impl QueueBackend for KafkaBackend {
         Ok(Box::new(session::KafkaMoveSession::begin(
             self,
             opts.headers,
+            opts.batch_size,
         )?))
     }
 
     async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
-        self.produce(batch).await
+        self.send_start(batch).await?.await
+    }
+
+    /// Queue the copies and return at once; each outcome follows its delivery report.
+    async fn send_start(&self, batch: &[Message]) -> Result<PendingSend> {
+        let producer = self.producer().await?;
+        if let Some(warm) = self.warm.lock().await.take() {
+            let _ = warm.await;
+        }
+        Ok(produce::enqueue(producer, &self.k.topic, &self.shown(), batch).await)
     }
 
     async fn destination(&self, m: &Message) -> Result<Option<Address>> {
@@ -941,8 +1017,8 @@ impl QueueBackend for KafkaBackend {
     }
 
     async fn count_older_than(&self, age: Duration) -> Result<Option<u64>> {
-        let c = self.consumer(None)?;
-        let marks = self.watermarks(&c)?;
+        let c = self.redrive_consumer()?;
+        let marks = self.watermarks(c.as_ref())?;
         let cutoff = Utc::now() - chrono::Duration::from_std(age).unwrap_or_default();
         let mut tpl = TopicPartitionList::new();
         for &p in &self.partitions {
@@ -968,256 +1044,5 @@ impl QueueBackend for KafkaBackend {
 
     async fn oldest(&self) -> Result<Option<DateTime<Utc>>> {
         Ok(None)
-    }
-}
-
-mod session {
-    //! Redrive from a topic: the redrive group's committed offsets are the progress.
-
-    use super::*;
-
-    pub struct KafkaMoveSession<'a> {
-        b: &'a KafkaBackend,
-        c: Arc<StreamConsumer>,
-        /// Exclusive end per partition (fixed at the start) of the partitions not done yet.
-        open: HashMap<i32, i64>,
-        /// (partition, offset) of the last batch, in batch order.
-        batch: Vec<(i32, i64)>,
-        /// The first offset per partition this run could not move: nothing at or after it is
-        /// committed in this run, so the next run retries it.
-        blocked: HashMap<i32, i64>,
-        /// The last batch's messages (for the transactional path).
-        msgs: Vec<Message>,
-        /// The transactional producer of `--exactly-once`.
-        tx: Option<FutureProducer>,
-        /// `--keep-header` / `--strip-header`, for the copies of the transactional path.
-        headers: HeaderRules,
-        /// The offset committed last, per partition.
-        position: HashMap<i32, i64>,
-        /// Whether an asynchronous commit was sent after the last synchronous one.
-        unsynced: bool,
-    }
-
-    impl<'a> KafkaMoveSession<'a> {
-        pub fn begin(b: &'a KafkaBackend, headers: HeaderRules) -> Result<KafkaMoveSession<'a>> {
-            let c = b.consumer_with(Some(&b.redrive_group()), REDRIVE_TUNABLES)?;
-            let marks = b.watermarks(&c)?;
-            let committed = b.committed(&c)?;
-            let mut start = HashMap::new();
-            let mut end = HashMap::new();
-            for (p, lo, hi) in marks {
-                start.insert(p, committed.get(&p).copied().unwrap_or(lo).max(lo));
-                end.insert(p, hi);
-            }
-            tracing::debug!(?start, ?end, "kafka: redrive group offsets read; assigning");
-            b.assign(&c, &start)?;
-            let open = end
-                .iter()
-                .filter(|(p, e)| start.get(p).is_some_and(|s| s < e))
-                .map(|(p, e)| (*p, *e))
-                .collect();
-            Ok(KafkaMoveSession {
-                b,
-                c: Arc::new(c),
-                open,
-                batch: Vec::new(),
-                blocked: HashMap::new(),
-                msgs: Vec::new(),
-                tx: None,
-                headers,
-                position: HashMap::new(),
-                unsynced: false,
-            })
-        }
-    }
-
-    #[async_trait]
-    impl MoveSession for KafkaMoveSession<'_> {
-        async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>> {
-            let mut out = Vec::new();
-            let mut done = Vec::new();
-            self.batch.clear();
-            while out.len() < n && !self.open.is_empty() {
-                let wait = if out.is_empty() {
-                    idle()
-                } else {
-                    Duration::from_millis(200)
-                };
-                let m = match tokio::time::timeout(wait, self.c.recv()).await {
-                    Err(_) if out.is_empty() => {
-                        // Idle with partitions still short of their end: gaps (transaction
-                        // markers, compaction) or a lagging watermark. Done.
-                        self.open.clear();
-                        break;
-                    }
-                    Err(_) => break,
-                    Ok(r) => r.map_err(|e| kafka_err(&self.b.shown(), e))?,
-                };
-                let p = m.partition();
-                let Some(&end) = self.open.get(&p) else {
-                    continue;
-                };
-                if m.offset() + 1 >= end {
-                    self.open.remove(&p);
-                    done.push(p);
-                }
-                if m.offset() >= end {
-                    continue;
-                }
-                self.batch.push((p, m.offset()));
-                out.push(self.b.to_message(&m));
-            }
-            if !done.is_empty() {
-                // Stop fetching what the run will not move (records that arrived after it
-                // began). Otherwise the consumer keeps a long-poll fetch in flight at the end of
-                // the partition, and the final commit waits behind it (seconds, on tansu).
-                let mut tpl = TopicPartitionList::new();
-                for p in done {
-                    tpl.add_partition(&self.b.k.topic, p);
-                }
-                self.c
-                    .pause(&tpl)
-                    .map_err(|e| kafka_err(&self.b.shown(), e))?;
-            }
-            if self.b.exactly_once {
-                // Kept for the transactional path (move_locally), which copies them itself;
-                // otherwise not needed.
-                self.msgs = out.clone();
-                for m in &mut self.msgs {
-                    self.headers.apply(m);
-                }
-            }
-            Ok(if out.is_empty() { None } else { Some(out) })
-        }
-
-        async fn settle(&mut self, _accepted: &[usize], failed: &[usize]) -> Result<()> {
-            // Everything not failed is done: moved, or skipped by the filter (a filtered
-            // redrive consumes what it skips; see docs/kafka.md).
-            for &i in failed {
-                let (p, o) = self.batch[i];
-                let b = self.blocked.entry(p).or_insert(o);
-                *b = (*b).min(o);
-            }
-            let mut commit: HashMap<i32, i64> = HashMap::new();
-            for &(p, o) in &self.batch {
-                if self.blocked.get(&p).is_some_and(|b| o >= *b) {
-                    continue;
-                }
-                let e = commit.entry(p).or_insert(o + 1);
-                *e = (*e).max(o + 1);
-            }
-            if commit.is_empty() {
-                return Ok(());
-            }
-            let mut tpl = TopicPartitionList::new();
-            for (p, o) in commit {
-                self.position.insert(p, o);
-                tpl.add_partition_offset(&self.b.k.topic, p, Offset::Offset(o))
-                    .map_err(|e| kafka_err(&self.b.shown(), e))?;
-            }
-            // Asynchronously: the commits of one consumer reach the coordinator in order, and
-            // `finish` commits the last position synchronously, so a run ends with its progress
-            // stored or an error. A crash before that re-reads the last batches on the next
-            // run (copies with the same stable ids), never skips one.
-            self.c
-                .commit(&tpl, CommitMode::Async)
-                .map_err(|e| kafka_err(&self.b.shown(), e))?;
-            self.unsynced = true;
-            Ok(())
-        }
-
-        async fn finish(&mut self) -> Result<()> {
-            if !std::mem::take(&mut self.unsynced) {
-                return Ok(());
-            }
-            let mut tpl = TopicPartitionList::new();
-            for (&p, &o) in &self.position {
-                tpl.add_partition_offset(&self.b.k.topic, p, Offset::Offset(o))
-                    .map_err(|e| kafka_err(&self.b.shown(), e))?;
-            }
-            // A coordinator that moves or is still being looked up fails a commit with a
-            // retriable error; retry those for a while, as the Java client's commitSync does,
-            // rather than end a complete run with its progress unstored.
-            let deadline = Instant::now() + TIMEOUT;
-            loop {
-                let c = self.c.clone();
-                match blocking(|| c.commit(&tpl, CommitMode::Sync)) {
-                    Ok(()) => return Ok(()),
-                    Err(e) if coordinator_busy(&e) && Instant::now() < deadline => {
-                        tracing::debug!(error = %e, "kafka: final commit: coordinator busy; retrying");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                    Err(e) => return Err(kafka_err(&self.b.shown(), e)),
-                }
-            }
-        }
-
-        async fn move_locally(
-            &mut self,
-            target: &Address,
-            selected: &[usize],
-        ) -> Result<Vec<SendOutcome>> {
-            let Address::Kafka(t) = target else {
-                unreachable!("checked by can_move_locally")
-            };
-            let shown = self.b.shown();
-            if self.tx.is_none() {
-                let mut c = self.b.config(PRODUCER_TUNABLES);
-                c.set(
-                    "transactional.id",
-                    format!("dlqctl-redrive.{}.{}", self.b.k.topic, t.topic),
-                )
-                .set("enable.idempotence", "true")
-                .set("acks", "all");
-                let p: FutureProducer = c.create().map_err(|e| kafka_err(&shown, e))?;
-                blocking(|| p.init_transactions(TIMEOUT)).map_err(|e| txn_err(&shown, e))?;
-                self.tx = Some(p);
-            }
-            let p = self.tx.as_ref().expect("set above");
-            let msgs: Vec<Message> = selected.iter().map(|&i| self.msgs[i].clone()).collect();
-            p.begin_transaction().map_err(|e| txn_err(&shown, e))?;
-            let outcome = async {
-                let out = send_all(p, &t.topic, &shown, &msgs).await?;
-                if let Some(bad) = out.iter().find_map(|o| match o {
-                    SendOutcome::Sent => None,
-                    SendOutcome::Rejected { reason } | SendOutcome::Conflict { reason } => {
-                        Some(reason.clone())
-                    }
-                }) {
-                    return Err(Error::Backend {
-                        target: t.topic.clone(),
-                        reason: format!(
-                            "a copy was refused ({bad}); the transaction is aborted, nothing moved"
-                        ),
-                    });
-                }
-                // Every record of the batch is consumed (the skipped ones too), atomically
-                // with the copies.
-                let mut commit: HashMap<i32, i64> = HashMap::new();
-                for &(part, o) in &self.batch {
-                    let e = commit.entry(part).or_insert(o + 1);
-                    *e = (*e).max(o + 1);
-                }
-                let mut tpl = TopicPartitionList::new();
-                for (part, o) in commit {
-                    tpl.add_partition_offset(&self.b.k.topic, part, Offset::Offset(o))
-                        .map_err(|e| kafka_err(&shown, e))?;
-                }
-                let cgm = self.c.group_metadata().ok_or_else(|| Error::Backend {
-                    target: shown.clone(),
-                    reason: "no consumer group metadata".into(),
-                })?;
-                blocking(|| p.send_offsets_to_transaction(&tpl, &cgm, TIMEOUT))
-                    .map_err(|e| txn_err(&shown, e))?;
-                blocking(|| p.commit_transaction(TIMEOUT)).map_err(|e| txn_err(&shown, e))?;
-                tracing::debug!(records = msgs.len(), "kafka: transaction committed");
-                Ok(out)
-            }
-            .await;
-            if outcome.is_err() {
-                let _ = blocking(|| p.abort_transaction(TIMEOUT));
-            }
-            outcome
-        }
     }
 }

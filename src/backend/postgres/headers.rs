@@ -56,13 +56,13 @@ fn one(v: &Value) -> AttrValue {
                 && let Ok(bytes) = B64.decode(b)
             {
                 return AttrValue::Binary {
-                    data_type: ty.unwrap_or("Binary").to_string(),
+                    data_type: ty.unwrap_or("Binary").to_string().into(),
                     value: bytes,
                 };
             }
             if let (Some(ty), Some(Value::String(val))) = (ty, o.get("value")) {
                 return AttrValue::Text {
-                    data_type: ty.to_string(),
+                    data_type: ty.to_string().into(),
                     value: val.clone(),
                 };
             }
@@ -101,13 +101,13 @@ fn to_value(a: &AttrValue) -> Value {
         }
         AttrValue::Text { data_type, value } => {
             let mut o = Map::new();
-            o.insert("type".into(), Value::String(data_type.clone()));
+            o.insert("type".into(), Value::String(data_type.to_string()));
             o.insert("value".into(), Value::String(value.clone()));
             Value::Object(o)
         }
         AttrValue::Binary { data_type, value } => {
             let mut o = Map::new();
-            o.insert("type".into(), Value::String(data_type.clone()));
+            o.insert("type".into(), Value::String(data_type.to_string()));
             o.insert("base64".into(), Value::String(B64.encode(value)));
             Value::Object(o)
         }

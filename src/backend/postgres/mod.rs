@@ -324,10 +324,8 @@ pub(crate) fn row_to_message(
         group: row.try_get("group_key")?,
         ..Message::default()
     };
-    m.meta.insert(
-        "table".into(),
-        serde_json::Value::String(layout.display.clone()),
-    );
+    m.meta
+        .insert("table", serde_json::Value::String(layout.display.clone()));
     super::apply_id_source(&mut m, id);
     Ok(m)
 }

@@ -281,8 +281,7 @@ impl System {
             source: queue,
             ..Message::default()
         };
-        m.meta
-            .insert("system".into(), Value::String(self.name.into()));
+        m.meta.insert("system", Value::String(self.name.into()));
         if let Some(Value::String(id)) = extra
             .as_ref()
             .and_then(|e| e.get("headers"))

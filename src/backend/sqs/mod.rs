@@ -372,7 +372,7 @@ impl SqsBackend {
                         let ty = v.data_type().to_string();
                         let value = if ty.starts_with("Binary") {
                             AttrValue::Binary {
-                                data_type: ty,
+                                data_type: ty.into(),
                                 value: v
                                     .binary_value()
                                     .map(|b| b.as_ref().to_vec())
@@ -380,7 +380,7 @@ impl SqsBackend {
                             }
                         } else {
                             AttrValue::Text {
-                                data_type: ty,
+                                data_type: ty.into(),
                                 value: v.string_value().unwrap_or_default().to_string(),
                             }
                         };
@@ -427,11 +427,10 @@ impl SqsBackend {
             meta: Default::default(),
             attributes,
         };
-        msg.meta
-            .insert("queue".into(), Value::String(self.name.clone()));
+        msg.meta.insert("queue", Value::String(self.name.clone()));
         if let Some(seq) = system_attr(m, MessageSystemAttributeName::SequenceNumber) {
             msg.meta
-                .insert("sequence_number".into(), Value::String(seq.to_string()));
+                .insert("sequence_number", Value::String(seq.to_string()));
         }
         if let Some(Attribute { value, .. }) = msg
             .attributes

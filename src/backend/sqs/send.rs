@@ -112,7 +112,7 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
                 let ty = if data_type == "Json" {
                     "String.json"
                 } else {
-                    data_type.as_str()
+                    data_type.as_ref()
                 };
                 size += a.name.len() + ty.len() + value.len();
                 MessageAttributeValue::builder()
@@ -123,7 +123,7 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
             AttrValue::Binary { data_type, value } => {
                 size += a.name.len() + data_type.len() + value.len();
                 MessageAttributeValue::builder()
-                    .data_type(data_type)
+                    .data_type(data_type.as_ref())
                     .binary_value(Blob::new(value.clone()))
                     .build()
             }

@@ -1,0 +1,247 @@
+//! Writing copies to a topic: the idempotent producer, the headers a copy carries, and the
+//! delivery reports that decide each copy's outcome.
+//!
+//! rdkafka's `FutureProducer` gives every record a channel of its own and polls on a thread
+//! that stops only between 100 ms waits; a redrive hands over thousands of records a batch and
+//! ends as soon as the last is delivered. So this producer keeps one tracker per batch (the
+//! delivery callback counts down and keeps only failures) and its own polling thread, which
+//! stops within [`POLL`].
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use rdkafka::client::ClientContext;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use super::{FROM_HEADER, STABLE_ID_HEADER, kafka_err};
+use crate::backend::{PendingSend, SendOutcome};
+use crate::error::{Error, Result};
+use crate::message::Message;
+
+/// dlqctl's producer defaults (`[kafka.properties]` overrides them): keys land on the
+/// partition a Java producer picks (murmur2), and a copy that cannot be delivered in 30 s is
+/// reported as failed (and its dead letter kept).
+pub(super) const PRODUCER_TUNABLES: &[(&str, &str)] = &[
+    ("partitioner", "murmur2_random"),
+    ("message.timeout.ms", "30000"),
+];
+
+/// The polling thread's longest wait for delivery reports: how soon it notices a stop.
+const POLL: Duration = Duration::from_millis(10);
+
+/// The outcomes of one batch of records, filled in by the delivery callback.
+struct Tracker {
+    remaining: AtomicUsize,
+    /// Only the records that failed, by index (the rest were delivered).
+    failures: Mutex<Vec<(usize, KafkaError)>>,
+    done: Notify,
+}
+
+impl Tracker {
+    fn report(&self, index: usize, error: Option<KafkaError>) {
+        if let Some(e) = error {
+            self.failures
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((index, e));
+        }
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.done.notify_one();
+        }
+    }
+}
+
+/// A record's delivery opaque: its batch's tracker and its place in the batch.
+pub(super) struct Slot {
+    tracker: Arc<Tracker>,
+    index: usize,
+}
+
+pub(super) struct Reports;
+
+impl ClientContext for Reports {}
+
+impl ProducerContext for Reports {
+    type DeliveryOpaque = Box<Slot>;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, slot: Box<Slot>) {
+        let error = result.as_ref().err().map(|(e, _)| e.clone());
+        slot.tracker.report(slot.index, error);
+    }
+}
+
+/// An idempotent (or transactional) producer and the thread that serves its delivery reports.
+pub(super) struct Copier {
+    inner: Arc<BaseProducer<Reports>>,
+    stop: Arc<AtomicBool>,
+    poller: Option<JoinHandle<()>>,
+}
+
+impl Copier {
+    pub(super) fn new(config: &ClientConfig, shown: &str) -> Result<Copier> {
+        let inner: Arc<BaseProducer<Reports>> = Arc::new(
+            config
+                .create_with_context(Reports)
+                .map_err(|e| kafka_err(shown, e))?,
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let poller = {
+            let (p, stop) = (inner.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("dlqctl-kafka-dr".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        p.poll(POLL);
+                    }
+                })
+                .map_err(|e| Error::Backend {
+                    target: shown.to_string(),
+                    reason: format!("cannot start the delivery report thread: {e}"),
+                })?
+        };
+        Ok(Copier {
+            inner,
+            stop,
+            poller: Some(poller),
+        })
+    }
+
+    pub(super) fn client(&self) -> &BaseProducer<Reports> {
+        &self.inner
+    }
+}
+
+impl Drop for Copier {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.poller.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Ask the cluster about `topic` through the producer, a second time.
+///
+/// librdkafka's idempotent producer asks for its producer id when a metadata response
+/// arrives; if the first one comes back before the connection to a broker is up, the request
+/// waits for a 500 ms retry timer, and so does every record queued meanwhile
+/// (`rdkafka_idempotence.c`, `rd_kafka_idemp_pid_fsm`). A second metadata request, once the
+/// first answered, finds the broker up and gets the id at once. Runs on a thread of its own;
+/// the first send waits for it (see [`super::KafkaBackend::send_start`]).
+pub(super) fn warm_up(p: &Copier, topic: &str) {
+    let started = Instant::now();
+    let r = p
+        .client()
+        .client()
+        .fetch_metadata(Some(topic), Duration::from_secs(2));
+    tracing::debug!(
+        ms = started.elapsed().as_millis() as u64,
+        ok = r.is_ok(),
+        "kafka: producer warmed up"
+    );
+}
+
+/// The headers of a copy: the original ones byte for byte (nulls and repeats kept), the
+/// stable id when no header carries it yet, and where the copy came from.
+pub(super) fn copy_headers(m: &Message) -> OwnedHeaders {
+    let mut headers = OwnedHeaders::new_with_capacity(m.attributes.len() + 2);
+    let mut carries_id = false;
+    for a in &m.attributes {
+        let value = a.value.as_bytes();
+        carries_id |= a.name == STABLE_ID_HEADER || value == Some(m.id.as_bytes());
+        headers = headers.insert(Header {
+            key: &a.name,
+            value,
+        });
+    }
+    if !carries_id {
+        headers = headers.insert(Header {
+            key: STABLE_ID_HEADER,
+            value: Some(m.id.as_bytes()),
+        });
+    }
+    headers.insert(Header {
+        key: FROM_HEADER,
+        value: Some(m.native_id.as_bytes()),
+    })
+}
+
+/// Hand every record of `batch` to the producer (librdkafka copies it into its queue), and
+/// return the outcomes to come, all known once the last delivery report arrived.
+pub(super) async fn enqueue(
+    producer: &Copier,
+    topic: &str,
+    shown: &str,
+    batch: &[Message],
+) -> PendingSend {
+    let tracker = Arc::new(Tracker {
+        remaining: AtomicUsize::new(batch.len()),
+        failures: Mutex::new(Vec::new()),
+        done: Notify::new(),
+    });
+    for (index, m) in batch.iter().enumerate() {
+        let tombstone = m
+            .meta
+            .get("tombstone")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let slot = Box::new(Slot {
+            tracker: tracker.clone(),
+            index,
+        });
+        let mut rec: BaseRecord<'_, [u8], [u8], Box<Slot>> =
+            BaseRecord::with_opaque_to(topic, slot).headers(copy_headers(m));
+        if let Some(k) = &m.key {
+            rec = rec.key(k.as_slice());
+        }
+        if !tombstone {
+            rec = rec.payload(m.body.as_slice());
+        }
+        // librdkafka's queue is bounded (queue.buffering.max.messages): wait for deliveries
+        // to make room rather than fail the copy.
+        loop {
+            match producer.inner.send(rec) {
+                Ok(()) => break,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    rec = back;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err((e, back)) => {
+                    // Refused before it was queued: no delivery report will come.
+                    tracker.report(index, Some(e));
+                    drop(back);
+                    break;
+                }
+            }
+        }
+    }
+    let shown = shown.to_string();
+    let n = batch.len();
+    Box::pin(async move { outcomes(&tracker, n, &shown).await })
+}
+
+/// Wait for the last delivery report of a batch; every record not reported failed was
+/// delivered.
+async fn outcomes(tracker: &Tracker, n: usize, shown: &str) -> Result<Vec<SendOutcome>> {
+    while tracker.remaining.load(Ordering::Acquire) > 0 {
+        tracker.done.notified().await;
+    }
+    let mut out = vec![SendOutcome::Sent; n];
+    let failures = std::mem::take(&mut *tracker.failures.lock().unwrap_or_else(|p| p.into_inner()));
+    for (i, e) in failures {
+        out[i] = match kafka_err(shown, e) {
+            err @ Error::Unreachable { .. } => return Err(err),
+            other => SendOutcome::Rejected {
+                reason: other.to_string(),
+            },
+        };
+    }
+    Ok(out)
+}
