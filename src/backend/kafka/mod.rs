@@ -38,6 +38,7 @@ use crate::message::{AttrValue, Attribute, Message};
 
 pub mod conventions;
 mod produce;
+mod reader;
 mod session;
 
 /// Header carrying the stable id across a move, when no producer id is configured.
@@ -102,16 +103,22 @@ impl Drop for KafkaBackend {
         if let Some(h) = self.warm_thread.take() {
             let _ = blocking(|| h.join());
         }
-        // rdkafka closes a consumer by polling in 100 ms steps until the close is done; a
-        // consumer that only ever used assign() is closed in a few milliseconds, so close it
-        // here in short steps (the drop then finds it closed).
-        if let Some(c) = self.opener.take().and_then(|c| Arc::try_unwrap(c).ok())
-            && c.close_queue().is_ok()
-        {
-            let deadline = Instant::now() + Duration::from_secs(2);
-            while !c.closed() && Instant::now() < deadline {
-                c.poll(Duration::from_millis(1));
-            }
+        if let Some(c) = self.opener.take() {
+            close(c);
+        }
+    }
+}
+
+/// Drop a consumer; if this was its last owner, close it first in short steps. (rdkafka closes
+/// a consumer by polling in 100 ms steps until the close is done; one that only ever used
+/// assign() is closed in a few milliseconds.)
+fn close(c: Arc<BaseConsumer>) {
+    if let Ok(c) = Arc::try_unwrap(c)
+        && c.close_queue().is_ok()
+    {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !c.closed() && Instant::now() < deadline {
+            c.poll(Duration::from_millis(1));
         }
     }
 }
@@ -485,61 +492,26 @@ impl KafkaBackend {
         decode(m, self.id.as_ref())
     }
 
-    /// Read from the assigned partitions until each reaches `end` (exclusive) or goes idle.
-    fn read<'a>(
-        &'a self,
-        c: StreamConsumer,
-        end: HashMap<i32, i64>,
-        limit: Option<u64>,
-    ) -> MessageStream<'a> {
+    /// The messages of a reading, within the address's time range, up to `limit`.
+    fn read<'a>(&'a self, mut reading: reader::Reading, limit: Option<u64>) -> MessageStream<'a> {
         let (since, until) = (self.k.range.since, self.k.range.until);
         Box::pin(async_stream::try_stream! {
-            let mut open: HashMap<i32, i64> = end.into_iter().collect();
             let mut n = 0u64;
-            // Partitions already at their end need no read.
-            let positions = c.position().map_err(|e| kafka_err(&self.shown(), e))?;
-            for e in positions.elements() {
-                if let (Offset::Offset(o), Some(end)) = (e.offset(), open.get(&e.partition()).copied()) && o >= end {
-                    open.remove(&e.partition());
-                }
-            }
-            let mut trouble = Trouble::default();
-            while !open.is_empty() {
-                let m = match tokio::time::timeout(idle(), c.recv()).await {
-                    Err(_) => {
-                        // Idle: nothing more arrives within the fixed range.
-                        trouble.idle(&self.shown(), idle())?;
-                        break;
-                    }
-                    Ok(Err(e)) => {
-                        trouble.note(&self.shown(), e)?;
+            'batches: while let Some(batch) = reading.next().await {
+                for msg in batch?.msgs {
+                    // Time ranges hold for the record's time as dlqctl reads it (the original
+                    // timestamp header where a convention records one): offsets_for_times only
+                    // finds where to start.
+                    if until.is_some_and(|u| msg.enqueued_at.is_some_and(|t| t >= u))
+                        || since.is_some_and(|s| msg.enqueued_at.is_some_and(|t| t < s))
+                    {
                         continue;
                     }
-                    Ok(Ok(m)) => m,
-                };
-                trouble.clear();
-                let p = m.partition();
-                let Some(&end) = open.get(&p) else { continue };
-                if m.offset() >= end {
-                    open.remove(&p);
-                    continue;
-                }
-                let msg = self.to_message(&m);
-                if m.offset() + 1 >= end {
-                    open.remove(&p);
-                }
-                // Time ranges hold for the record's time as dlqctl reads it (the original
-                // timestamp header where a convention records one): offsets_for_times only
-                // finds where to start.
-                if until.is_some_and(|u| msg.enqueued_at.is_some_and(|t| t >= u))
-                    || since.is_some_and(|s| msg.enqueued_at.is_some_and(|t| t < s))
-                {
-                    continue;
-                }
-                n += 1;
-                yield msg;
-                if limit.is_some_and(|l| n >= l) {
-                    break;
+                    n += 1;
+                    yield msg;
+                    if limit.is_some_and(|l| n >= l) {
+                        break 'batches;
+                    }
                 }
             }
         })
@@ -834,17 +806,25 @@ impl QueueBackend for KafkaBackend {
     }
 
     async fn scan(&self, opts: ScanOptions) -> Result<MessageStream<'_>> {
-        let c = self.consumer(None)?;
-        let marks = self.watermarks(&c)?;
-        let start = self.start_offsets(&c, &marks)?;
-        let mut end: HashMap<i32, i64> = marks.iter().map(|(p, _, hi)| (*p, *hi)).collect();
-        if let Some(to) = self.k.range.to {
-            for (_, e) in end.iter_mut() {
-                *e = (*e).min(to);
+        let c: Arc<BaseConsumer> = Arc::new(self.consumer_with(None, &[])?);
+        let marks = self.watermarks(c.as_ref())?;
+        let mut start = self.start_offsets(c.as_ref(), &marks)?;
+        let mut open = HashMap::new();
+        for (p, _, hi) in &marks {
+            let end = self.k.range.to.map_or(*hi, |to| to.min(*hi));
+            if start.get(p).is_some_and(|s| *s < end) {
+                open.insert(*p, end);
             }
         }
-        self.assign(&c, &start)?;
-        Ok(self.read(c, end, opts.limit))
+        // Partitions already at their end need no read.
+        start.retain(|p, _| open.contains_key(p));
+        self.assign(c.as_ref(), &start)?;
+        let batch = match opts.limit {
+            Some(l) => opts.page_size.min(l.try_into().unwrap_or(usize::MAX)),
+            None => opts.page_size,
+        };
+        let reading = reader::Reading::start(self, c, open, batch.max(1))?;
+        Ok(self.read(reading, opts.limit))
     }
 
     async fn tail(&self, opts: TailOptions) -> Result<MessageStream<'_>> {
