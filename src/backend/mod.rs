@@ -168,6 +168,12 @@ pub trait MoveSession: Send {
         1
     }
 
+    /// Give back a claimed batch once its copies are handed over and nothing needs its
+    /// messages any more. A session that builds messages on a thread of its own drops them
+    /// there (glibc's allocator serves a free from another thread by locking the arena of the
+    /// thread that allocated, which made that thread wait); the default drops them here.
+    fn recycle(&mut self, _batch: Vec<Message>) {}
+
     /// How many messages the session will look at, where the source can tell cheaply (the
     /// progress bar's length).
     fn remaining(&self) -> Option<u64> {

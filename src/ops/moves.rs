@@ -826,13 +826,15 @@ async fn move_batches(
                         // once what is already on its way has landed.
                         f.failed.extend(idx);
                         f.failed.extend(groups.flat_map(|(_, (_, idx))| idx));
-                        f.ids = batch.into_iter().map(|m| m.id).collect();
+                        f.ids = batch.iter().map(|m| m.id.clone()).collect();
+                        session.recycle(batch);
                         flights.push_back(f);
                         return Err(e);
                     }
                 }
             }
-            f.ids = batch.into_iter().map(|m| m.id).collect();
+            f.ids = batch.iter().map(|m| m.id.clone()).collect();
+            session.recycle(batch);
             flights.push_back(f);
             while flights.front_mut().is_some_and(Flight::ready) {
                 let f = flights.pop_front().expect("non-empty");

@@ -45,12 +45,15 @@ struct Reader {
     batch_size: usize,
     tx: mpsc::Sender<Result<ReadBatch>>,
     stop: Arc<AtomicBool>,
+    /// Batches given back, to be dropped here (see [`Reading::recycle`]).
+    used: std::sync::mpsc::Receiver<Vec<Message>>,
 }
 
 /// A running reader thread and its batches.
 pub(super) struct Reading {
     rx: mpsc::Receiver<Result<ReadBatch>>,
     stop: Arc<AtomicBool>,
+    used: std::sync::mpsc::Sender<Vec<Message>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -64,6 +67,7 @@ impl Reading {
         batch_size: usize,
     ) -> Result<Reading> {
         let (tx, rx) = mpsc::channel(READ_AHEAD);
+        let (used, returned) = std::sync::mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let reader = Reader {
             c,
@@ -74,6 +78,7 @@ impl Reading {
             batch_size: batch_size.max(1),
             tx,
             stop: stop.clone(),
+            used: returned,
         };
         let thread = std::thread::Builder::new()
             .name("dlqctl-kafka-read".into())
@@ -85,8 +90,18 @@ impl Reading {
         Ok(Reading {
             rx,
             stop,
+            used,
             thread: Some(thread),
         })
+    }
+
+    /// Hand a batch's messages back to the reader thread, which allocated them, to be dropped
+    /// there: glibc serves a free from another thread by locking the allocating thread's arena,
+    /// and the reader, allocating all the time, would wait on it.
+    pub(super) fn recycle(&self, msgs: Vec<Message>) {
+        if let Err(back) = self.used.send(msgs) {
+            drop(back);
+        }
     }
 
     /// The next batch; `None` once everything was read.
@@ -129,6 +144,9 @@ impl Reader {
         let mut last = Instant::now();
         let mut trouble = Trouble::default();
         while !self.open.is_empty() && !self.stop.load(Ordering::Relaxed) {
+            while let Ok(used) = self.used.try_recv() {
+                drop(used);
+            }
             let wait = if batch.msgs.is_empty() {
                 POLL
             } else {

@@ -184,6 +184,10 @@ impl MoveSession for KafkaMoveSession<'_> {
         if self.b.exactly_once { 1 } else { IN_FLIGHT }
     }
 
+    fn recycle(&mut self, batch: Vec<Message>) {
+        self.reading.recycle(batch);
+    }
+
     fn remaining(&self) -> Option<u64> {
         Some(self.remaining)
     }
