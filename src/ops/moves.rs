@@ -526,15 +526,21 @@ async fn copy_loop(
     // Whatever happened, the copies already on their way are counted.
     let mut result = result;
     while let Some(f) = flights.pop_front() {
-        if let Err(e) = land_copies(f, s, tally).await {
-            if result.is_ok() {
-                result = Err(e);
-            } else {
-                tracing::debug!(error = %e, "later copies failed too");
-            }
-        }
+        keep_first(&mut result, land_copies(f, s, tally).await);
     }
     result
+}
+
+/// The first error of a run is the one it reports; a later one (batches landing after it) is
+/// only logged.
+fn keep_first(result: &mut Result<()>, later: Result<()>) {
+    if let Err(e) = later {
+        if result.is_ok() {
+            *result = Err(e);
+        } else {
+            tracing::debug!(error = %e, "a later batch failed too");
+        }
+    }
 }
 
 /// Hand the gathered batch to its targets, destination by destination.
@@ -849,14 +855,7 @@ async fn move_batches(
     // committed), what was not stays in the source.
     let mut result = result;
     while let Some(f) = flights.pop_front() {
-        let landed = land(f, session, s, tally, bar).await;
-        if let Err(e) = landed {
-            if result.is_ok() {
-                result = Err(e);
-            } else {
-                tracing::debug!(error = %e, "a later batch failed too");
-            }
-        }
+        keep_first(&mut result, land(f, session, s, tally, bar).await);
     }
     result
 }

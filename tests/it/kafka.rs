@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::harness::{Db, Kafka, Sandbox, java_partition};
+use crate::harness::{Db, Kafka, Rec, Sandbox, java_partition};
 
 /// Spring's DeadLetterPublishingRecoverer: names as text, numbers big-endian binary.
 async fn spring_dlt(k: &Kafka, dlt: &str, n: i64) {
@@ -50,6 +50,59 @@ async fn spring_dlt(k: &Kafka, dlt: &str, n: i64) {
         )
         .await;
     }
+}
+
+/// A redrive of `dlt` paced by `--rate`, started in the background (stdout as given).
+fn slow_redrive(
+    sb: &Sandbox,
+    k: &Kafka,
+    dlt: &str,
+    batch: &str,
+    rate: &str,
+    stdout: Stdio,
+) -> std::process::Child {
+    sb.cmd(&[
+        "redrive",
+        &k.url(dlt),
+        "--yes",
+        "--batch-size",
+        batch,
+        "--rate",
+        rate,
+        "--output",
+        "json",
+    ])
+    .envs(k.env())
+    .stdout(stdout)
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap()
+}
+
+/// Wait (up to 10 s) until `topic` has at least `n` records by its high watermarks.
+async fn wait_for(k: &Kafka, topic: &str, n: i64) {
+    for _ in 0..100 {
+        if k.high_watermarks(topic) >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The distinct `dlqctl-stable-id` values of records a redrive wrote (each must have one).
+fn distinct_stable_ids(recs: &[Rec]) -> Vec<Vec<u8>> {
+    let mut ids: Vec<Vec<u8>> = recs
+        .iter()
+        .map(|r| {
+            r.4.iter()
+                .find(|(n, _)| n == "dlqctl-stable-id")
+                .and_then(|(_, v)| v.clone())
+                .expect("every copy carries dlqctl-stable-id")
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -332,30 +385,9 @@ async fn a_killed_redrive_loses_nothing_and_continues_from_the_committed_offsets
     spring_dlt(&k, "dlt", 40).await;
     let sb = Sandbox::new();
     let env = k.env();
-    let mut child = sb
-        .cmd(&[
-            "redrive",
-            &k.url("dlt"),
-            "--yes",
-            "--batch-size",
-            "5",
-            "--rate",
-            "10/s",
-            "--output",
-            "json",
-        ])
-        .envs(env.iter().map(|(a, b)| (a.as_str(), b.as_str())))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = slow_redrive(&sb, &k, "dlt", "5", "10/s", Stdio::null());
     // Kill it once it is under way.
-    for _ in 0..100 {
-        if k.high_watermarks("orders") > 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for(&k, "orders", 1).await;
     child.kill().unwrap();
     child.wait().unwrap();
     let partial = k.read_all("orders").await.len();
@@ -366,17 +398,7 @@ async fn a_killed_redrive_loses_nothing_and_continues_from_the_committed_offsets
     )
     .ok();
     let back = k.read_all("orders").await;
-    let mut ids: Vec<Vec<u8>> = back
-        .iter()
-        .map(|r| {
-            r.4.iter()
-                .find(|(n, _)| n == "dlqctl-stable-id")
-                .and_then(|(_, v)| v.clone())
-                .unwrap()
-        })
-        .collect();
-    ids.sort();
-    ids.dedup();
+    let ids = distinct_stable_ids(&back);
     assert_eq!(ids.len(), 40, "every record arrived");
     assert!(
         back.len() <= 40 + 5,
@@ -396,29 +418,8 @@ async fn an_interrupted_redrive_commits_every_batch_it_delivered() {
     spring_dlt(&k, "dlt", 400).await;
     let sb = Sandbox::new();
     let env = k.env();
-    let child = sb
-        .cmd(&[
-            "redrive",
-            &k.url("dlt"),
-            "--yes",
-            "--batch-size",
-            "10",
-            "--rate",
-            "200/s",
-            "--output",
-            "json",
-        ])
-        .envs(env.iter().map(|(a, b)| (a.as_str(), b.as_str())))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    for _ in 0..100 {
-        if k.high_watermarks("orders") >= 60 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let child = slow_redrive(&sb, &k, "dlt", "10", "200/s", Stdio::piped());
+    wait_for(&k, "orders", 60).await;
     let st = std::process::Command::new("kill")
         .arg("-INT")
         .arg(child.id().to_string())
@@ -473,17 +474,7 @@ async fn an_interrupted_redrive_commits_every_batch_it_delivered() {
         .json();
     assert_eq!(j["moved"].as_i64().unwrap(), 400 - moved, "{j}");
     let back = k.read_all("orders").await;
-    let mut ids: Vec<Vec<u8>> = back
-        .iter()
-        .map(|r| {
-            r.4.iter()
-                .find(|(n, _)| n == "dlqctl-stable-id")
-                .and_then(|(_, v)| v.clone())
-                .unwrap()
-        })
-        .collect();
-    ids.sort();
-    ids.dedup();
+    let ids = distinct_stable_ids(&back);
     assert_eq!((back.len(), ids.len()), (400, 400), "each once, none lost");
     assert_eq!(lag(&sb), 0);
 }
