@@ -99,9 +99,8 @@ impl Reading {
     /// there: glibc serves a free from another thread by locking the allocating thread's arena,
     /// and the reader, allocating all the time, would wait on it.
     pub(super) fn recycle(&self, msgs: Vec<Message>) {
-        if let Err(back) = self.used.send(msgs) {
-            drop(back);
-        }
+        // Once the reader has ended, they are dropped here instead.
+        let _ = self.used.send(msgs);
     }
 
     /// The next batch; `None` once everything was read.
