@@ -881,23 +881,13 @@ async fn land(
         };
         match outcomes {
             Ok(outcomes) => {
-                let mut sent = 0u64;
                 for (&i, o) in idx.iter().zip(&outcomes) {
-                    match o {
-                        SendOutcome::Sent => {
-                            accepted.push(i);
-                            sent += 1;
-                        }
-                        SendOutcome::Rejected { reason } | SendOutcome::Conflict { reason } => {
-                            failed.push(i);
-                            s.failed += 1;
-                            tally.fail(reason, &f.ids[i]);
-                        }
+                    if *o == SendOutcome::Sent {
+                        accepted.push(i);
+                    } else {
+                        failed.push(i);
                     }
-                }
-                s.moved += sent;
-                if sent > 0 {
-                    *tally.dest.entry(key).or_default() += sent;
+                    record(s, tally, &key, &f.ids[i], o);
                 }
             }
             Err(e) => {

@@ -89,10 +89,9 @@ pub struct KafkaBackend {
     /// to read (and, in a redrive, commit) that group's offsets; it never joins the group.
     opener: Option<Arc<BaseConsumer>>,
     producer: tokio::sync::OnceCell<Arc<produce::Copier>>,
-    /// Resolves when the producer's warm-up is done (see [`produce::warm_up`]).
-    warm: tokio::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
-    /// The warm-up's thread, joined before the producer goes (it holds the producer too).
-    warm_thread: Option<std::thread::JoinHandle<()>>,
+    /// The producer's warm-up (see [`produce::warm_up`]), joined by the first send, or before
+    /// the producer goes (it holds the producer too).
+    warm: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     exactly_once: bool,
 }
 
@@ -100,7 +99,12 @@ impl Drop for KafkaBackend {
     fn drop(&mut self) {
         // The warm-up is one metadata request (done long before any run ends, but a dry run
         // of an empty topic can be quicker); the producer is destroyed by its last owner.
-        if let Some(h) = self.warm_thread.take() {
+        if let Some(h) = self
+            .warm
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
             let _ = blocking(|| h.join());
         }
         if let Some(c) = self.opener.take() {
@@ -291,8 +295,7 @@ impl KafkaBackend {
             id: opts.id.clone(),
             opener: None,
             producer: tokio::sync::OnceCell::new(),
-            warm: tokio::sync::Mutex::new(None),
-            warm_thread: None,
+            warm: std::sync::Mutex::new(None),
             exactly_once: opts.exactly_once,
         };
         let topic = k.topic.clone();
@@ -301,20 +304,14 @@ impl KafkaBackend {
             // A target is written to: its producer asks for the metadata, and starts getting
             // its producer id meanwhile.
             let p = b.producer().await?.clone();
-            let md = blocking(|| p.client().client().fetch_metadata(Some(&topic), TIMEOUT));
+            let md = blocking(|| p.producer().client().fetch_metadata(Some(&topic), TIMEOUT));
             if md.is_ok() {
-                let (tx, rx) = tokio::sync::oneshot::channel();
                 let t = topic.clone();
                 let spawned = std::thread::Builder::new()
                     .name("dlqctl-kafka-warm".into())
-                    .spawn(move || {
-                        produce::warm_up(&p, &t);
-                        let _ = tx.send(());
-                    });
-                if let Ok(h) = spawned {
-                    *b.warm.get_mut() = Some(rx);
-                    b.warm_thread = Some(h);
-                }
+                    .spawn(move || produce::warm_up(&p, &t));
+                // Without the thread, the first send may wait for librdkafka's timer instead.
+                *b.warm.get_mut().unwrap_or_else(|p| p.into_inner()) = spawned.ok();
             }
             md
         } else {
@@ -868,8 +865,9 @@ impl QueueBackend for KafkaBackend {
     /// Queue the copies and return at once; each outcome follows its delivery report.
     async fn send_start(&self, batch: &[Message]) -> Result<PendingSend> {
         let producer = self.producer().await?;
-        if let Some(warm) = self.warm.lock().await.take() {
-            let _ = warm.await;
+        let warm = self.warm.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = warm {
+            let _ = blocking(|| h.join());
         }
         Ok(produce::enqueue(producer, &self.k.topic, &self.shown(), batch).await)
     }

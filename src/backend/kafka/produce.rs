@@ -113,7 +113,7 @@ impl Copier {
         })
     }
 
-    pub(super) fn client(&self) -> &BaseProducer<Reports> {
+    pub(super) fn producer(&self) -> &BaseProducer<Reports> {
         &self.inner
     }
 }
@@ -138,7 +138,7 @@ impl Drop for Copier {
 pub(super) fn warm_up(p: &Copier, topic: &str) {
     let started = Instant::now();
     let r = p
-        .client()
+        .producer()
         .client()
         .fetch_metadata(Some(topic), Duration::from_secs(2));
     tracing::debug!(

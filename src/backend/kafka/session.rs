@@ -234,12 +234,12 @@ impl MoveSession for KafkaMoveSession<'_> {
             .set("enable.idempotence", "true")
             .set("acks", "all");
             let p = produce::Copier::new(&c, &shown)?;
-            blocking(|| p.client().init_transactions(TIMEOUT)).map_err(|e| txn_err(&shown, e))?;
+            blocking(|| p.producer().init_transactions(TIMEOUT)).map_err(|e| txn_err(&shown, e))?;
             self.tx = Some(p);
         }
         let p = self.tx.as_ref().expect("set above");
         let msgs: Vec<Message> = selected.iter().map(|&i| self.msgs[i].clone()).collect();
-        let p = p.client();
+        let p = p.producer();
         p.begin_transaction().map_err(|e| txn_err(&shown, e))?;
         let outcome = async {
             let out = produce::enqueue(
