@@ -27,8 +27,8 @@ pub enum Address {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PgAddress {
-    /// Connection URL for the driver, with dlqctl's own parameters removed.
-    pub conn: Url,
+    /// The connection (dlqctl's own parameters removed).
+    pub conn: crate::pgconn::PgConn,
     pub target: PgTarget,
     /// `queue=NAME`: the slice of a shared table (its `queue` column), or of a job system.
     pub queue: Option<String>,
@@ -171,53 +171,29 @@ fn parse_postgres(input: &str) -> Result<Address> {
         input: redact(input),
         reason,
     };
-    let url = Url::parse(input).map_err(|e| bad(e.to_string()))?;
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err(bad(
-            "missing host (postgres://USER@HOST:PORT/DB?table=…)".into()
-        ));
-    }
-    if url.path().trim_start_matches('/').is_empty() {
-        return Err(bad(
-            "missing database name (postgres://USER@HOST:PORT/DB?…)".into(),
-        ));
-    }
+    let (conn, own) = crate::pgconn::PgConn::parse(input, PG_OWN_PARAMS).map_err(bad)?;
     let mut table = None;
     let mut system = None;
     let mut queue = None;
     let mut source = None;
     let mut schema = None;
-    for (k, v) in url.query_pairs() {
-        let slot = match k.as_ref() {
+    for (k, v) in own {
+        let slot = match k.as_str() {
             "table" => &mut table,
             "system" => &mut system,
             "queue" => &mut queue,
             "source" => &mut source,
-            "schema" => &mut schema,
-            _ => continue,
+            _ => &mut schema,
         };
-        if slot.replace(v.into_owned()).is_some() {
-            return Err(bad(format!("`{k}` given twice")));
-        }
-    }
-    let mut conn = url.clone();
-    let keep: Vec<(String, String)> = url
-        .query_pairs()
-        .filter(|(k, _)| !PG_OWN_PARAMS.contains(&k.as_ref()))
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    if keep.is_empty() {
-        conn.set_query(None);
-    } else {
-        conn.query_pairs_mut().clear().extend_pairs(keep);
+        *slot = Some(v);
     }
     let target = match (table, system) {
         (Some(_), Some(_)) => return Err(bad("give either table= or system=, not both".into())),
         (None, None) => {
-            return Err(bad(
-                "say what to read: ?table=SCHEMA.TABLE for a dead-letter table, or ?system=river|oban|pgmq|graphile-worker|solid_queue|good_job|que|pg-boss"
-                    .into(),
-            ));
+            return Err(bad(format!(
+                "say what to read: ?table=SCHEMA.TABLE for a dead-letter table, or ?system={}",
+                JOB_SYSTEMS.join("|")
+            )));
         }
         (Some(t), None) => {
             validate_table_name(&t).map_err(bad)?;
@@ -229,8 +205,11 @@ fn parse_postgres(input: &str) -> Result<Address> {
                 .replace("graphile_worker", "graphile-worker")
                 .replace("pg_boss", "pg-boss");
             if !JOB_SYSTEMS.contains(&s.as_str()) {
+                let hint = crate::pgconn::closest(&s, JOB_SYSTEMS.iter().copied())
+                    .map(|c| format!("did you mean `{c}`? "))
+                    .unwrap_or_default();
                 return Err(bad(format!(
-                    "unknown system `{s}` (known: {})",
+                    "unknown system `{s}` ({hint}known: {})",
                     JOB_SYSTEMS.join(", ")
                 )));
             }
@@ -239,6 +218,11 @@ fn parse_postgres(input: &str) -> Result<Address> {
     };
     if let Some(s) = &source {
         validate_table_name(s).map_err(bad)?;
+    }
+    if let Some(s) = &schema
+        && (s.is_empty() || s.len() > 63 || s.chars().any(|c| c.is_control()))
+    {
+        return Err(bad(format!("`{s}` is not a schema name")));
     }
     Ok(Address::Postgres(PgAddress {
         conn,
@@ -286,10 +270,19 @@ fn parse_kafka(input: &str) -> Result<Address> {
         };
         let num = |v: &str| {
             v.parse::<i64>()
-                .map_err(|_| bad(&format!("`{k}={v}` is not a number")))
+                .ok()
+                .filter(|o| *o >= 0)
+                .ok_or_else(|| bad(&format!("`{k}={v}` is not an offset (a number from 0)")))
         };
         match k {
-            "partition" => range.partition = Some(num(v)? as i32),
+            "partition" => {
+                range.partition =
+                    Some(v.parse::<i32>().ok().filter(|p| *p >= 0).ok_or_else(|| {
+                        bad(&format!(
+                            "`partition={v}` is not a partition number (0 to 2147483647)"
+                        ))
+                    })?)
+            }
             "from" => range.from = Some(num(v)?),
             "to" => range.to = Some(num(v)?),
             "since" => range.since = Some(time(v)?),
@@ -388,52 +381,59 @@ fn validate_sqs_name(name: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Hide the password of anything URL-shaped. Used on every address before it is shown.
-pub fn redact(s: &str) -> String {
-    if let Ok(mut u) = Url::parse(s)
-        && u.password().is_some()
-    {
-        let _ = u.set_password(Some("***"));
-        return u.to_string();
-    }
-    // Not parseable, or no password: still strip anything between :// and @.
-    if let Some(at) = s.find('@')
-        && let Some(start) = s.find("://")
-        && start < at
-    {
-        let userinfo = &s[start + 3..at];
-        if let Some((user, _)) = userinfo.split_once(':') {
-            return format!("{}://{}:***{}", &s[..start], user, &s[at..]);
-        }
-    }
-    s.to_string()
-}
+pub use crate::secrets::redact;
 
 impl fmt::Display for Address {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Address::Postgres(p) => {
-                let mut u = p.conn.clone();
-                if u.password().is_some() {
-                    let _ = u.set_password(Some("***"));
+                let mut extra: Vec<(&str, &str)> = Vec::new();
+                match &p.target {
+                    PgTarget::Table(t) => extra.push(("table", t)),
+                    PgTarget::System(name) => extra.push(("system", name)),
                 }
-                {
-                    let mut q = u.query_pairs_mut();
-                    match &p.target {
-                        PgTarget::Table(t) => q.append_pair("table", t),
-                        PgTarget::System(name) => q.append_pair("system", name),
-                    };
-                    if let Some(queue) = &p.queue {
-                        q.append_pair("queue", queue);
-                    }
+                if let Some(s) = &p.schema {
+                    extra.push(("schema", s));
                 }
-                write!(f, "{u}")
+                if let Some(q) = &p.queue {
+                    extra.push(("queue", q));
+                }
+                if let Some(s) = &p.source_table {
+                    extra.push(("source", s));
+                }
+                f.write_str(&p.conn.display_with(&extra))
             }
             Address::Sqs(s) => match &s.url {
                 Some(u) => write!(f, "{u}"),
                 None => write!(f, "sqs://{}", s.name),
             },
-            Address::Kafka(k) => write!(f, "kafka://{}/{}", k.brokers.join(","), k.topic),
+            Address::Kafka(k) => {
+                write!(f, "kafka://{}/{}", k.brokers.join(","), k.topic)?;
+                let r = &k.range;
+                let mut q: Vec<String> = Vec::new();
+                if let Some(p) = r.partition {
+                    q.push(format!("partition={p}"));
+                }
+                if let Some(o) = r.from {
+                    q.push(format!("from={o}"));
+                }
+                if let Some(o) = r.to {
+                    q.push(format!("to={o}"));
+                }
+                let time = |t: &chrono::DateTime<chrono::Utc>| {
+                    t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+                };
+                if let Some(t) = &r.since {
+                    q.push(format!("since={}", time(t)));
+                }
+                if let Some(t) = &r.until {
+                    q.push(format!("until={}", time(t)));
+                }
+                if !q.is_empty() {
+                    write!(f, "?{}", q.join("&"))?;
+                }
+                Ok(())
+            }
             Address::File(FileAddress::Path(p)) => write!(f, "file:{}", p.display()),
             Address::File(FileAddress::Stdin) => write!(f, "-"),
         }
@@ -441,14 +441,6 @@ impl fmt::Display for Address {
 }
 
 impl PgAddress {
-    /// Same server, port, database and user: moves can be one transaction.
-    pub fn same_database(&self, other: &PgAddress) -> bool {
-        self.conn.host_str() == other.conn.host_str()
-            && self.conn.port_or_known_default() == other.conn.port_or_known_default()
-            && self.conn.path() == other.conn.path()
-            && self.conn.username() == other.conn.username()
-    }
-
     pub fn table(&self) -> Option<&str> {
         match &self.target {
             PgTarget::Table(t) => Some(t),
@@ -479,10 +471,21 @@ mod tests {
                 .unwrap();
         let Address::Postgres(p) = &a else { panic!() };
         assert_eq!(p.table(), Some("public.dlq"));
-        assert_eq!(p.conn.query(), Some("sslmode=require"));
+        assert_eq!(
+            p.conn.params,
+            vec![("sslmode".to_string(), "require".to_string())]
+        );
         let shown = a.to_string();
         assert!(!shown.contains("s3cret"), "{shown}");
         assert!(shown.contains("table=public.dlq"));
+        let a = Address::parse(
+            "postgres://app@db/app?system=river&schema=ux_river&password=s3cret&queue=mail",
+        )
+        .unwrap();
+        assert_eq!(
+            a.to_string(),
+            "postgres://app:***@db/app?system=river&schema=ux_river&queue=mail"
+        );
     }
 
     #[test]
@@ -492,7 +495,12 @@ mod tests {
         assert!(!e.to_string().contains("pw@"), "{e}");
         assert!(Address::parse("postgres://u@h/db?system=sidekiq").is_err());
         assert!(Address::parse("postgres://u@h/db?system=river&table=x").is_err());
-        assert!(Address::parse("postgres://u@h/?table=x").is_err());
+        assert!(Address::parse("postgres://u@h/a/b?table=x").is_err());
+        // A socket connection, and one that takes everything from the environment.
+        assert!(
+            Address::parse("postgres://postgres@/app?host=/var/run/postgresql&table=x").is_ok()
+        );
+        assert!(Address::parse("postgres:///app?table=x").is_ok());
         let Address::Postgres(p) =
             Address::parse("postgres://u@h/db?system=oban&queue=mail").unwrap()
         else {
@@ -555,6 +563,17 @@ mod tests {
         );
         assert!(Address::parse("kafka://a:1/t?from=x").is_err());
         assert!(Address::parse("kafka://a:1/t?offset=1").is_err());
+        // Out of range: never wrapped (4294967298 would be partition 2 as an i32).
+        assert!(Address::parse("kafka://a:1/t?partition=4294967298").is_err());
+        assert!(Address::parse("kafka://a:1/t?partition=-1").is_err());
+        assert!(Address::parse("kafka://a:1/t?from=-5").is_err());
+        // The display keeps what tells two slices apart.
+        assert_eq!(
+            Address::parse("kafka://a:1/t?partition=2&from=10")
+                .unwrap()
+                .to_string(),
+            "kafka://a:1/t?partition=2&from=10"
+        );
     }
 
     #[test]

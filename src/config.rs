@@ -179,9 +179,19 @@ fn opt_retention<'de, D: Deserializer<'de>>(
 
 /// `30s`, `2m`, `3d`, `1h 30m`: humantime's grammar.
 pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    humantime::parse_duration(s.trim())
-        .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 90s, 15m, 36h, 14d"))
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 90s, 15m, 36h, 14d"))?;
+    if d > MAX_DURATION {
+        return Err(format!(
+            "`{s}` is longer than dlqctl's limit of 100 years; use a shorter duration, or `forever` where a retention is meant"
+        ));
+    }
+    Ok(d)
 }
+
+/// The longest duration dlqctl accepts anywhere: longer than any retention, short enough that
+/// no date arithmetic on it overflows.
+pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400 + 25 * 86_400);
 
 pub fn parse_retention(s: &str) -> std::result::Result<Retention, String> {
     match s.trim() {
@@ -220,6 +230,11 @@ impl Config {
             reason: one_line(&e.to_string()),
         })?;
         cfg.path = Some(path.to_path_buf());
+        for (k, v) in &cfg.kafka.properties {
+            if crate::secrets::is_secret_name(k) {
+                crate::secrets::register(v);
+            }
+        }
         Ok(cfg)
     }
 }
@@ -291,6 +306,15 @@ match = { error = "(?i)timed? ?out|429|503" }
                 .is_err()
         );
         assert!("json:order_id".parse::<IdSource>().is_err());
+        // Absurd durations are refused, not overflowed later.
+        assert!(
+            toml::from_str::<Config>(
+                "[queues.a]\ndlq = \"x\"\nreplay_window = \"500000000000y\"\n"
+            )
+            .is_err()
+        );
+        assert!(parse_duration("200000000000y").is_err());
+        assert!(parse_duration("100y").is_ok());
         assert_eq!(
             "header:x-id".parse::<IdSource>(),
             Ok(IdSource::Attribute("x-id".into()))

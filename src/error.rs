@@ -51,6 +51,13 @@ pub enum Error {
     #[error("permission denied on {target}: {reason}")]
     PermissionDenied { target: String, reason: String },
 
+    #[error("authentication failed on {target}: {reason}; the password came from {password_from}")]
+    AuthenticationFailed {
+        target: String,
+        reason: String,
+        password_from: &'static str,
+    },
+
     #[error("{table}: {reason}")]
     Schema { table: String, reason: String },
 
@@ -76,6 +83,12 @@ pub enum Error {
         line: u64,
         reason: String,
     },
+
+    /// A run stopped on an error after it had changed something. Never exit 2, which
+    /// promises that nothing was changed: a local error (the journal, a bad input line) is
+    /// exit 1 (some messages were not moved), a backend error keeps its exit 3.
+    #[error("{source}")]
+    Stopped { source: Box<Error> },
 
     #[error("interrupted")]
     Interrupted,
@@ -115,8 +128,13 @@ impl Error {
             Error::Unreachable { .. }
             | Error::NotFound { .. }
             | Error::PermissionDenied { .. }
+            | Error::AuthenticationFailed { .. }
             | Error::Backend { .. } => exit::BACKEND,
             Error::Io { .. } => exit::USAGE,
+            Error::Stopped { source } => match source.exit_code() {
+                exit::USAGE => exit::PARTIAL,
+                other => other,
+            },
             Error::Interrupted => exit::INTERRUPTED,
             Error::ClosedOutput => exit::OK,
         }
@@ -132,7 +150,9 @@ impl Error {
             Error::NoTerminal { .. } => "review the plan with --dry-run, then re-run with --yes".into(),
             Error::Unreachable { .. } => "check the host, port and network (and the endpoint or region for SQS)".into(),
             Error::PermissionDenied { .. } => "grant the permissions listed in docs/permissions.md to the user or role dlqctl runs as".into(),
+            Error::AuthenticationFailed { .. } => "check the user name and that password (in a URL, percent-encode @ : / ? #); ~/.pgpass must be mode 0600; the server's pg_hba.conf decides which method it expects".into(),
             Error::Schema { .. } => "map your column names in dlqctl.toml under [queues.NAME.columns] (see docs/postgres.md)".into(),
+            Error::Stopped { source } => return source.hint(),
             Error::Interrupted => return None,
 
             _ => return None,

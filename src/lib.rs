@@ -15,4 +15,6 @@ pub mod headers;
 pub mod message;
 pub mod ops;
 pub mod output;
+pub mod pgconn;
+pub mod secrets;
 pub mod settings;

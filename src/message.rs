@@ -10,6 +10,11 @@ use base64::engine::general_purpose::STANDARD as B64;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+/// The attribute / header that carries a message's stable id into a copy, on every backend
+/// (SQS message attribute, Kafka header, PostgreSQL `headers` key), unless the configured id
+/// attribute already does.
+pub const STABLE_ID_ATTRIBUTE: &str = "dlqctl-stable-id";
+
 /// Version of the JSON Lines record. Bumped only for incompatible changes.
 pub const RECORD_VERSION: u32 = 1;
 
@@ -40,6 +45,10 @@ pub struct Message {
     pub source: Option<String>,
     /// Backend-specific facts shown by `peek` (offsets, system names).
     pub meta: Meta,
+    /// The attribute/header the stable id was read from (`id = "attribute:NAME"`), if one.
+    /// Only this attribute, or `dlqctl-stable-id`, counts as carrying the id into a copy: an
+    /// attribute that merely happens to hold the same value does not.
+    pub id_attribute: Option<String>,
 }
 
 /// Backend-specific facts of a message, by name, in name order. A few entries at most, so a
@@ -188,6 +197,13 @@ impl Message {
             .map(|a| &a.value)
     }
 
+    /// Whether attribute `a` carries this message's stable id into a copy: `dlqctl-stable-id`
+    /// or the configured id attribute, holding the id.
+    pub fn carries_id(&self, a: &Attribute) -> bool {
+        (a.name == STABLE_ID_ATTRIBUTE || self.id_attribute.as_deref() == Some(a.name.as_str()))
+            && a.value.as_bytes() == Some(self.id.as_bytes())
+    }
+
     pub fn body_utf8(&self) -> Option<&str> {
         std::str::from_utf8(&self.body).ok()
     }
@@ -238,6 +254,7 @@ impl Message {
             body,
             body_encoding,
             meta: self.meta.clone(),
+            id_attribute: self.id_attribute.clone(),
         }
     }
 
@@ -275,6 +292,7 @@ impl Message {
             error: r.error,
             source: r.source,
             meta: r.meta,
+            id_attribute: r.id_attribute,
         })
     }
 }
@@ -333,6 +351,9 @@ pub struct Record {
     pub body_encoding: Encoding,
     #[serde(default, skip_serializing_if = "Meta::is_empty")]
     pub meta: Meta,
+    /// The attribute that carries the stable id, where the id came from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_attribute: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -259,6 +259,11 @@ pub fn build_filter(f: FilterInput<'_>) -> Result<Filter> {
     Ok(filter)
 }
 
+/// The slowest `--rate`: one message an hour.
+pub const MIN_RATE: f64 = 1.0 / 3600.0;
+/// The fastest `--rate`: a million messages a second.
+pub const MAX_RATE: f64 = 1_000_000.0;
+
 /// `--rate 50`, `--rate 50/s`, `--rate 3000/m`.
 pub fn parse_rate(s: &str) -> std::result::Result<f64, String> {
     let (n, per) = match s.split_once('/') {
@@ -278,7 +283,13 @@ pub fn parse_rate(s: &str) -> std::result::Result<f64, String> {
     if !(n > 0.0 && n.is_finite()) {
         return Err("the rate must be positive".into());
     }
-    Ok(n / secs)
+    let rate = n / secs;
+    // Between one message an hour and a million a second: beyond either end a pause or a
+    // rate overflows, and neither is a redrive anyone means.
+    if !(MIN_RATE..=MAX_RATE).contains(&rate) {
+        return Err(format!("`{s}` is out of range: from 1/h to 1000000/s"));
+    }
+    Ok(rate)
 }
 
 #[cfg(test)]
@@ -293,6 +304,12 @@ mod tests {
         assert!(parse_rate("0").is_err());
         assert!(parse_rate("fast").is_err());
         assert!(parse_rate("5/week").is_err());
+        // Out of range, never a panic later.
+        assert!(parse_rate("1e-300").is_err());
+        assert!(parse_rate("1e300").is_err());
+        assert!(parse_rate("NaN").is_err());
+        assert!(parse_rate("inf").is_err());
+        assert_eq!(parse_rate("1/h"), Ok(MIN_RATE));
     }
 
     #[test]

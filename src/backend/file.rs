@@ -27,13 +27,10 @@ impl FileBackend {
             && !opts.as_target
             && !p.is_file()
         {
-            return Err(Error::io(
-                p,
-                std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    "no such file (write one with `dlqctl export QUEUE -o FILE`)",
-                ),
-            ));
+            return Err(Error::NotFound {
+                what: format!("file {}", p.display()),
+                detail: "no such file (write one with `dlqctl export QUEUE -o FILE`)".into(),
+            });
         }
         Ok(FileBackend {
             addr: addr.clone(),

@@ -116,6 +116,9 @@ pub struct MoveOptions {
     pub headers: crate::headers::HeaderRules,
     /// Messages per batch (`--batch-size`), for sessions that read ahead.
     pub batch_size: usize,
+    /// The run retries the messages where they are (a job system's own retry), not copies
+    /// them elsewhere.
+    pub in_place: bool,
 }
 
 /// The result of offering one message to a target.
@@ -312,6 +315,12 @@ pub trait QueueBackend: Send + Sync {
         let outcomes = self.send(batch).await;
         Ok(Box::pin(futures::future::ready(outcomes)))
     }
+    /// What this queue resolves to, whatever URL named it (SQS: the queue's ARN; Kafka: the
+    /// cluster and topic; PostgreSQL: the server instance, database and table). Two backends
+    /// with the same identity are the same queue. `None`: the backend cannot tell.
+    async fn identity(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
     /// Where a redrive of `m` goes when the user did not say (None: unknown).
     async fn destination(&self, m: &Message) -> Result<Option<Address>>;
     /// Facts for `verify`.
@@ -475,5 +484,8 @@ pub fn apply_id_source(m: &mut Message, id: Option<&IdSource>) {
     };
     if let Some(f) = found.filter(|s| !s.is_empty()) {
         m.id = f;
+        if let IdSource::Attribute(name) = id {
+            m.id_attribute = Some(name.clone());
+        }
     }
 }

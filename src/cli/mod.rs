@@ -222,6 +222,7 @@ pub fn main() -> i32 {
             };
         }
     };
+    crate::secrets::register_environment();
     init_logging(cli.global.verbose);
     tracing::debug!(version = env!("CARGO_PKG_VERSION"), "start");
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -254,7 +255,7 @@ fn init_logging(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("dlqctl={level},{level}")));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(crate::secrets::ScrubbingStderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
@@ -325,9 +326,9 @@ fn report(e: &Error) -> i32 {
         Error::ClosedOutput => {}
         Error::Interrupted => eprintln!("interrupted"),
         _ => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", crate::secrets::scrub(&e.to_string()));
             if let Some(h) = e.hint() {
-                eprintln!("  hint: {h}");
+                eprintln!("  hint: {}", crate::secrets::scrub(&h));
             }
         }
     }

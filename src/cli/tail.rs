@@ -39,8 +39,11 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
         .transpose()?;
     let poll_interval =
         parse_duration(&a.poll_interval).map_err(|e| Error::invalid_arg("--poll-interval", e))?;
-    if poll_interval.is_zero() {
-        return Err(Error::invalid_arg("--poll-interval", "must be more than 0"));
+    if poll_interval.is_zero() || poll_interval > std::time::Duration::from_secs(3600) {
+        return Err(Error::invalid_arg(
+            "--poll-interval",
+            "must be more than 0 and at most 1h",
+        ));
     }
     crate::ops::read::tail(
         ctx,

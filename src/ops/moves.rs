@@ -118,10 +118,17 @@ impl Tally {
 /// Opened targets, one per distinct address.
 struct Targets {
     open: HashMap<String, Box<dyn QueueBackend>>,
+    /// Discovered destinations that cannot take copies, with why.
+    refused: HashMap<String, String>,
     options: OpenOptions,
+    /// What the source resolves to: no copy goes back into the queue being read.
+    source_identity: Option<String>,
+    mode: Mode,
 }
 
 impl Targets {
+    /// Open `addr` once, as a target. Errors when it cannot take copies: missing, not
+    /// writable, or the very queue being read (whatever URL names it).
     async fn get(&mut self, addr: &Address) -> Result<&dyn QueueBackend> {
         let key = addr.to_string();
         if !self.open.contains_key(&key) {
@@ -133,9 +140,60 @@ impl Targets {
                     reason: format!("{addr} cannot be a redrive or replay target"),
                 });
             }
+            // A Kafka replay reads up to end offsets fixed at its start, so a range can be
+            // replayed into its own topic (reprocessing); every other copy into the source
+            // would be read again, and a redrive would chase its own copies.
+            let bounded = self.mode == Mode::Replay && matches!(addr, Address::Kafka(_));
+            if let Some(src) = &self.source_identity
+                && !bounded
+                && b.identity().await?.as_ref() == Some(src)
+            {
+                return Err(Error::invalid_arg(
+                    "--to",
+                    format!(
+                        "{addr} is the queue being read: its copies would be read again{}; pass another --to",
+                        if self.mode == Mode::Redrive {
+                            " and moved once more, without end"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
             self.open.insert(key.clone(), b);
         }
         Ok(self.open[&key].as_ref())
+    }
+
+    /// A destination a message names (SQS `DeadLetterQueueSourceArn`, Kafka's original-topic
+    /// header): one that does not exist, cannot be written or is the source itself refuses
+    /// its messages, with the reason, instead of stopping the run. Other errors (an
+    /// unreachable service) still stop it.
+    async fn discovered(
+        &mut self,
+        addr: &Address,
+    ) -> Result<std::result::Result<&dyn QueueBackend, String>> {
+        let key = addr.to_string();
+        if let Some(r) = self.refused.get(&key) {
+            return Ok(Err(r.clone()));
+        }
+        match self.get(addr).await {
+            Ok(_) => {}
+            Err(
+                e @ (Error::NotFound { .. }
+                | Error::InvalidArgument { .. }
+                | Error::Unsupported { .. }
+                | Error::PermissionDenied { .. }),
+            ) => {
+                let reason =
+                    format!("the destination this message names cannot take it: {e}; pass --to");
+                tracing::warn!("{reason}");
+                self.refused.insert(key, reason.clone());
+                return Ok(Err(reason));
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(Ok(self.open[&key].as_ref()))
     }
 }
 
@@ -239,6 +297,21 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         },
     };
 
+    let mut targets = Targets {
+        open: HashMap::new(),
+        refused: HashMap::new(),
+        options: target_options,
+        source_identity: source.identity().await?,
+        mode: req.mode,
+    };
+    // Open a known target before the plan is shown: a missing table or queue, or a target that
+    // is the source itself, is reported before anything is asked or moved.
+    if let Some(f) = &fixed
+        && *f != req.source.address
+    {
+        targets.get(f).await?;
+    }
+
     // The plan.
     let plan_to = fixed
         .as_ref()
@@ -284,17 +357,6 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         }
     }
 
-    let mut targets = Targets {
-        open: HashMap::new(),
-        options: target_options,
-    };
-    // Open a known target now: a missing table or queue is reported before anything moves,
-    // even when there turns out to be nothing to move.
-    if let Some(f) = &fixed
-        && *f != req.source.address
-    {
-        targets.get(f).await?;
-    }
     let started = Instant::now();
     let pacer = Pacer {
         rate: req.rate,
@@ -387,7 +449,14 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         .collect();
     render(ctx, &s)?;
     if let Some(e) = aborted {
-        return Err(e);
+        // Exit 2 promises that nothing changed: once copies went out, it cannot be given.
+        return Err(if s.moved > 0 && !s.dry_run {
+            Error::Stopped {
+                source: Box::new(e),
+            }
+        } else {
+            e
+        });
     }
     Ok(if s.interrupted {
         exit::INTERRUPTED
@@ -485,6 +554,14 @@ async fn copy_loop(
                     }
                 },
             };
+            if fixed.is_none()
+                && *addr != req.source.address
+                && let Err(reason) = targets.discovered(addr).await?
+            {
+                s.failed += 1;
+                tally.fail(&reason, &m.id);
+                continue;
+            }
             if req.dry_run {
                 // A dry run still opens each target: a missing table or queue shows now. (A
                 // job system's in-place retry has no separate target.)
@@ -612,6 +689,7 @@ async fn move_loop(
             target_columns: targets.options.columns.clone(),
             headers: req.headers.clone(),
             batch_size: req.batch_size,
+            in_place: local == Some(&req.source.address),
         })
         .await?;
     if ctx.printer.progress_enabled() {
@@ -801,6 +879,16 @@ async fn move_batches(
             let mut groups = groups.into_iter();
             while let Some((key, (addr, idx))) = groups.next() {
                 if idx.is_empty() {
+                    continue;
+                }
+                if fixed.is_none()
+                    && let Err(reason) = targets.discovered(&addr).await?
+                {
+                    for i in idx {
+                        s.failed += 1;
+                        f.failed.push(i);
+                        tally.fail(&reason, &batch[i].id);
+                    }
                     continue;
                 }
                 // The whole batch goes to one place (the usual case): send it as it is.

@@ -42,7 +42,7 @@ mod reader;
 mod session;
 
 /// Header carrying the stable id across a move, when no producer id is configured.
-pub const STABLE_ID_HEADER: &str = "dlqctl-stable-id";
+pub use crate::message::STABLE_ID_ATTRIBUTE as STABLE_ID_HEADER;
 /// Provenance added to every record dlqctl writes to Kafka: `TOPIC/PARTITION@OFFSET` of the
 /// dead letter it was copied from.
 pub const FROM_HEADER: &str = "dlqctl-redriven-from";
@@ -170,6 +170,17 @@ pub(crate) fn kafka_err(target: &str, e: KafkaError) -> Error {
     }
 }
 
+/// The brokers a metadata response lists, sorted: a cluster's name when it reports no id.
+fn brokers_of(md: &rdkafka::metadata::Metadata) -> String {
+    let mut b: Vec<String> = md
+        .brokers()
+        .iter()
+        .map(|b| format!("{}:{}", b.host(), b.port()))
+        .collect();
+    b.sort();
+    b.join(",")
+}
+
 /// Transactions need broker support (EndTxn, AddOffsetsToTxn); say so when it is missing.
 fn txn_err(target: &str, e: KafkaError) -> Error {
     let text = e.to_string();
@@ -278,6 +289,28 @@ impl Trouble {
     }
 }
 
+/// A client config: `bootstrap.servers` from the URL, then `tunables` (dlqctl's defaults), then
+/// the user's `[kafka.properties]`, which override both; then what keeps every client safe,
+/// which nothing overrides: no client ever creates a topic (librdkafka's producers ask the
+/// broker to create a missing topic by default, and a broker with
+/// `auto.create.topics.enable=true`, Apache Kafka's default, would create a mistyped `--to`).
+pub(crate) fn client_config(
+    brokers: &[String],
+    tunables: &[(&str, &str)],
+    props: &BTreeMap<String, String>,
+) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", brokers.join(","));
+    for (k, v) in tunables {
+        c.set(*k, *v);
+    }
+    for (k, v) in props {
+        c.set(k, v);
+    }
+    c.set("allow.auto.create.topics", "false");
+    c
+}
+
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
 }
@@ -368,15 +401,7 @@ impl KafkaBackend {
     /// then the user's `[kafka.properties]`, which override both. What a client needs to stay
     /// safe is set by the caller after this, so that it wins.
     fn config(&self, tunables: &[(&str, &str)]) -> ClientConfig {
-        let mut c = ClientConfig::new();
-        c.set("bootstrap.servers", self.k.brokers.join(","));
-        for (k, v) in tunables {
-            c.set(*k, *v);
-        }
-        for (k, v) in &self.props {
-            c.set(k, v);
-        }
-        c
+        client_config(&self.k.brokers, tunables, &self.props)
     }
 
     /// A consumer that never joins a group; with `group`, only to read and commit that
@@ -598,6 +623,7 @@ fn decode(m: &rdkafka::message::BorrowedMessage<'_>, id: Option<&IdSource>) -> M
         source: None,
         meta: Default::default(),
         attributes,
+        id_attribute: None,
     };
     msg.meta.insert("topic", Value::String(topic.into()));
     msg.meta.insert("offset", Value::from(offset));
@@ -872,6 +898,31 @@ impl QueueBackend for KafkaBackend {
         Ok(produce::enqueue(producer, &self.k.topic, &self.shown(), batch).await)
     }
 
+    async fn identity(&self) -> Result<Option<String>> {
+        // The cluster id where the broker reports one, else the brokers it lists: two
+        // bootstrap lists can name one cluster.
+        let cluster = match (&self.opener, self.producer.get()) {
+            (Some(c), _) => blocking(|| {
+                let c = c.client();
+                c.fetch_cluster_id(TIMEOUT).ok_or(()).or_else(|_| {
+                    c.fetch_metadata(None, TIMEOUT)
+                        .map(|m| brokers_of(&m))
+                        .map_err(|_| ())
+                })
+            }),
+            (None, Some(p)) => blocking(|| {
+                let c = p.producer().client();
+                c.fetch_cluster_id(TIMEOUT).ok_or(()).or_else(|_| {
+                    c.fetch_metadata(None, TIMEOUT)
+                        .map(|m| brokers_of(&m))
+                        .map_err(|_| ())
+                })
+            }),
+            (None, None) => Err(()),
+        };
+        Ok(cluster.ok().map(|c| format!("kafka:{c}/{}", self.k.topic)))
+    }
+
     async fn destination(&self, m: &Message) -> Result<Option<Address>> {
         Ok(m.source.as_ref().map(|t| {
             Address::Kafka(KafkaAddress {
@@ -1022,5 +1073,21 @@ impl QueueBackend for KafkaBackend {
 
     async fn oldest(&self) -> Result<Option<DateTime<Utc>>> {
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_client_ever_creates_a_topic() {
+        // Not even when the user's properties ask for it.
+        let mut props = BTreeMap::new();
+        props.insert("allow.auto.create.topics".to_string(), "true".to_string());
+        let c = client_config(&["h:1".to_string()], produce::PRODUCER_TUNABLES, &props);
+        assert_eq!(c.get("allow.auto.create.topics"), Some("false"));
+        let c = client_config(&["h:1".to_string()], CONSUMER_TUNABLES, &BTreeMap::new());
+        assert_eq!(c.get("allow.auto.create.topics"), Some("false"));
     }
 }

@@ -152,13 +152,17 @@ pub(super) fn warm_up(p: &Copier, topic: &str) {
 /// stable id when no header carries it yet, and where the copy came from.
 pub(super) fn copy_headers(m: &Message) -> OwnedHeaders {
     let mut headers = OwnedHeaders::new_with_capacity(m.attributes.len() + 2);
-    let mut carries_id = false;
+    // Only `dlqctl-stable-id` or the configured id header carries the id; a header that
+    // happens to hold the same value does not. A stale `dlqctl-stable-id` (another value) is
+    // replaced.
+    let carries_id = m.attributes.iter().any(|a| m.carries_id(a));
     for a in &m.attributes {
-        let value = a.value.as_bytes();
-        carries_id |= a.name == STABLE_ID_HEADER || value == Some(m.id.as_bytes());
+        if !carries_id && a.name == STABLE_ID_HEADER {
+            continue;
+        }
         headers = headers.insert(Header {
             key: &a.name,
-            value,
+            value: a.value.as_bytes(),
         });
     }
     if !carries_id {

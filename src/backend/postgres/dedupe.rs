@@ -4,9 +4,9 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use crate::pgconn::PgConn;
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, PgPool, Row};
-use url::Url;
 
 use super::layout::quote_ident;
 use super::{connect, cron, pg_err};
@@ -67,27 +67,27 @@ impl DedupeTable {
     /// `url` is a postgres URL; `table=`, `id_column=`, `time_column=` and `retention=` in its
     /// query override the config's values (for `--dedupe URL`).
     pub async fn open(cfg: &DedupeConfig) -> Result<DedupeTable> {
-        let mut url = Url::parse(&cfg.url).map_err(|e| Error::InvalidAddress {
+        let bad = |reason: String| Error::InvalidAddress {
             input: redact(&cfg.url),
-            reason: e.to_string(),
-        })?;
-        if !matches!(url.scheme(), "postgres" | "postgresql") {
-            return Err(Error::InvalidAddress {
-                input: redact(&cfg.url),
-                reason: "the dedupe table lives in PostgreSQL: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id]".into(),
-            });
-        }
+            reason: format!(
+                "{reason} (the dedupe table: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id])"
+            ),
+        };
+        let (conn, own) = PgConn::parse(
+            &cfg.url,
+            &["table", "id_column", "time_column", "retention"],
+        )
+        .map_err(bad)?;
         let mut table = cfg.table.clone();
         let mut id_name = cfg.id_column.clone();
         let mut time_name = cfg.time_column.clone();
         let mut declared = cfg.retention;
-        let mut keep = Vec::new();
-        for (k, v) in url.query_pairs() {
-            match k.as_ref() {
-                "table" => table = v.into_owned(),
-                "id_column" => id_name = v.into_owned(),
-                "time_column" => time_name = v.into_owned(),
-                "retention" => {
+        for (k, v) in own {
+            match k.as_str() {
+                "table" => table = v,
+                "id_column" => id_name = v,
+                "time_column" => time_name = v,
+                _ => {
                     declared = Some(crate::config::parse_retention(&v).map_err(|r| {
                         Error::InvalidAddress {
                             input: redact(&cfg.url),
@@ -95,15 +95,9 @@ impl DedupeTable {
                         }
                     })?)
                 }
-                _ => keep.push((k.into_owned(), v.into_owned())),
             }
         }
-        if keep.is_empty() {
-            url.set_query(None);
-        } else {
-            url.query_pairs_mut().clear().extend_pairs(keep);
-        }
-        let pool = connect(&url).await?;
+        let pool = connect(&conn).await?;
         let row = sqlx::query(
             "SELECT c.oid::int8 AS oid, n.nspname::text AS schema, c.relname::text AS name
                FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)",
@@ -114,7 +108,7 @@ impl DedupeTable {
         .map_err(|e| pg_err(&table, e))?
         .ok_or_else(|| Error::NotFound {
             what: format!("dedupe table `{table}`"),
-            detail: format!("no such table in {}", redact(url.as_str())),
+            detail: format!("no such table in {}", conn),
         })?;
         let oid: i64 = row.try_get("oid").map_err(|e| pg_err(&table, e))?;
         let schema: String = row.try_get("schema").map_err(|e| pg_err(&table, e))?;

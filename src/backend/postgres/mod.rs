@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
+use crate::pgconn::PgConn;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::{AssertSqlSafe, ConnectOptions, Row};
-use url::Url;
 
 use super::{
     Capabilities, Check, Fact, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::message::{ErrorInfo, Message};
 use crate::output::{human_age, human_bytes};
 
+pub mod conn;
 pub mod cron;
 pub mod dedupe;
 pub mod headers;
@@ -50,7 +51,7 @@ pub fn pg_err(target: &str, e: sqlx::Error) -> Error {
         return match code.as_str() {
             "28P01" | "28000" => Error::PermissionDenied {
                 target,
-                reason: format!("authentication failed ({msg}); check the user and PGPASSWORD"),
+                reason: format!("authentication failed ({msg})"),
             },
             "42501" => Error::PermissionDenied {
                 target,
@@ -100,32 +101,26 @@ pub fn pg_err(target: &str, e: sqlx::Error) -> Error {
     }
 }
 
-/// Connect to the server of `conn` (libpq-style environment such as PGPASSWORD honoured).
-pub async fn connect(conn: &Url) -> Result<PgPool> {
-    let shown = redact(conn.as_str());
-    // `statement_cache=0` is dlqctl's: a PgBouncer in transaction mode cannot keep prepared
-    // statements. The driver must not see it.
-    let no_cache = conn
-        .query_pairs()
-        .any(|(k, v)| k == "statement_cache" && v == "0");
-    let mut url = conn.clone();
-    let keep: Vec<(String, String)> = conn
-        .query_pairs()
-        .filter(|(k, _)| k != "statement_cache")
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    if keep.is_empty() {
-        url.set_query(None);
-    } else {
-        url.query_pairs_mut().clear().extend_pairs(keep);
-    }
-    let mut opts = PgConnectOptions::from_url(&url).map_err(|e| pg_err(&shown, e))?;
-    if !url.query_pairs().any(|(k, _)| k == "application_name") {
-        opts = opts.application_name("dlqctl");
-    }
-    if no_cache {
-        opts = opts.statement_cache_capacity(0);
-    }
+/// Connect to the server of `conn`, resolved as libpq would (see [`conn::resolve`]).
+pub async fn connect(c: &PgConn) -> Result<PgPool> {
+    let shown = c.to_string();
+    let resolved = conn::resolve(c)?;
+    let opts = resolved.options;
+    let auth = |e: Error| match e {
+        Error::PermissionDenied { target, reason }
+            if reason.starts_with("authentication failed") =>
+        {
+            Error::AuthenticationFailed {
+                target,
+                reason: reason
+                    .trim_start_matches("authentication failed (")
+                    .trim_end_matches(')')
+                    .to_string(),
+                password_from: resolved.password.describe(),
+            }
+        }
+        other => other,
+    };
     // One direct connection first: a refused connection or a bad password is reported as
     // what it is, at once, instead of as a pool timeout.
     let first = tokio::time::timeout(Duration::from_secs(15), opts.connect())
@@ -134,14 +129,14 @@ pub async fn connect(conn: &Url) -> Result<PgPool> {
             target: shown.clone(),
             reason: "timed out connecting after 15s".into(),
         })?
-        .map_err(|e| pg_err(&shown, e))?;
+        .map_err(|e| auth(pg_err(&shown, e)))?;
     drop(first);
     PgPoolOptions::new()
         .max_connections(4)
         .acquire_timeout(Duration::from_secs(15))
         .connect_with(opts)
         .await
-        .map_err(|e| pg_err(&shown, e))
+        .map_err(|e| auth(pg_err(&shown, e)))
 }
 
 impl PgBackend {
@@ -188,11 +183,7 @@ impl PgBackend {
     }
 
     fn target(&self) -> String {
-        format!(
-            "{} ({})",
-            self.layout.display,
-            redact(self.pg.conn.as_str())
-        )
+        format!("{} ({})", self.layout.display, self.pg.conn)
     }
 
     fn err(&self, e: sqlx::Error) -> Error {
@@ -261,6 +252,16 @@ impl PgBackend {
         Ok(srcs
             .iter()
             .find_map(|s| re.captures(s).map(|c| c[1].to_string())))
+    }
+}
+
+/// Whether two addresses reach the same database as the same user, so that a move between
+/// them can be one transaction. Compared on the resolved connections (the URL's query
+/// parameters, the service entry and the environment applied), never on the URL text.
+pub fn same_database(a: &PgAddress, b: &PgAddress) -> bool {
+    match (conn::resolve(&a.conn), conn::resolve(&b.conn)) {
+        (Ok(x), Ok(y)) => conn::identity(&x.options) == conn::identity(&y.options),
+        _ => false,
     }
 }
 
@@ -552,7 +553,7 @@ impl QueueBackend for PgBackend {
     }
 
     fn can_move_locally(&self, target: &Address) -> bool {
-        matches!(target, Address::Postgres(t) if matches!(t.target, PgTarget::Table(_)) && t.same_database(&self.pg))
+        matches!(target, Address::Postgres(t) if matches!(t.target, PgTarget::Table(_)) && same_database(&self.pg, t))
     }
 
     async fn begin_move(&self, opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {
@@ -569,6 +570,19 @@ impl QueueBackend for PgBackend {
             .map_err(|e| self.err(e))?;
         tx.commit().await.map_err(|e| self.err(e))?;
         Ok(out)
+    }
+
+    async fn identity(&self) -> Result<Option<String>> {
+        // The postmaster's start time tells two servers apart (to the microsecond) without
+        // any privilege; the database and the table's oid do the rest.
+        let id: String = sqlx::query_scalar(
+            "SELECT pg_postmaster_start_time()::text || '/' || current_database() || '/' || $1::int8::text",
+        )
+        .bind(self.layout.oid as i64)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| self.err(e))?;
+        Ok(Some(format!("postgres:{id}")))
     }
 
     async fn destination(&self, _m: &Message) -> Result<Option<Address>> {

@@ -380,13 +380,18 @@ impl MoveSession for PgMoveSession<'_> {
                 None
             };
             let shown = message.clone().unwrap_or_else(|| Message {
-                id: message_id.clone().unwrap_or_else(|| native_id.clone()),
+                id: message_id
+                    .clone()
+                    .filter(|m| !m.is_empty())
+                    .unwrap_or_else(|| native_id.clone()),
                 native_id: native_id.clone(),
                 ..Message::default()
             });
             out.push(shown);
             batch.push(Claimed {
-                message_id: message_id.unwrap_or_else(|| native_id.clone()),
+                message_id: message_id
+                    .filter(|m| !m.is_empty())
+                    .unwrap_or_else(|| native_id.clone()),
                 native_id,
                 binary: r.try_get("is_binary").unwrap_or(false),
                 has_headers: r.try_get("has_headers").unwrap_or(false),
@@ -445,7 +450,10 @@ impl MoveSession for PgMoveSession<'_> {
         let pool = self.b.pool.clone();
         let tl = self.target_layout(&table, t.queue.is_some(), &pool).await?;
         let src = self.b.layout.clone();
-        let holds_everything = payload_compatible(src.payload(), tl.payload())
+        // Whole-range statements copy ids unseen: only into a column that stores every id as
+        // it is (a varchar(8) or uuid column is checked id by id, below).
+        let holds_everything = write::stores_text_as_is(&tl.cols["message_id"].ty)
+            && payload_compatible(src.payload(), tl.payload())
             && (src.col("payload_bytes").is_none()
                 || tl.payload() == PayloadKind::Bytea
                 || (tl.col("payload_bytes").is_some() && !tl.cols["payload"].not_null))
@@ -587,6 +595,28 @@ impl MoveSession for PgMoveSession<'_> {
             }
         }
 
+        // Ids the target column would not store as they are stay where they are.
+        let ids: Vec<&str> = movable
+            .iter()
+            .map(|&(_, i)| self.batch[i].message_id.as_str())
+            .collect();
+        let tx = self.tx.as_mut().expect("a claimed batch");
+        let altered =
+            write::ids_that_change(tx, &tl.display, &tl.cols["message_id"].ty, &ids)
+                .await
+                .map_err(|e| pg_err(&tl.display, e))?;
+        if !altered.is_empty() {
+            movable.retain(|&(pos, i)| match altered.get(&self.batch[i].message_id) {
+                Some(reason) => {
+                    outcomes[pos] = Some(SendOutcome::Rejected {
+                        reason: reason.clone(),
+                    });
+                    false
+                }
+                None => true,
+            });
+        }
+
         // Rounds of distinct message ids, so that "inserted" maps back to exactly one row.
         let mut rounds: Vec<Vec<(usize, usize)>> = Vec::new();
         let mut seen: HashMap<&str, usize> = HashMap::new();
@@ -655,8 +685,9 @@ fn copy_columns(src: &Layout, tgt: &Layout, queue_override: bool) -> (Vec<String
     };
     // The stable id: the producer's, else the row's own key (as everywhere else).
     let mut vals = vec![
+        // An empty message_id is no id (as everywhere dlqctl reads one): the key stands in.
         format!(
-            "COALESCE({smid}::text, {sid}::text)::{}",
+            "COALESCE(NULLIF({smid}::text, ''), {sid}::text)::{}",
             tgt.cols["message_id"].ty
         ),
         payload,
@@ -713,7 +744,7 @@ fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
     format!(
         "WITH src AS (SELECT * FROM {st} WHERE {sid} = ANY($1::text[]::{ty}[]){queue_ref}),
               ins AS (INSERT INTO {tt} ({cols}) SELECT {vals} FROM src ORDER BY {sid} ON CONFLICT DO NOTHING RETURNING {tmid}::text AS mid)
-         DELETE FROM {st} d WHERE d.{sid} = ANY($1::text[]::{ty}[]) AND COALESCE(d.{smid}::text, d.{sid}::text) IN (SELECT mid FROM ins) RETURNING d.{sid}::text",
+         DELETE FROM {st} d WHERE d.{sid} = ANY($1::text[]::{ty}[]) AND COALESCE(NULLIF(d.{smid}::text, ''), d.{sid}::text) IN (SELECT mid FROM ins) RETURNING d.{sid}::text",
         st = src.table,
         tt = tgt.table,
         cols = cols.join(", "),

@@ -68,6 +68,10 @@ pub struct System {
     pruning: (Option<Duration>, &'static str),
     /// The window in which its unique keys hold.
     unique: &'static str,
+    /// Why the retry cannot carry a message's stable id, where it cannot (pgmq without a
+    /// `headers` column in the live queue): a redrive in place is refused unless the id
+    /// lives in the body (`id = "json:/…"`).
+    retry_loses_id: Option<String>,
 }
 
 async fn exists(pool: &PgPool, rel: &str) -> Result<bool> {
@@ -388,6 +392,7 @@ async fn river(pool: &PgPool, schema: &str) -> Result<System> {
             "River's cleaner deletes discarded jobs after 7 days (DiscardedJobRetentionPeriod)",
         ),
         unique: "unique_key holds only in the job's unique_states; discarded is not among the defaults, so a retry can meet an active twin (river_job_unique_idx, SQLSTATE 23505)",
+        retry_loses_id: None,
     })
 }
 
@@ -462,6 +467,7 @@ async fn oban(pool: &PgPool, schema: &str) -> Result<System> {
             "Oban's Pruner is off unless configured (then its default max_age deletes discarded jobs after 60 s): declare dlq_retention when it runs",
         ),
         unique: "unique jobs are unique for their period (default 60 s), and only against rows still present",
+        retry_loses_id: None,
     })
 }
 
@@ -512,8 +518,9 @@ async fn pgmq(pool: &PgPool, queue: Option<&str>) -> Result<System> {
         &["msg_id", "read_ct", "enqueued_at", "message"],
     )?;
     let live_cols = columns(pool, &live).await?;
-    let headers = cols.contains("headers") && live_cols.contains("headers");
-    let hdr = if cols.contains("headers") {
+    let dead_headers = cols.contains("headers");
+    let live_headers = live_cols.contains("headers");
+    let hdr = if dead_headers {
         "j.headers"
     } else {
         "NULL::jsonb"
@@ -522,7 +529,7 @@ async fn pgmq(pool: &PgPool, queue: Option<&str>) -> Result<System> {
         name: "pgmq",
         detected: format!(
             "pgmq ({what}{})",
-            if headers { ", with headers" } else { "" }
+            if dead_headers { ", with headers" } else { "" }
         ),
         from: format!("{dead_t} j"),
         dead: "true".into(),
@@ -542,10 +549,12 @@ async fn pgmq(pool: &PgPool, queue: Option<&str>) -> Result<System> {
         // pgmq.send (an insert into q_<queue>, visible now) then delete from the dead queue,
         // in one transaction.
         retry: format!(
-            "WITH m AS (DELETE FROM {dead_t} WHERE msg_id = ANY($1::text[]::bigint[]) RETURNING msg_id, message{h}), s AS (INSERT INTO {live} (vt, message{h}) SELECT now(), message{hv} FROM m RETURNING 1) SELECT msg_id::text FROM m",
-            h = if headers { ", headers" } else { "" },
-            // The new msg_id is not the stable id: the dead one travels in the headers.
-            hv = if headers {
+            "WITH m AS (DELETE FROM {dead_t} WHERE msg_id = ANY($1::text[]::bigint[]) RETURNING msg_id, message, {dh} AS headers), s AS (INSERT INTO {live} (vt, message{h}) SELECT now(), message{hv} FROM m RETURNING 1) SELECT msg_id::text FROM m",
+            dh = if dead_headers { "headers" } else { "NULL::jsonb" },
+            h = if live_headers { ", headers" } else { "" },
+            // The new msg_id is not the stable id: the dead one travels in the headers (the
+            // dead message's headers, or new ones when it had none).
+            hv = if live_headers {
                 ", jsonb_set(COALESCE(headers, '{}'::jsonb), '{dlqctl-stable-id}', to_jsonb(COALESCE(headers->>'dlqctl-stable-id', msg_id::text)))"
             } else {
                 ""
@@ -559,6 +568,16 @@ async fn pgmq(pool: &PgPool, queue: Option<&str>) -> Result<System> {
             "pgmq never prunes queues or archives (partitioned queues: pg_partman's retention)",
         ),
         unique: "pgmq has no unique keys: a redriven message is a new msg_id, its stable id is the dead msg_id",
+        retry_loses_id: (!live_headers).then(|| {
+            format!(
+                "{live} has no headers column (pgmq before 1.5), so a retry would give each message a new msg_id and nothing would carry the dead one{}",
+                if dead_headers {
+                    ", and the dead messages' headers would be dropped"
+                } else {
+                    ""
+                }
+            )
+        }),
     })
 }
 
@@ -644,6 +663,7 @@ async fn graphile(pool: &PgPool, schema: &str) -> Result<System> {
             "graphile-worker keeps permanently failed jobs forever (until `graphile-worker --cleanup DELETE_PERMAFAILED_JOBS`)",
         ),
         unique: "job_key (`key`) is unique while the job row exists",
+        retry_loses_id: None,
     })
 }
 
@@ -700,6 +720,7 @@ async fn solid_queue(pool: &PgPool, schema: &str) -> Result<System> {
         ),
         pruning: (None, "solid_queue never clears failed executions"),
         unique: "no unique keys (a ready execution per job: retrying a job that is already ready conflicts)",
+        retry_loses_id: None,
     })
 }
 
@@ -778,6 +799,7 @@ async fn good_job(pool: &PgPool, schema: &str) -> Result<System> {
             "good_job deletes finished (and discarded) jobs after 14 days (cleanup_preserved_jobs_before_seconds_ago)",
         ),
         unique: "concurrency keys limit runs; they are not unique ids",
+        retry_loses_id: None,
     })
 }
 
@@ -848,6 +870,7 @@ async fn que(pool: &PgPool, schema: &str) -> Result<System> {
         ),
         pruning: (None, "Que keeps expired jobs forever"),
         unique: "no unique keys",
+        retry_loses_id: None,
     })
 }
 
@@ -920,6 +943,7 @@ async fn pg_boss(pool: &PgPool, schema: &str) -> Result<System> {
             "pg-boss deletes completed jobs (failed is a completed state) after 7 days by default",
         ),
         unique: "singletonKey holds only while a job with that key is in an active state",
+        retry_loses_id: None,
     })
 }
 
@@ -961,14 +985,7 @@ impl JobSystemBackend {
     }
 
     fn err(&self, e: sqlx::Error) -> Error {
-        pg_err(
-            &format!(
-                "{} ({})",
-                self.sys.detected,
-                crate::address::redact(self.pg.conn.as_str())
-            ),
-            e,
-        )
+        pg_err(&format!("{} ({})", self.sys.detected, self.addr), e)
     }
 
     /// `AND queue = $n` when the address names one (pgmq's queue is the table itself).
@@ -1167,7 +1184,19 @@ impl QueueBackend for JobSystemBackend {
         *target == self.addr
     }
 
-    async fn begin_move(&self, _opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {
+    async fn begin_move(&self, opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {
+        if opts.in_place
+            && let Some(why) = &self.sys.retry_loses_id
+            && !matches!(self.id, Some(IdSource::Json(_)))
+        {
+            return Err(Error::Unsupported {
+                backend: "postgres",
+                operation: "a redrive in place",
+                reason: format!(
+                    "{why}. Add the column (ALTER TABLE … ADD COLUMN headers jsonb, as pgmq 1.5 does), set `id = \"json:/POINTER\"` to an id in the body, or redrive --to another queue"
+                ),
+            });
+        }
         Ok(Box::new(SystemMoveSession::begin(self).await?))
     }
 

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use sqlx::{AssertSqlSafe, PgConnection};
+use sqlx::{AssertSqlSafe, Connection, PgConnection};
 
 use super::headers;
 use super::layout::{Layout, PayloadKind};
@@ -81,6 +81,87 @@ pub(crate) fn place_body(l: &Layout, m: &Message) -> Placed {
     }
 }
 
+/// Whether every text value is stored by a column of type `ty` exactly as it is (so that no
+/// stable id needs checking).
+pub(crate) fn stores_text_as_is(ty: &str) -> bool {
+    matches!(ty, "text" | "character varying" | "citext")
+}
+
+/// The stable ids among `ids` that a target column of type `ty` would not store unchanged
+/// (`varchar(8)` truncates, `uuid` lowercases, `bigint` drops leading zeros), each with the
+/// reason. Checked with the server's own cast, inside the caller's transaction (a savepoint
+/// keeps an invalid value from aborting it).
+pub(crate) async fn ids_that_change(
+    conn: &mut PgConnection,
+    table: &str,
+    ty: &str,
+    ids: &[&str],
+) -> std::result::Result<HashMap<String, String>, sqlx::Error> {
+    let mut out = HashMap::new();
+    if stores_text_as_is(ty) || ids.is_empty() {
+        return Ok(out);
+    }
+    let sql = format!("SELECT u.x, (u.x::{ty})::text FROM unnest($1::text[]) u(x)");
+    let reason = |id: &str, stored: Option<&str>| match stored {
+        Some(s) => format!(
+            "the stable id `{id}` would be stored as `{s}` by {table}.message_id ({ty}): the copy would not carry the same id; widen the column (ALTER TABLE … ALTER COLUMN message_id TYPE text)"
+        ),
+        None => format!(
+            "the stable id `{id}` is not a valid {ty} for {table}.message_id: the copy would not carry the same id; widen the column (ALTER TABLE … ALTER COLUMN message_id TYPE text)"
+        ),
+    };
+    let mut sp = conn.begin().await?;
+    match sqlx::query_as::<_, (String, Option<String>)>(AssertSqlSafe(sql.clone()))
+        .bind(ids)
+        .fetch_all(&mut *sp)
+        .await
+    {
+        Ok(rows) => {
+            sp.commit().await?;
+            for (id, stored) in rows {
+                if stored.as_deref() != Some(id.as_str()) {
+                    out.insert(id.clone(), reason(&id, stored.as_deref()));
+                }
+            }
+        }
+        // A value the type cannot hold at all (class 22: data exception): find which, one by
+        // one, each under a savepoint of its own.
+        Err(e)
+            if e.as_database_error()
+                .and_then(|d| d.code())
+                .is_some_and(|c| c.starts_with("22")) =>
+        {
+            sp.rollback().await?;
+            for id in ids {
+                let mut one = conn.begin().await?;
+                match sqlx::query_as::<_, (String, Option<String>)>(AssertSqlSafe(sql.clone()))
+                    .bind([*id])
+                    .fetch_one(&mut *one)
+                    .await
+                {
+                    Ok((_, stored)) => {
+                        one.commit().await?;
+                        if stored.as_deref() != Some(*id) {
+                            out.insert(id.to_string(), reason(id, stored.as_deref()));
+                        }
+                    }
+                    Err(e)
+                        if e.as_database_error()
+                            .and_then(|d| d.code())
+                            .is_some_and(|c| c.starts_with("22")) =>
+                    {
+                        one.rollback().await?;
+                        out.insert(id.to_string(), reason(id, None));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(out)
+}
+
 /// Insert copies of `msgs` in one statement; outcome per message, in order.
 pub(crate) async fn insert_messages(
     conn: &mut PgConnection,
@@ -96,11 +177,22 @@ pub(crate) async fn insert_messages(
     let mut queues: Vec<Option<String>> = Vec::new();
     let mut groups: Vec<Option<String>> = Vec::new();
     let mut order = Vec::new();
+    let id_ty = &l.cols["message_id"].ty;
+    let all_ids: Vec<&str> = msgs
+        .iter()
+        .map(|m| m.id.as_str())
+        .filter(|i| !i.is_empty())
+        .collect();
+    let altered = ids_that_change(conn, &l.display, id_ty, &all_ids).await?;
     for (i, m) in msgs.iter().enumerate() {
         if m.id.is_empty() {
             out[i] = Some(SendOutcome::Rejected {
                 reason: "the message has no stable id".into(),
             });
+            continue;
+        }
+        if let Some(reason) = altered.get(&m.id).cloned() {
+            out[i] = Some(SendOutcome::Rejected { reason });
             continue;
         }
         if !m.attributes.is_empty() && l.col("headers").is_none() {

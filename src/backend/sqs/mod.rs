@@ -41,7 +41,7 @@ mod session;
 
 /// The attribute dlqctl adds to carry a stable id across a move when the producer gave none
 /// (SQS gives every copy a new MessageId).
-pub const STABLE_ID_ATTRIBUTE: &str = "dlqctl-stable-id";
+pub use crate::message::STABLE_ID_ATTRIBUTE;
 
 /// Attributes read as the failure reason, when an application records one.
 const ERROR_ATTRS: &[&str] = &[
@@ -426,6 +426,7 @@ impl SqsBackend {
                 .map(str::to_string),
             meta: Default::default(),
             attributes,
+            id_attribute: None,
         };
         msg.meta.insert("queue", Value::String(self.name.clone()));
         if let Some(seq) = system_attr(m, MessageSystemAttributeName::SequenceNumber) {
@@ -718,6 +719,14 @@ impl QueueBackend for SqsBackend {
 
     async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
         send::send(self, batch).await
+    }
+
+    async fn identity(&self) -> Result<Option<String>> {
+        Ok(Some(if self.arn.is_empty() {
+            format!("sqs:{}", self.url)
+        } else {
+            format!("sqs:{}", self.arn)
+        }))
     }
 
     async fn destination(&self, m: &Message) -> Result<Option<Address>> {

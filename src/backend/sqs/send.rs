@@ -139,11 +139,12 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
             attrs.len()
         ));
     }
-    let carried = m
-        .attributes
-        .iter()
-        .any(|a| a.name == STABLE_ID_ATTRIBUTE || a.value.as_bytes() == Some(m.id.as_bytes()));
+    // Only `dlqctl-stable-id` or the configured id attribute carries the id; an attribute
+    // that happens to hold the same value (a priority of 1 beside an id of 1) does not.
+    let carried = m.attributes.iter().any(|a| m.carries_id(a));
     if !carried && !m.id.is_empty() {
+        // A stale `dlqctl-stable-id` (another value) is replaced, not kept beside the id.
+        attrs.remove(STABLE_ID_ATTRIBUTE);
         if attrs.len() >= MAX_ATTRIBUTES {
             return Err(format!(
                 "{} attributes and none carries the stable id, which needs an 11th (SQS allows {MAX_ATTRIBUTES}): set `id = \"attribute:NAME\"` to an attribute that holds the id",

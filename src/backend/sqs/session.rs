@@ -16,7 +16,7 @@ use futures::stream::FuturesUnordered;
 use super::journal::Journal;
 use super::{SqsBackend, sdk_err};
 use crate::backend::{MessageStream, MoveSession};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::message::Message;
 
 /// Consecutive empty long polls that end a scan. One empty receive proves nothing on SQS.
@@ -193,6 +193,9 @@ pub struct SqsMoveSession<'a> {
     short: bool,
     journal: Journal,
     heartbeat: tokio::task::JoinHandle<()>,
+    /// Set by the heartbeat when it could not extend the claimed messages' visibility: after
+    /// the timeout another operator may take them, so the run takes no new batch.
+    heartbeat_failed: Arc<Mutex<Option<Error>>>,
 }
 
 impl<'a> SqsMoveSession<'a> {
@@ -203,6 +206,8 @@ impl<'a> SqsMoveSession<'a> {
         let vis = b.visibility();
         let (client, url) = (b.client.clone(), b.url.clone());
         let (h2, c2) = (held.clone(), current.clone());
+        let heartbeat_failed: Arc<Mutex<Option<Error>>> = Arc::default();
+        let (failed, shown) = (heartbeat_failed.clone(), b.shown());
         // The heartbeat: every third of the visibility timeout, extend every message this run
         // holds, so a long run never lets a claimed message reappear.
         let heartbeat = tokio::spawn(async move {
@@ -238,6 +243,10 @@ impl<'a> SqsMoveSession<'a> {
                             "visibility heartbeat failed: {}",
                             aws_sdk_sqs::error::DisplayErrorContext(&e)
                         );
+                        let cause = sdk_err(&shown, e);
+                        let mut slot = failed.lock().unwrap_or_else(|p| p.into_inner());
+                        slot.get_or_insert(cause);
+                        return;
                     }
                 }
                 tracing::debug!(messages = all.len(), "visibility extended");
@@ -253,6 +262,7 @@ impl<'a> SqsMoveSession<'a> {
             short: false,
             journal,
             heartbeat,
+            heartbeat_failed,
         })
     }
 
@@ -307,6 +317,22 @@ impl Drop for SqsMoveSession<'_> {
 #[async_trait]
 impl MoveSession for SqsMoveSession<'_> {
     async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>> {
+        if let Some(cause) = self
+            .heartbeat_failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            // The messages held now may become visible to another operator once their
+            // timeout runs out: take no more, settle what is on its way, and say why.
+            return Err(Error::Backend {
+                target: self.b.shown(),
+                reason: format!(
+                    "the visibility heartbeat failed ({cause}), so the messages this run holds could be taken by another consumer once their visibility timeout ({}s) runs out: no new batch was taken. Let ChangeMessageVisibility work (docs/permissions.md) and re-run",
+                    self.b.visibility()
+                ),
+            });
+        }
         let want = n.clamp(1, 10 * self.b.opts.parallel.max(1));
         let vis = self.b.visibility();
         loop {

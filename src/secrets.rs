@@ -1,0 +1,252 @@
+//! Secrets never reach the terminal.
+//!
+//! Two layers. [`redact`] hides the password of anything URL-shaped by its structure (user
+//! info, `password=`-like parameters), and every address goes through it (or through the
+//! address's own `Display`) before it is shown. Underneath, every secret dlqctl is given (URL
+//! passwords, `PGPASSWORD`, secret Kafka properties, AWS keys) is [`register`]ed, and
+//! everything written to stderr (errors, logs, including the libraries' own log lines) passes
+//! [`scrub`], which replaces each registered secret by `***`. The second layer catches what
+//! the first did not foresee, such as a driver that logs a parameter's value.
+
+use std::sync::RwLock;
+
+/// Query parameters whose value is a secret, in any URL dlqctl shows.
+const SECRET_PARAMS: &[&str] = &[
+    "password",
+    "sslpassword",
+    "sasl.password",
+    "ssl.key.password",
+    "ssl.keystore.password",
+    "ssl.truststore.password",
+    "sasl.oauthbearer.client.secret",
+    "sasl.jaas.config",
+    "secret",
+    "token",
+    "x-amz-security-token",
+    "x-amz-signature",
+];
+
+/// Whether a parameter or property name holds a secret (`sasl.password`, `sslpassword`,
+/// `ssl.key.password`, `…secret…`, `…token…`).
+pub fn is_secret_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    SECRET_PARAMS.contains(&n.as_str())
+        || n.contains("password")
+        || n.contains("secret")
+        || n.contains("token")
+        || n.contains("jaas")
+        || n.ends_with(".key.pem")
+        || n == "ssl.key.pem"
+}
+
+/// Hide the password of anything URL-shaped: the user info's password (with or without `//`,
+/// with `@` inside the password), and the value of every secret query parameter. What cannot
+/// be told apart is hidden too: showing too little is a nuisance, showing a password is a leak.
+pub fn redact(s: &str) -> String {
+    let mut out = redact_userinfo(s);
+    out = redact_params(&out);
+    scrub(&out)
+}
+
+fn redact_userinfo(s: &str) -> String {
+    // scheme ":" ["//"] userinfo "@" …, the scheme being letters, digits, + - .
+    let Some(colon) = s.find(':') else {
+        return s.to_string();
+    };
+    let scheme = &s[..colon];
+    if scheme.is_empty()
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    {
+        return s.to_string();
+    }
+    let mut start = colon + 1;
+    if s[start..].starts_with("//") {
+        start += 2;
+    } else if s[start..].starts_with('/') {
+        start += 1;
+    }
+    let rest = &s[start..];
+    // The user name ends at the first ':'; it cannot hold '/', '?', '#' or '@'.
+    let Some(pw_at) = rest.find(':') else {
+        return s.to_string();
+    };
+    let user = &rest[..pw_at];
+    if user.contains(['/', '?', '#', '@']) {
+        return s.to_string();
+    }
+    // The password runs to the last '@' (a password may hold '@', '/', '?' unencoded).
+    let Some(at) = rest.rfind('@') else {
+        return s.to_string();
+    };
+    if at <= pw_at {
+        return s.to_string();
+    }
+    format!("{}{}:***{}", &s[..start], user, &rest[at..])
+}
+
+fn redact_params(s: &str) -> String {
+    let Some(q) = s.find('?') else {
+        return s.to_string();
+    };
+    let (head, query) = s.split_at(q + 1);
+    let parts: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((k, _)) if is_secret_name(&percent_decode(k)) => format!("{k}=***"),
+            _ => pair.to_string(),
+        })
+        .collect();
+    format!("{head}{}", parts.join("&"))
+}
+
+fn percent_decode(s: &str) -> String {
+    url::form_urlencoded::parse(format!("k={s}").as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_else(|| s.to_string())
+}
+
+static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Remember a secret, so that [`scrub`] hides it wherever it turns up. Values shorter than
+/// four characters are not registered (they would hide ordinary words); the structural
+/// redaction still hides them where they appear as passwords.
+pub fn register(secret: &str) {
+    let mut forms = vec![secret.to_string()];
+    // As it appears inside a URL, too.
+    let encoded: String = url::form_urlencoded::byte_serialize(secret.as_bytes()).collect();
+    if encoded != secret {
+        forms.push(encoded);
+    }
+    let mut all = SECRETS.write().unwrap_or_else(|p| p.into_inner());
+    for f in forms {
+        if f.chars().count() >= 4 && !all.contains(&f) {
+            all.push(f);
+        }
+    }
+    // Longest first, so that a secret containing another is replaced whole.
+    all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+}
+
+/// Register the secrets of the environment dlqctl runs in: `PGPASSWORD`, the AWS keys.
+pub fn register_environment() {
+    for var in [
+        "PGPASSWORD",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_SECURITY_TOKEN",
+    ] {
+        if let Ok(v) = std::env::var(var) {
+            register(&v);
+        }
+    }
+}
+
+/// Replace every registered secret in `text` by `***`.
+pub fn scrub(text: &str) -> String {
+    let all = SECRETS.read().unwrap_or_else(|p| p.into_inner());
+    if all.is_empty() || !all.iter().any(|s| text.contains(s.as_str())) {
+        return text.to_string();
+    }
+    let mut out = text.to_string();
+    for s in all.iter() {
+        if out.contains(s.as_str()) {
+            out = out.replace(s.as_str(), "***");
+        }
+    }
+    out
+}
+
+/// A `tracing` writer that scrubs each log line before it reaches stderr.
+pub struct ScrubbingStderr;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for ScrubbingStderr {
+    type Writer = ScrubbingWriter;
+    fn make_writer(&'a self) -> ScrubbingWriter {
+        ScrubbingWriter(Vec::new())
+    }
+}
+
+/// Collects one event's text and writes it, scrubbed, when dropped (one event, one write).
+pub struct ScrubbingWriter(Vec<u8>);
+
+impl std::io::Write for ScrubbingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ScrubbingWriter {
+    fn drop(&mut self) {
+        if self.0.is_empty() {
+            return;
+        }
+        let text = scrub(&String::from_utf8_lossy(&self.0));
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_in_user_info() {
+        assert_eq!(redact("postgres://a:b@h/d"), "postgres://a:***@h/d");
+        assert_eq!(
+            redact("postgres://a:b@h:99999/d"),
+            "postgres://a:***@h:99999/d"
+        );
+        assert_eq!(redact("postgres://a@h/d"), "postgres://a@h/d");
+        // No authority (`scheme:/…`), and an '@' inside the password.
+        assert_eq!(
+            redact("postgres:/app:S3cret@db/app"),
+            "postgres:/app:***@db/app"
+        );
+        assert_eq!(
+            redact("postgres://u:p@ss@word@h/db?table=t"),
+            "postgres://u:***@h/db?table=t"
+        );
+        assert!(!redact("postgres://u:S3cret@/db?host=/run").contains("S3cret"));
+        // A host:port without user info is left alone.
+        assert_eq!(redact("kafka://h:9092,i:9093/t"), "kafka://h:9092,i:9093/t");
+        assert_eq!(
+            redact("https://sqs.eu-west-1.amazonaws.com/1/q"),
+            "https://sqs.eu-west-1.amazonaws.com/1/q"
+        );
+    }
+
+    #[test]
+    fn secret_parameters() {
+        assert_eq!(
+            redact("postgres://u@h/db?password=S3cret&table=t"),
+            "postgres://u@h/db?password=***&table=t"
+        );
+        assert_eq!(
+            redact("postgres://u@h/db?table=t&sslpassword=k3y"),
+            "postgres://u@h/db?table=t&sslpassword=***"
+        );
+        assert_eq!(
+            redact("postgres://u@h/db?pass%77ord=x"),
+            "postgres://u@h/db?pass%77ord=***"
+        );
+    }
+
+    #[test]
+    fn registered_secrets_are_scrubbed() {
+        register("hunter2-registered");
+        assert_eq!(
+            scrub("ignoring key=sslpassword value=hunter2-registered"),
+            "ignoring key=sslpassword value=***"
+        );
+        assert_eq!(scrub("nothing here"), "nothing here");
+        register("a b&c-registered");
+        assert_eq!(scrub("x=a+b%26c-registered"), "x=***");
+    }
+}
