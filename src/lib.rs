@@ -13,6 +13,7 @@ pub mod error;
 pub mod filter;
 pub mod headers;
 pub mod message;
+pub mod operator;
 pub mod ops;
 pub mod output;
 pub mod pgconn;

@@ -144,9 +144,11 @@ impl Targets {
             // replayed into its own topic (reprocessing); every other copy into the source
             // would be read again, and a redrive would chase its own copies.
             let bounded = self.mode == Mode::Replay && matches!(addr, Address::Kafka(_));
+            let identity = b.identity().await?;
+            tracing::debug!(target = %addr, ?identity, source = ?self.source_identity, "target opened");
             if let Some(src) = &self.source_identity
                 && !bounded
-                && b.identity().await?.as_ref() == Some(src)
+                && identity.as_ref() == Some(src)
             {
                 return Err(Error::invalid_arg(
                     "--to",
@@ -267,7 +269,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
             "needs a Kafka dead-letter topic and --to a topic on the same cluster (kafka://SAME-BROKERS/TOPIC)",
         ));
     }
-    if !req.headers.is_empty() && fixed.as_ref() == Some(&req.source.address) {
+    if !req.headers.is_empty() && fixed.as_ref().is_some_and(|f| retried_in_place(&req, f)) {
         return Err(Error::invalid_arg(
             "--keep-header/--strip-header",
             "this redrive retries each job in place: nothing is copied, so there are no headers to choose",
@@ -307,7 +309,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     // Open a known target before the plan is shown: a missing table or queue, or a target that
     // is the source itself, is reported before anything is asked or moved.
     if let Some(f) = &fixed
-        && *f != req.source.address
+        && !retried_in_place(&req, f)
     {
         targets.get(f).await?;
     }
@@ -467,6 +469,19 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     })
 }
 
+/// Whether the run retries each message where it is (a job system's own retry) rather than
+/// copying it to `to`: the one case where the target is the source.
+fn retried_in_place(req: &MoveRequest, to: &Address) -> bool {
+    *to == req.source.address
+        && matches!(
+            &req.source.address,
+            Address::Postgres(crate::address::PgAddress {
+                target: crate::address::PgTarget::System(_),
+                ..
+            })
+        )
+}
+
 /// The number of messages `inspect` reports, for a progress bar.
 async fn message_count(source: &dyn QueueBackend) -> Option<u64> {
     source.inspect().await.ok().and_then(|i| {
@@ -555,7 +570,6 @@ async fn copy_loop(
                 },
             };
             if fixed.is_none()
-                && *addr != req.source.address
                 && let Err(reason) = targets.discovered(addr).await?
             {
                 s.failed += 1;
@@ -565,7 +579,7 @@ async fn copy_loop(
             if req.dry_run {
                 // A dry run still opens each target: a missing table or queue shows now. (A
                 // job system's in-place retry has no separate target.)
-                if *addr != req.source.address {
+                if !retried_in_place(req, addr) {
                     targets.get(addr).await?;
                 }
                 s.moved += 1;

@@ -1030,3 +1030,121 @@ async fn zstd_compressed_records_are_read_and_written() {
         assert_eq!(c.3.as_deref(), Some(body.as_bytes()));
     }
 }
+
+/// Two redrives of one dead-letter topic: the second refuses (exit 3) while the first holds the
+/// redrive lease, nothing is copied twice, and once the first is over (or killed) a redrive
+/// runs again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_redrive_of_one_topic_refuses_while_the_first_runs() {
+    let k = Kafka::new("lease");
+    k.create("orders", 2, &[]).await;
+    k.create("dlt", 2, &[]).await;
+    spring_dlt(&k, "dlt", 30).await;
+    let sb = Sandbox::new();
+    let env = k.env();
+    // Six seconds at 5/s: longer than a second run needs to learn that the lease is held.
+    let first = slow_redrive(&sb, &k, "dlt", "5", "5/s", Stdio::piped());
+    wait_for(&k, "orders", 1).await;
+    assert!(
+        k.high_watermarks("orders") >= 1,
+        "the first run is under way"
+    );
+    let second = sb
+        .run_with(
+            &["redrive", &k.url("dlt"), "--yes", "--output", "json"],
+            &env,
+        )
+        .code(3);
+    assert!(
+        second
+            .stderr
+            .contains("another dlqctl redrive of this topic is running"),
+        "{}",
+        second.stderr
+    );
+    assert!(second.stdout.trim().is_empty() || second.json()["moved"] == 0);
+    let out = first.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let back = k.read_all("orders").await;
+    assert_eq!(
+        back.len(),
+        30,
+        "every record once: the second run copied nothing"
+    );
+    assert_eq!(distinct_stable_ids(&back).len(), 30);
+    // The lease was given back: the next run may go (and finds nothing to move).
+    let r = sb
+        .run_with(
+            &["redrive", &k.url("dlt"), "--yes", "--output", "json"],
+            &env,
+        )
+        .ok()
+        .json();
+    assert_eq!(r["moved"], 0);
+    // A killed holder does not block the next run for long: the coordinator drops it.
+    spring_dlt(&k, "dlt", 20).await;
+    let mut killed = slow_redrive(&sb, &k, "dlt", "2", "10/s", Stdio::null());
+    wait_for(&k, "orders", 31).await;
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    sb.run_with(
+        &["redrive", &k.url("dlt"), "--yes", "--output", "json"],
+        &env,
+    )
+    .ok();
+    // (spring_dlt gives the 20 new records the first 20's stable ids: count copies and lag.)
+    assert!(k.read_all("orders").await.len() >= 50);
+    let ins = sb
+        .run_with(&["inspect", &k.url("dlt"), "--output", "json"], &env)
+        .ok()
+        .json();
+    let lag = ins["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "redrive_lag")
+        .unwrap()["value"]
+        .as_i64();
+    assert_eq!(lag, Some(0), "{ins}");
+}
+
+/// A `--to` topic that does not exist is refused before anything is read or asked, in a dry run
+/// too, and no client creates it (tansu never auto-creates; the client setting that forbids it
+/// on brokers that would is checked in the unit tests).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_target_topic_is_refused_up_front_and_never_created() {
+    let k = Kafka::new("nocreate");
+    k.create("dlt", 1, &[]).await;
+    spring_dlt(&k, "dlt", 3).await;
+    let sb = Sandbox::new();
+    let env = k.env();
+    let (dlt, to) = (k.url("dlt"), k.url("ordres"));
+    for extra in [&["--dry-run"][..], &["--yes"][..]] {
+        let mut args = vec!["redrive", dlt.as_str(), "--to", to.as_str()];
+        args.extend(extra);
+        let r = sb.run_with(&args, &env).code(3);
+        assert!(
+            r.stderr.contains("ordres") && r.stderr.contains("not found"),
+            "{}",
+            r.stderr
+        );
+    }
+    // The DLT is untouched and the typo topic does not exist.
+    let r = sb.run_with(&["inspect", &k.url("ordres")], &env).code(3);
+    assert!(r.stderr.contains("not found"), "{}", r.stderr);
+    assert_eq!(k.high_watermarks("dlt"), 3);
+    // --to the DLT itself: refused before anything moves.
+    let r = sb
+        .run_with(
+            &["redrive", &k.url("dlt"), "--to", &k.url("dlt"), "--yes"],
+            &env,
+        )
+        .code(2);
+    assert!(r.stderr.contains("is the queue being read"), "{}", r.stderr);
+    assert_eq!(k.high_watermarks("dlt"), 3);
+}

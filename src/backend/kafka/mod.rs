@@ -37,6 +37,7 @@ use crate::headers::HeaderRules;
 use crate::message::{AttrValue, Attribute, Message};
 
 pub mod conventions;
+mod lease;
 mod produce;
 mod reader;
 mod session;
@@ -84,6 +85,8 @@ pub struct KafkaBackend {
     k: KafkaAddress,
     props: BTreeMap<String, String>,
     partitions: Vec<i32>,
+    /// How many partitions the topic has (`partitions` may be one, from `?partition=`).
+    topic_partitions: usize,
     id: Option<IdSource>,
     /// The consumer a dead-letter topic was opened with. It carries the redrive group's id,
     /// to read (and, in a redrive, commit) that group's offsets; it never joins the group.
@@ -325,6 +328,7 @@ impl KafkaBackend {
             k: k.clone(),
             props: opts.kafka.clone(),
             partitions: Vec::new(),
+            topic_partitions: 0,
             id: opts.id.clone(),
             opener: None,
             producer: tokio::sync::OnceCell::new(),
@@ -375,6 +379,7 @@ impl KafkaBackend {
             });
         }
         partitions.sort();
+        b.topic_partitions = partitions.len();
         if let Some(p) = k.range.partition {
             if !partitions.contains(&p) {
                 return Err(Error::invalid_arg(

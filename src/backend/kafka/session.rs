@@ -39,6 +39,8 @@ pub struct KafkaMoveSession<'a> {
     position: HashMap<i32, i64>,
     /// Whether an asynchronous commit was sent after the last synchronous one.
     unsynced: bool,
+    /// This run's hold on the topic: no second redrive copies the same records meanwhile.
+    _lease: super::lease::Lease,
 }
 
 impl<'a> KafkaMoveSession<'a> {
@@ -47,6 +49,8 @@ impl<'a> KafkaMoveSession<'a> {
         headers: HeaderRules,
         batch_size: usize,
     ) -> Result<KafkaMoveSession<'a>> {
+        // The lease first: the committed offsets read below are this run's alone until it ends.
+        let lease = super::lease::acquire(b)?;
         let c = b.redrive_consumer()?;
         // Start fetching first (at the committed offsets, else at the beginning; librdkafka
         // moves a start that retention deleted to the low watermark), then fix the end: the
@@ -97,6 +101,7 @@ impl<'a> KafkaMoveSession<'a> {
             headers,
             position: HashMap::new(),
             unsynced: false,
+            _lease: lease,
         })
     }
 

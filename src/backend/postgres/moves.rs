@@ -601,10 +601,9 @@ impl MoveSession for PgMoveSession<'_> {
             .map(|&(_, i)| self.batch[i].message_id.as_str())
             .collect();
         let tx = self.tx.as_mut().expect("a claimed batch");
-        let altered =
-            write::ids_that_change(tx, &tl.display, &tl.cols["message_id"].ty, &ids)
-                .await
-                .map_err(|e| pg_err(&tl.display, e))?;
+        let altered = write::ids_that_change(tx, &tl.display, &tl.cols["message_id"].ty, &ids)
+            .await
+            .map_err(|e| pg_err(&tl.display, e))?;
         if !altered.is_empty() {
             movable.retain(|&(pos, i)| match altered.get(&self.batch[i].message_id) {
                 Some(reason) => {
