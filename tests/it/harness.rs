@@ -135,16 +135,21 @@ pub struct Db {
 
 impl Db {
     pub async fn new(name: &str) -> Db {
+        Db::new_in(&pg_url(), name).await
+    }
+
+    /// Like [`Db::new`], in the database at `url` (the demo database, for moves between two).
+    pub async fn new_in(url: &str, name: &str) -> Db {
         let n = SEQ.fetch_add(1, Ordering::SeqCst);
         let schema = format!("t_{}_{}_{}", name, std::process::id(), n);
         let pool = PgPoolOptions::new()
             .max_connections(4)
-            .connect(&pg_url())
+            .connect(url)
             .await
             .expect("connect to the test PostgreSQL");
         // Schemas of earlier runs are dropped by the first test of this run; a failed test's
         // data stays until then, for inspection.
-        if !CLEANED.swap(true, Ordering::SeqCst) {
+        if url == pg_url() && !CLEANED.swap(true, Ordering::SeqCst) {
             let pid = std::process::id();
             let _ = sqlx::raw_sql(AssertSqlSafe(format!(
                 "DO $$DECLARE r record; BEGIN FOR r IN SELECT nspname FROM pg_namespace WHERE nspname LIKE 't\\_%' AND nspname NOT LIKE 't\\_%\\_{pid}\\_%' LOOP EXECUTE format('DROP SCHEMA %I CASCADE', r.nspname); END LOOP; END$$;
@@ -238,6 +243,13 @@ impl Db {
         ))
         .await;
     }
+}
+
+/// The second database of the test server (`dlqctl_demo`), for moves between two databases.
+pub fn demo_pg_url() -> String {
+    std::env::var("DLQCTL_DEMO_PG_URL").unwrap_or_else(|_| {
+        panic!("DLQCTL_DEMO_PG_URL is not set: run the suite with `scripts/test`")
+    })
 }
 
 pub fn repo_root() -> &'static Path {
@@ -372,6 +384,51 @@ impl Sqs {
         panic!("messages were not dead-lettered");
     }
 
+    /// Receive and delete everything in `url` (a FIFO queue gives a group's next message only
+    /// after the one before is deleted).
+    pub async fn drain(&self, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
+        let mut out = Vec::new();
+        let mut empty = 0;
+        while empty < 2 {
+            let r = self
+                .client
+                .receive_message()
+                .queue_url(url)
+                .max_number_of_messages(10)
+                .visibility_timeout(60)
+                .message_attribute_names("All")
+                .send()
+                .await
+                .unwrap();
+            if r.messages().is_empty() {
+                empty += 1;
+                continue;
+            }
+            empty = 0;
+            let entries = r
+                .messages()
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
+                        .id(format!("d{i}"))
+                        .receipt_handle(m.receipt_handle().unwrap())
+                        .build()
+                        .unwrap()
+                })
+                .collect();
+            self.client
+                .delete_message_batch()
+                .queue_url(url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .unwrap();
+            out.extend(r.messages().iter().cloned());
+        }
+        out
+    }
+
     pub async fn receive_all(&self, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
         let mut out = Vec::new();
         let mut empty = 0;
@@ -428,8 +485,13 @@ impl Kafka {
 
     /// Like `new`, with extra properties for the fixture's producer (e.g. compression).
     pub fn with_producer(name: &str, props: &[(&str, &str)]) -> Kafka {
+        Kafka::at(&kafka_bootstrap(), name, props)
+    }
+
+    /// A fixture on the broker at `bootstrap` (a broker of the test's own).
+    pub fn at(bootstrap: &str, name: &str, props: &[(&str, &str)]) -> Kafka {
         let n = SEQ.fetch_add(1, Ordering::SeqCst);
-        let bootstrap = kafka_bootstrap();
+        let bootstrap = bootstrap.to_string();
         let mut c = rdkafka::ClientConfig::new();
         c.set("bootstrap.servers", &bootstrap).set("linger.ms", "0");
         for (k, v) in props {
@@ -537,6 +599,12 @@ impl Kafka {
 
     /// Everything in the topic, read with assign() from the beginning until idle.
     pub async fn read_all(&self, t: &str) -> Vec<Rec> {
+        self.read_until(t, |_| false).await
+    }
+
+    /// The topic from the beginning, until `enough` says the records read so far are all that
+    /// is expected and then one more second brings nothing new (or until idle for 3 s).
+    pub async fn read_until(&self, t: &str, enough: impl Fn(&[Rec]) -> bool) -> Vec<Rec> {
         use rdkafka::Message as _;
         use rdkafka::consumer::{Consumer, StreamConsumer};
         use rdkafka::message::Headers;
@@ -556,10 +624,14 @@ impl Kafka {
                 .unwrap();
         }
         c.assign(&tpl).unwrap();
-        let mut out = Vec::new();
-        while let Ok(Ok(m)) =
-            tokio::time::timeout(std::time::Duration::from_secs(3), c.recv()).await
-        {
+        let mut out: Vec<Rec> = Vec::new();
+        loop {
+            let idle = if enough(&out) { 1 } else { 3 };
+            let Ok(Ok(m)) =
+                tokio::time::timeout(std::time::Duration::from_secs(idle), c.recv()).await
+            else {
+                break;
+            };
             let headers = m
                 .headers()
                 .map(|h| {

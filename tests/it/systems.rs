@@ -26,12 +26,8 @@ const ERRORS: [&str; 4] = [
     "customer 7 not found",
 ];
 
-fn cases() -> Vec<Case> {
-    vec![
-        Case {
-            system: "river",
-            params: "&schema={s}".into(),
-            ddl: "CREATE TYPE {s}.river_job_state AS ENUM ('available', 'cancelled', 'completed', 'discarded', 'pending', 'retryable', 'running', 'scheduled');
+/// River's tables (migration 6), in schema `{s}`.
+pub(crate) const RIVER_DDL: &str = "CREATE TYPE {s}.river_job_state AS ENUM ('available', 'cancelled', 'completed', 'discarded', 'pending', 'retryable', 'running', 'scheduled');
                   CREATE TABLE {s}.river_migration (line text NOT NULL DEFAULT 'main', version bigint NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (line, version));
                   INSERT INTO {s}.river_migration (version) VALUES (1), (2), (3), (4), (5), (6);
                   CREATE TABLE {s}.river_job (
@@ -43,7 +39,14 @@ fn cases() -> Vec<Case> {
                     CONSTRAINT finalized_or_finalized_at_null CHECK ((finalized_at IS NULL AND state NOT IN ('cancelled', 'completed', 'discarded')) OR (finalized_at IS NOT NULL AND state IN ('cancelled', 'completed', 'discarded'))),
                     CONSTRAINT max_attempts_is_positive CHECK (max_attempts > 0),
                     CONSTRAINT priority_in_range CHECK (priority >= 1 AND priority <= 4));
-                  CREATE UNIQUE INDEX river_job_unique_idx ON {s}.river_job (unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled');",
+                  CREATE UNIQUE INDEX river_job_unique_idx ON {s}.river_job (unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled');";
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            system: "river",
+            params: "&schema={s}".into(),
+            ddl: RIVER_DDL,
             seed: "INSERT INTO {s}.river_job (state, attempt, max_attempts, attempted_at, finalized_at, args, errors, kind, queue, created_at)
                    SELECT 'discarded', 25, 25, now(), now() - (g || ' minutes')::interval, jsonb_build_object('order_id', g),
                           ARRAY[jsonb_build_object('at', now(), 'attempt', 25, 'error', (ARRAY[{errors}])[1 + (g - 1) % 4], 'trace', 'main.go:12')],

@@ -15,7 +15,8 @@
 //!   one-partition topic). The newcomer leaves and refuses (exit 3), naming the holder where
 //!   the broker lists members (the client id carries user, host, pid and start time).
 //! * A holder that crashed stops heartbeating; the coordinator drops it once
-//!   `session.timeout.ms` (10 s) has passed, and the next run gets every partition.
+//!   `session.timeout.ms` (10 s; `[kafka.properties]` may change it) has passed, and the next
+//!   run gets every partition.
 //!
 //! Two runs that start within the same instant may both hold fewer than all partitions and
 //! both refuse; neither moves anything, and a re-run succeeds.
@@ -31,8 +32,9 @@ use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use super::{KafkaBackend, blocking, kafka_err};
 use crate::error::{Error, Result};
 
-/// How long the coordinator keeps a member that stopped heartbeating.
-const SESSION_TIMEOUT_MS: u64 = 10_000;
+/// How long the coordinator keeps a member that stopped heartbeating (librdkafka's
+/// `session.timeout.ms`, dlqctl's default).
+const SESSION_TIMEOUT: &str = "10000";
 
 /// What the coordinator assigned, as the rebalance callback saw it.
 #[derive(Default)]
@@ -83,14 +85,22 @@ pub(super) fn acquire(b: &KafkaBackend) -> Result<Lease> {
         crate::operator::host(),
         std::process::id()
     );
-    let mut cfg = b.config(&[("queued.max.messages.kbytes", "1024")]);
+    // The session timeout and heartbeat are librdkafka's own properties: `[kafka.properties]`
+    // may change them (a shorter timeout lets a re-run after a crash start sooner).
+    let mut cfg = b.config(&[
+        ("queued.max.messages.kbytes", "1024"),
+        ("session.timeout.ms", SESSION_TIMEOUT),
+        ("heartbeat.interval.ms", "1000"),
+    ]);
+    let session_ms: u64 = cfg
+        .get("session.timeout.ms")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
     cfg.set("group.id", &group)
         .set("client.id", &client_id)
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "latest")
-        .set("session.timeout.ms", SESSION_TIMEOUT_MS.to_string())
-        .set("heartbeat.interval.ms", "1000")
         // Eager assignment by member order: the earlier run (the smaller client id) keeps the
         // first share.
         .set("partition.assignment.strategy", "range");
@@ -101,7 +111,7 @@ pub(super) fn acquire(b: &KafkaBackend) -> Result<Lease> {
         .map_err(|e| kafka_err(&b.shown(), e))?;
     let total = b.topic_partitions;
     // A live holder rejoins within a second; a dead one is dropped after the session timeout.
-    let deadline = Instant::now() + Duration::from_millis(SESSION_TIMEOUT_MS + 10_000);
+    let deadline = Instant::now() + Duration::from_millis(session_ms + 10_000);
     let got = blocking(|| {
         loop {
             if let Some(Err(e)) = c.poll(Duration::from_millis(100))
@@ -160,7 +170,7 @@ pub(super) fn acquire(b: &KafkaBackend) -> Result<Lease> {
                     } else {
                         ""
                     },
-                    SESSION_TIMEOUT_MS / 1000
+                    session_ms.div_ceil(1000)
                 ),
             })
         }

@@ -1,0 +1,656 @@
+//! Backend pairs: a dead-letter queue and the target its redrive writes to, on the real
+//! services. The kill and fault suites (`faults.rs`) are functions over a [`Pair`], so that a
+//! backend, once it implements `Pair`, is put through all of them.
+//!
+//! Every pair seeds `n` dead letters whose stable ids are `<prefix>-0 … <prefix>-(n-1)` (a job
+//! system's are its job ids), reads back the stable id of every copy in the target, and
+//! counts what is left to move.
+
+use std::net::SocketAddr;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use sqlx::{AssertSqlSafe, Row};
+
+use crate::harness::{Db, Kafka, Sandbox, Sqs, demo_pg_url, pg_url, sqs_endpoint};
+
+/// A source and a target, and how dlqctl reaches them.
+pub trait Pair {
+    /// For failure messages: `pg-same-db`, `sqs-fifo`, ….
+    fn name(&self) -> String;
+    /// A fresh, empty source and target with `n` dead letters; their stable ids.
+    async fn fresh(&mut self, n: usize) -> Vec<String>;
+    /// The redrive of the source into the target: `redrive SOURCE [--to TARGET] [options]`.
+    fn redrive(&self) -> Vec<String>;
+    /// The environment the binary needs (endpoints, state directory).
+    fn env(&self, sb: &Sandbox) -> Vec<(String, String)>;
+    /// Once a run was killed: wait until what it held is back in the source (SQS: the hidden
+    /// messages visible again). Waits on the condition, never a fixed time.
+    async fn settle(&self) {}
+    /// How many messages the source still has to move.
+    async fn remaining(&self) -> u64;
+    /// How many copies are in the target so far (cheap; polled while a run goes on).
+    async fn copies(&self) -> u64;
+    /// The stable id of every copy in the target, one entry per copy (None: the copy carries
+    /// no stable id).
+    async fn target_ids(&self) -> Vec<Option<String>>;
+    /// Whether a message can be copied twice (a move between two systems, re-run after a
+    /// crash); where source and target share a transaction, never.
+    fn may_duplicate(&self) -> bool;
+    /// The server dlqctl talks to, for a proxy to stand in for.
+    fn upstream(&self) -> SocketAddr;
+    /// From now on, dlqctl reaches the server through `port` (a proxy); the fixture does not.
+    fn via(&mut self, port: u16);
+}
+
+/// Start `dlqctl redrive` for `p` in the background (it prints JSON to a pipe).
+pub fn spawn_redrive<P: Pair>(p: &P, sb: &Sandbox, extra: &[&str]) -> Child {
+    let mut args = p.redrive();
+    args.extend(["--yes", "--output", "json"].map(String::from));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    sb.cmd(&args)
+        .envs(p.env(sb))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start dlqctl")
+}
+
+/// Wait for `cond` (polled every 20 ms), up to `limit`.
+pub async fn wait_until<F, Fut>(limit: Duration, what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    while !cond().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn with_port(url: &str, from: u16, to: u16) -> String {
+    url.replace(&format!(":{from}/"), &format!(":{to}/"))
+}
+
+fn pg_port(url: &str) -> u16 {
+    url::Url::parse(url).unwrap().port().unwrap()
+}
+
+fn addr_of(url: &str) -> SocketAddr {
+    let u = url::Url::parse(url).unwrap();
+    format!("{}:{}", u.host_str().unwrap(), u.port().unwrap())
+        .parse()
+        .unwrap()
+}
+
+/// n dead letters `<prefix>-i` in a generic-layout table.
+async fn seed_table(db: &Db, prefix: &str, n: usize) -> Vec<String> {
+    db.exec(&format!(
+        "INSERT INTO {{s}}.dead_letters (message_id, queue, payload, headers, error, attempts, group_key, enqueued_at, failed_at)
+         SELECT '{prefix}-'||g, 'orders', jsonb_build_object('order_id', g),
+                jsonb_build_object('trace-id', 'tr-'||g), 'upstream call timed out', 5, 'cust-'||(g % 3),
+                now() - interval '1 hour', now() - interval '1 minute'
+           FROM generate_series(0, {}) g",
+        n as i64 - 1
+    ))
+    .await;
+    (0..n).map(|i| format!("{prefix}-{i}")).collect()
+}
+
+async fn table_ids(db: &Db, table: &str) -> Vec<Option<String>> {
+    sqlx::query(AssertSqlSafe(format!(
+        "SELECT NULLIF(message_id, '') AS id FROM {}.{table}",
+        db.schema
+    )))
+    .fetch_all(&db.pool)
+    .await
+    .expect("read ids")
+    .iter()
+    .map(|r| r.get::<Option<String>, _>("id"))
+    .collect()
+}
+
+/// A dead-letter table and its queue table in one database: each batch moves in one
+/// transaction.
+pub struct PgSameDb {
+    db: Option<Db>,
+    port: u16,
+}
+
+impl PgSameDb {
+    pub fn new() -> PgSameDb {
+        PgSameDb {
+            db: None,
+            port: pg_port(&pg_url()),
+        }
+    }
+    fn db(&self) -> &Db {
+        self.db.as_ref().expect("fresh() first")
+    }
+
+    /// Change the tables behind dlqctl's back (`{s}` is the schema).
+    pub async fn exec(&self, sql: &str) {
+        self.db().exec(sql).await;
+    }
+}
+
+impl Pair for PgSameDb {
+    fn name(&self) -> String {
+        "pg-same-db".into()
+    }
+    async fn fresh(&mut self, n: usize) -> Vec<String> {
+        let db = Db::new("pair").await;
+        let ids = seed_table(&db, "m", n).await;
+        self.db = Some(db);
+        ids
+    }
+    fn redrive(&self) -> Vec<String> {
+        let url = with_port(&self.db().dlq(), pg_port(&pg_url()), self.port);
+        vec!["redrive".into(), url]
+    }
+    fn env(&self, _sb: &Sandbox) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    async fn remaining(&self) -> u64 {
+        self.db().count("dead_letters").await as u64
+    }
+    async fn copies(&self) -> u64 {
+        self.db().count("queue_messages").await as u64
+    }
+    async fn target_ids(&self) -> Vec<Option<String>> {
+        table_ids(self.db(), "queue_messages").await
+    }
+    fn may_duplicate(&self) -> bool {
+        false
+    }
+    fn upstream(&self) -> SocketAddr {
+        addr_of(&pg_url())
+    }
+    fn via(&mut self, port: u16) {
+        self.port = port;
+    }
+}
+
+/// A dead-letter table in one database, its queue table in another: copied, then deleted.
+pub struct PgTwoDb {
+    src: Option<Db>,
+    dst: Option<Db>,
+    port: u16,
+}
+
+impl PgTwoDb {
+    pub fn new() -> PgTwoDb {
+        PgTwoDb {
+            src: None,
+            dst: None,
+            port: pg_port(&pg_url()),
+        }
+    }
+}
+
+impl Pair for PgTwoDb {
+    fn name(&self) -> String {
+        "pg-two-db".into()
+    }
+    async fn fresh(&mut self, n: usize) -> Vec<String> {
+        let src = Db::new("pair2").await;
+        let dst = Db::new_in(&demo_pg_url(), "pair2").await;
+        let ids = seed_table(&src, "m", n).await;
+        (self.src, self.dst) = (Some(src), Some(dst));
+        ids
+    }
+    fn redrive(&self) -> Vec<String> {
+        let (src, dst) = (self.src.as_ref().unwrap(), self.dst.as_ref().unwrap());
+        let p = pg_port(&pg_url());
+        vec![
+            "redrive".into(),
+            with_port(
+                &format!("{}?table={}.dead_letters", pg_url(), src.schema),
+                p,
+                self.port,
+            ),
+            "--to".into(),
+            with_port(
+                &format!("{}?table={}.queue_messages", demo_pg_url(), dst.schema),
+                p,
+                self.port,
+            ),
+        ]
+    }
+    fn env(&self, _sb: &Sandbox) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    async fn remaining(&self) -> u64 {
+        self.src.as_ref().unwrap().count("dead_letters").await as u64
+    }
+    async fn copies(&self) -> u64 {
+        self.dst.as_ref().unwrap().count("queue_messages").await as u64
+    }
+    async fn target_ids(&self) -> Vec<Option<String>> {
+        table_ids(self.dst.as_ref().unwrap(), "queue_messages").await
+    }
+    fn may_duplicate(&self) -> bool {
+        true
+    }
+    fn upstream(&self) -> SocketAddr {
+        addr_of(&pg_url())
+    }
+    fn via(&mut self, port: u16) {
+        self.port = port;
+    }
+}
+
+/// Dead River jobs, retried in place (a job is discarded or available, never both).
+pub struct River {
+    db: Option<Db>,
+    port: u16,
+}
+
+impl River {
+    pub fn new() -> River {
+        River {
+            db: None,
+            port: pg_port(&pg_url()),
+        }
+    }
+    fn db(&self) -> &Db {
+        self.db.as_ref().expect("fresh() first")
+    }
+}
+
+impl Pair for River {
+    fn name(&self) -> String {
+        "river".into()
+    }
+    async fn fresh(&mut self, n: usize) -> Vec<String> {
+        let db = Db::new("pairriver").await;
+        db.exec(crate::systems::RIVER_DDL).await;
+        db.exec(&format!(
+            "INSERT INTO {{s}}.river_job (state, attempt, max_attempts, attempted_at, finalized_at, args, errors, kind, queue)
+             SELECT 'discarded', 25, 25, now(), now(), jsonb_build_object('order_id', g),
+                    ARRAY[jsonb_build_object('at', now(), 'attempt', 25, 'error', 'upstream timed out', 'trace', 'main.go:12')],
+                    'charge_card', 'payments' FROM generate_series(1, {n}) g"
+        ))
+        .await;
+        self.db = Some(db);
+        (1..=n).map(|i| i.to_string()).collect()
+    }
+    fn redrive(&self) -> Vec<String> {
+        let url = with_port(&pg_url(), pg_port(&pg_url()), self.port);
+        vec![
+            "redrive".into(),
+            format!("{url}?system=river&schema={}", self.db().schema),
+        ]
+    }
+    fn env(&self, _sb: &Sandbox) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    async fn remaining(&self) -> u64 {
+        let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT count(*) FROM {}.river_job WHERE state = 'discarded'",
+            self.db().schema
+        )))
+        .fetch_one(&self.db().pool)
+        .await
+        .unwrap();
+        n as u64
+    }
+    async fn copies(&self) -> u64 {
+        self.target_ids().await.len() as u64
+    }
+    async fn target_ids(&self) -> Vec<Option<String>> {
+        sqlx::query_scalar::<_, String>(AssertSqlSafe(format!(
+            "SELECT id::text FROM {}.river_job WHERE state = 'available'",
+            self.db().schema
+        )))
+        .fetch_all(&self.db().pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(Some)
+        .collect()
+    }
+    fn may_duplicate(&self) -> bool {
+        false
+    }
+    fn upstream(&self) -> SocketAddr {
+        addr_of(&pg_url())
+    }
+    fn via(&mut self, port: u16) {
+        self.port = port;
+    }
+}
+
+/// An SQS dead-letter queue and a target queue (standard or FIFO), on the emulator.
+pub struct SqsPair {
+    fifo: bool,
+    sqs: Option<Sqs>,
+    dlq: String,
+    target: String,
+    endpoint: String,
+}
+
+impl SqsPair {
+    pub fn new(fifo: bool) -> SqsPair {
+        SqsPair {
+            fifo,
+            sqs: None,
+            dlq: String::new(),
+            target: String::new(),
+            endpoint: sqs_endpoint(),
+        }
+    }
+    fn sqs(&self) -> &Sqs {
+        self.sqs.as_ref().expect("fresh() first")
+    }
+    async fn count(&self, url: &str, attr: &str) -> u64 {
+        self.sqs().attr(url, attr).await.parse().unwrap_or(0)
+    }
+}
+
+impl Pair for SqsPair {
+    fn name(&self) -> String {
+        if self.fifo {
+            "sqs-fifo"
+        } else {
+            "sqs-standard"
+        }
+        .into()
+    }
+    async fn fresh(&mut self, n: usize) -> Vec<String> {
+        use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
+        let sqs = Sqs::new(if self.fifo { "pairf" } else { "pairs" }).await;
+        let sfx = if self.fifo { ".fifo" } else { "" };
+        let attrs: &[(&str, &str)] = if self.fifo {
+            &[("FifoQueue", "true")]
+        } else {
+            &[]
+        };
+        let (dlq, _) = sqs.create(&format!("dlq{sfx}"), attrs).await;
+        let (target, _) = sqs.create(&format!("target{sfx}"), attrs).await;
+        let ids: Vec<String> = (0..n).map(|i| format!("m-{i}")).collect();
+        for (c, chunk) in ids.chunks(10).enumerate() {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, id)| {
+                    let mut e = SendMessageBatchRequestEntry::builder()
+                        .id(format!("e{c}-{i}"))
+                        .message_body(format!("{{\"order\": \"{id}\"}}"))
+                        .message_attributes(
+                            "dlqctl-stable-id",
+                            MessageAttributeValue::builder()
+                                .data_type("String")
+                                .string_value(id)
+                                .build()
+                                .unwrap(),
+                        );
+                    if self.fifo {
+                        e = e
+                            .message_group_id(format!("g{}", i % 3))
+                            .message_deduplication_id(id);
+                    }
+                    e.build().unwrap()
+                })
+                .collect();
+            let out = sqs
+                .client
+                .send_message_batch()
+                .queue_url(&dlq)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .expect("seed the DLQ");
+            assert!(
+                out.failed().is_empty(),
+                "seeding failed: {:?}",
+                out.failed()
+            );
+        }
+        (self.dlq, self.target) = (dlq, target);
+        self.sqs = Some(sqs);
+        ids
+    }
+    fn redrive(&self) -> Vec<String> {
+        let name = |url: &str| url.rsplit('/').next().unwrap().to_string();
+        vec![
+            "redrive".into(),
+            format!("sqs://{}", name(&self.dlq)),
+            "--to".into(),
+            format!("sqs://{}", name(&self.target)),
+            // Short, so that what a killed run held is visible again soon.
+            "--visibility-timeout".into(),
+            "2".into(),
+        ]
+    }
+    fn env(&self, sb: &Sandbox) -> Vec<(String, String)> {
+        let mut env = self.sqs().env(sb);
+        env.retain(|(k, _)| k != "AWS_ENDPOINT_URL");
+        env.push(("AWS_ENDPOINT_URL".into(), self.endpoint.clone()));
+        env
+    }
+    async fn settle(&self) {
+        wait_until(
+            Duration::from_secs(30),
+            "hidden messages to reappear",
+            || async {
+                self.count(&self.dlq, "ApproximateNumberOfMessagesNotVisible")
+                    .await
+                    == 0
+            },
+        )
+        .await;
+    }
+    async fn remaining(&self) -> u64 {
+        self.count(&self.dlq, "ApproximateNumberOfMessages").await
+            + self
+                .count(&self.dlq, "ApproximateNumberOfMessagesNotVisible")
+                .await
+    }
+    async fn copies(&self) -> u64 {
+        self.count(&self.target, "ApproximateNumberOfMessages")
+            .await
+    }
+    async fn target_ids(&self) -> Vec<Option<String>> {
+        // A FIFO queue hands out a group's next message only once the one before is deleted:
+        // read the target to its end, deleting as it goes (the check is the pair's last use).
+        let msgs = if self.fifo {
+            self.sqs().drain(&self.target).await
+        } else {
+            self.sqs().receive_all(&self.target).await
+        };
+        msgs.iter()
+            .map(|m| {
+                m.message_attributes()
+                    .and_then(|a| a.get("dlqctl-stable-id"))
+                    .and_then(|v| v.string_value())
+                    .map(str::to_string)
+            })
+            .collect()
+    }
+    fn may_duplicate(&self) -> bool {
+        true
+    }
+    fn upstream(&self) -> SocketAddr {
+        addr_of(&sqs_endpoint())
+    }
+    fn via(&mut self, port: u16) {
+        self.endpoint = format!("http://127.0.0.1:{port}");
+    }
+}
+
+/// A dead-letter topic whose records name their original topic (Spring's headers), on a
+/// broker: the shared one, or one of the pair's own that advertises a proxy.
+pub struct KafkaPair {
+    bootstrap: String,
+    k: Option<Kafka>,
+    /// Messages seeded by the last `fresh`.
+    seeded: usize,
+    /// A broker of this pair's own (killed with the pair).
+    broker: Option<Child>,
+}
+
+impl Drop for KafkaPair {
+    fn drop(&mut self) {
+        if let Some(b) = self.broker.as_mut() {
+            let _ = b.kill();
+            let _ = b.wait();
+        }
+    }
+}
+
+impl KafkaPair {
+    pub fn new() -> KafkaPair {
+        KafkaPair {
+            bootstrap: crate::harness::kafka_bootstrap(),
+            k: None,
+            seeded: 0,
+            broker: None,
+        }
+    }
+
+    /// A pair on a tansu of its own, listening on a free port and advertising `advertised`
+    /// (a proxy in front of it), so that every client connection goes through the proxy.
+    pub async fn own_broker(advertised: u16) -> (KafkaPair, SocketAddr) {
+        let bin = std::env::var("DLQCTL_TEST_TANSU_BIN").unwrap_or_else(|_| {
+            panic!("DLQCTL_TEST_TANSU_BIN is not set: run the suite with `scripts/test`")
+        });
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new(bin)
+            .args([
+                "broker",
+                "--storage-engine",
+                "memory://tansu/",
+                "--listener-url",
+                &format!("tcp://127.0.0.1:{port}"),
+                "--advertised-listener-url",
+                &format!("tcp://127.0.0.1:{advertised}"),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start tansu");
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        wait_until(Duration::from_secs(30), "tansu to listen", || async {
+            std::net::TcpStream::connect(addr).is_ok()
+        })
+        .await;
+        (
+            KafkaPair {
+                bootstrap: format!("127.0.0.1:{advertised}"),
+                k: None,
+                seeded: 0,
+                broker: Some(child),
+            },
+            addr,
+        )
+    }
+
+    fn k(&self) -> &Kafka {
+        self.k.as_ref().expect("fresh() first")
+    }
+}
+
+impl Pair for KafkaPair {
+    fn name(&self) -> String {
+        "kafka".into()
+    }
+    async fn fresh(&mut self, n: usize) -> Vec<String> {
+        let k = Kafka::at(&self.bootstrap, "pairk", &[]);
+        k.create("orders", 2, &[]).await;
+        k.create("dlt", 2, &[]).await;
+        let orders = k.topic("orders");
+        let ids: Vec<String> = (0..n).map(|i| format!("m-{i}")).collect();
+        for (i, id) in ids.iter().enumerate() {
+            k.produce(
+                "dlt",
+                Some((i % 2) as i32),
+                Some(format!("cust-{}", i % 5).as_bytes()),
+                Some(format!("{{\"order\": \"{id}\"}}").as_bytes()),
+                &[
+                    ("dlqctl-stable-id", Some(id.as_bytes())),
+                    ("kafka_dlt-original-topic", Some(orders.as_bytes())),
+                ],
+            )
+            .await;
+        }
+        self.k = Some(k);
+        self.seeded = n;
+        ids
+    }
+    fn redrive(&self) -> Vec<String> {
+        vec!["redrive".into(), self.k().url("dlt")]
+    }
+    fn env(&self, sb: &Sandbox) -> Vec<(String, String)> {
+        // A short lease session: a re-run after a kill waits for the dead run's lease to
+        // lapse (the coordinator drops it after session.timeout.ms).
+        let cfg = sb.write(
+            "kafka-lease.toml",
+            "[kafka.properties]\n\"session.timeout.ms\" = \"1500\"\n\"heartbeat.interval.ms\" = \"300\"\n",
+        );
+        let mut env = self.k().env();
+        env.push(("DLQCTL_CONFIG".into(), cfg.to_string_lossy().into_owned()));
+        env
+    }
+    async fn remaining(&self) -> u64 {
+        let sb = Sandbox::new();
+        let r = sb
+            .run_with(
+                &["inspect", &self.k().url("dlt"), "--output", "json"],
+                &self.k().env(),
+            )
+            .ok()
+            .json();
+        r["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "redrive_lag")
+            .and_then(|f| f["value"].as_u64())
+            .unwrap_or(u64::MAX)
+    }
+    async fn copies(&self) -> u64 {
+        self.k().high_watermarks("orders") as u64
+    }
+    async fn target_ids(&self) -> Vec<Option<String>> {
+        let id = |r: &crate::harness::Rec| {
+            r.4.iter()
+                .find(|(n, _)| n == "dlqctl-stable-id")
+                .and_then(|(_, v)| v.clone())
+        };
+        let seeded = self.seeded;
+        self.k()
+            .read_until("orders", |recs| {
+                recs.iter()
+                    .filter_map(id)
+                    .collect::<std::collections::HashSet<_>>()
+                    .len()
+                    >= seeded
+            })
+            .await
+            .iter()
+            .map(|r| {
+                r.4.iter()
+                    .find(|(n, _)| n == "dlqctl-stable-id")
+                    .and_then(|(_, v)| v.clone())
+                    .map(|v| String::from_utf8_lossy(&v).into_owned())
+            })
+            .collect()
+    }
+    fn may_duplicate(&self) -> bool {
+        true
+    }
+    fn upstream(&self) -> SocketAddr {
+        panic!(
+            "a Kafka pair is proxied with KafkaPair::own_broker (clients follow the advertised address)"
+        )
+    }
+    fn via(&mut self, _port: u16) {}
+}
