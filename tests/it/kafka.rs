@@ -1148,3 +1148,49 @@ async fn a_missing_target_topic_is_refused_up_front_and_never_created() {
     assert!(r.stderr.contains("is the queue being read"), "{}", r.stderr);
     assert_eq!(k.high_watermarks("dlt"), 3);
 }
+
+/// Only `dlqctl-stable-id` or the configured id header carries the stable id into a copy (a
+/// header that happens to hold the same value does not), and a stale one is replaced.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_header_equal_to_the_id_does_not_stand_in_for_it() {
+    let k = Kafka::new("sameval");
+    k.create("orders", 1, &[]).await;
+    let sb = Sandbox::new();
+    let file = sb.write(
+        "jobs.jsonl",
+        concat!(
+            r#"{"v":1,"id":"1","native_id":"1","attributes":[{"name":"priority","value":"1"}],"body":"{}","body_encoding":"utf8"}"#,
+            "\n",
+            r#"{"v":1,"id":"7","native_id":"7","attributes":[{"name":"dlqctl-stable-id","value":"stale"}],"body":"{}","body_encoding":"utf8"}"#,
+            "\n"
+        ),
+    );
+    sb.run_with(
+        &[
+            "replay",
+            &file.to_string_lossy(),
+            "--to",
+            &k.url("orders"),
+            "--yes",
+            "--output",
+            "json",
+        ],
+        &k.env(),
+    )
+    .ok();
+    let recs = k.read_all("orders").await;
+    let ids: Vec<Vec<Option<Vec<u8>>>> = recs
+        .iter()
+        .map(|r| {
+            r.4.iter()
+                .filter(|(n, _)| n == "dlqctl-stable-id")
+                .map(|(_, v)| v.clone())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        vec![vec![Some(b"1".to_vec())], vec![Some(b"7".to_vec())]],
+        "one dlqctl-stable-id each, with the message's id"
+    );
+}

@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::harness::{Db, Sandbox};
+use crate::harness::{Db, Sandbox, pg_url};
 
 #[tokio::test]
 async fn inspect_reports_counts_ages_and_classes() {
@@ -365,4 +365,82 @@ async fn tail_follows_new_rows_with_and_without_notify() {
             .ok();
         assert_eq!(r.jsonl().len(), 3);
     }
+}
+
+/// psql's habits: a Unix socket (libpq's `user@/db?host=DIR` form), a URL as short as
+/// `postgres:///?table=…` with PGHOST, PGPORT, PGDATABASE and PGUSER, and a pg_service.conf
+/// entry (`service=` or PGSERVICE).
+#[tokio::test]
+async fn unix_sockets_the_environment_and_service_files_connect() {
+    let db = Db::new("socket").await;
+    db.seed(2).await;
+    let dir = std::env::var("DLQCTL_TEST_PG_SOCKET_DIR")
+        .expect("DLQCTL_TEST_PG_SOCKET_DIR (scripts/services env)");
+    let port = url::Url::parse(&pg_url())
+        .unwrap()
+        .port()
+        .unwrap()
+        .to_string();
+    let t = format!("table={}.dead_letters", db.schema);
+    let sb = Sandbox::new();
+    let messages = |r: crate::harness::Run| {
+        let j = r.ok().json();
+        j["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "messages")
+            .unwrap()["value"]
+            .as_i64()
+            .unwrap()
+    };
+    let socket = format!("postgres://dlqctl@/dlqctl_test?host={dir}&port={port}&{t}");
+    let r = sb.run(&["inspect", &socket, "--output", "json"]);
+    assert!(r.stdout.contains(&format!("host={dir}")), "{}", r.stdout);
+    assert_eq!(messages(r), 2);
+    let env = [
+        ("PGHOST", dir.as_str()),
+        ("PGPORT", port.as_str()),
+        ("PGDATABASE", "dlqctl_test"),
+        ("PGUSER", "dlqctl"),
+    ];
+    let short = format!("postgres:///?{t}");
+    assert_eq!(
+        messages(sb.run_env(&["inspect", &short, "--output", "json"], &env)),
+        2
+    );
+    let services = sb.write(
+        "pg_service.conf",
+        &format!(
+            "# the tests' server\n[tests]\nhost=127.0.0.1\nport={port}\ndbname=dlqctl_test\nuser=dlqctl\npassword=dlqctl\n"
+        ),
+    );
+    let file = services.to_string_lossy().into_owned();
+    assert_eq!(
+        messages(sb.run_env(
+            &[
+                "inspect",
+                &format!("postgres:///?service=tests&{t}"),
+                "--output",
+                "json"
+            ],
+            &[("PGSERVICEFILE", file.as_str())],
+        )),
+        2
+    );
+    assert_eq!(
+        messages(sb.run_env(
+            &["inspect", &short, "--output", "json"],
+            &[("PGSERVICEFILE", file.as_str()), ("PGSERVICE", "tests")],
+        )),
+        2
+    );
+    // A service that is not there is named, exit 2.
+    let r = sb
+        .run_env(
+            &["inspect", &format!("postgres:///?service=nope&{t}")],
+            &[("PGSERVICEFILE", file.as_str())],
+        )
+        .code(2);
+    assert!(r.stderr.contains("service `nope`"), "{}", r.stderr);
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, Row};
 
-use crate::harness::{Db, Sandbox};
+use crate::harness::{Db, Sandbox, pg_url};
 
 #[tokio::test]
 async fn dry_run_changes_nothing_and_no_terminal_means_no_move() {
@@ -548,4 +548,171 @@ async fn header_rules_choose_which_headers_a_row_carries() {
         assert_eq!(h["trace-id"], format!("tr-{n}"), "{id}: {h}");
         assert!(h.get("tenant").is_none(), "{id}: {h}");
     }
+}
+
+/// Same-database moves are decided on the resolved connection, not the URL's text: a target
+/// whose `?dbname=` names another database is written there, by the two-step path.
+#[tokio::test]
+async fn a_dbname_parameter_sends_copies_to_that_database() {
+    let db = Db::new("dbname").await;
+    db.seed(3).await;
+    // The same schema and tables in the other database.
+    let other = sqlx::PgPool::connect(&crate::harness::demo_pg_url())
+        .await
+        .unwrap();
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "DROP SCHEMA IF EXISTS {s} CASCADE; CREATE SCHEMA {s}; SET search_path TO {s}; {}; RESET search_path;",
+        crate::harness::LAYOUT_SQL,
+        s = db.schema
+    )))
+    .execute(&other)
+    .await
+    .unwrap();
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&[
+            "redrive",
+            &format!("{}?table={}.dead_letters", pg_url(), db.schema),
+            "--to",
+            &format!(
+                "{}?dbname=dlqctl_demo&table={}.queue_messages",
+                pg_url(),
+                db.schema
+            ),
+            "--yes",
+            "--output",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(r["moved"], 3);
+    assert!(
+        r["destinations"][0]["to"]
+            .as_str()
+            .is_some_and(|t| t.contains("dlqctl_demo")),
+        "{r}"
+    );
+    assert_eq!(
+        db.count("queue_messages").await,
+        0,
+        "nothing in the source database"
+    );
+    let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT count(*) FROM {}.queue_messages",
+        db.schema
+    )))
+    .fetch_one(&other)
+    .await
+    .unwrap();
+    assert_eq!(n, 3, "the copies are in dlqctl_demo");
+    assert_eq!(db.count("dead_letters").await, 0);
+    sqlx::raw_sql(AssertSqlSafe(format!("DROP SCHEMA {} CASCADE", db.schema)))
+        .execute(&other)
+        .await
+        .unwrap();
+}
+
+/// An empty message_id is no id: a local move gives the copy the row's key, as every read does,
+/// never the shared id `''`.
+#[tokio::test]
+async fn an_empty_message_id_is_replaced_by_the_row_key_in_local_moves() {
+    let db = Db::new("emptyid").await;
+    db.exec(
+        "INSERT INTO {s}.dead_letters (message_id, queue, payload) VALUES ('', 'orders', '{\"a\": 1}'), ('', 'orders', '{\"a\": 2}'), ('ord-3', 'orders', '{\"a\": 3}')",
+    )
+    .await;
+    let keys: Vec<String> = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT id::text FROM {}.dead_letters WHERE message_id = '' ORDER BY id",
+        db.schema
+    )))
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    let sb = Sandbox::new();
+    sb.run(&["redrive", &db.dlq(), "--yes", "--output", "json"])
+        .ok();
+    let mut want = keys.clone();
+    want.push("ord-3".into());
+    want.sort();
+    assert_eq!(db.ids("queue_messages").await, want);
+}
+
+/// A target whose message_id column would change an id (varchar(8) truncates, uuid lowercases)
+/// gets no copy of that message: it is refused with the reason and stays in the dead-letter
+/// table, and a re-run adds nothing.
+#[tokio::test]
+async fn ids_a_narrower_target_column_would_change_are_refused() {
+    let db = Db::new("narrow").await;
+    db.exec(
+        "CREATE TABLE {s}.short_q (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, message_id varchar(8) NOT NULL, queue text NOT NULL, payload jsonb, payload_bytes bytea, headers jsonb NOT NULL DEFAULT '{}');
+         CREATE TABLE {s}.uuid_q (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, message_id uuid NOT NULL, queue text NOT NULL, payload jsonb, payload_bytes bytea, headers jsonb NOT NULL DEFAULT '{}');
+         INSERT INTO {s}.dead_letters (message_id, queue, payload) VALUES
+           ('ord-1', 'orders', '{}'), ('order-number-2', 'orders', '{}'),
+           ('6f1c1a9e-7b1e-4c53-9d1c-2f3e4a5b6c7d', 'orders', '{}'), ('6F1C1A9E-7B1E-4C53-9D1C-2F3E4A5B6C7E', 'orders', '{}'), ('not-a-uuid', 'orders', '{}')",
+    )
+    .await;
+    let sb = Sandbox::new();
+    let dlq = format!("{}?table={}.dead_letters", pg_url(), db.schema);
+    for round in 0..2 {
+        // Same database (one transaction per batch): the refused rows stay.
+        let r = sb
+            .run(&[
+                "redrive",
+                &dlq,
+                "--to",
+                &db.table_url("short_q"),
+                "--id",
+                "ord-1",
+                "--id",
+                "order-number-2",
+                "--yes",
+                "--output",
+                "json",
+            ])
+            .code(1)
+            .json();
+        assert_eq!(r["moved"], if round == 0 { 1 } else { 0 }, "{r}");
+        let reason = r["failures"][0]["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("would be stored as `order-nu`")
+                && reason.contains("character varying(8)"),
+            "{r}"
+        );
+    }
+    assert_eq!(
+        db.count("short_q").await,
+        1,
+        "a re-run adds no truncated copy"
+    );
+    let r = sb
+        .run(&[
+            "redrive",
+            &dlq,
+            "--to",
+            &db.table_url("uuid_q"),
+            "--yes",
+            "--output",
+            "json",
+        ])
+        .code(1)
+        .json();
+    // The lowercase uuid moves; the uppercase one would be stored lowercased; the others are
+    // no uuids.
+    assert_eq!(r["moved"], 1, "{r}");
+    assert_eq!(r["failed"], 3, "{r}");
+    let ids: Vec<String> = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT message_id FROM {}.dead_letters ORDER BY message_id",
+        db.schema
+    )))
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        ids,
+        vec![
+            "6F1C1A9E-7B1E-4C53-9D1C-2F3E4A5B6C7E",
+            "not-a-uuid",
+            "order-number-2"
+        ]
+    );
 }

@@ -887,3 +887,54 @@ async fn a_tail_cut_short_mid_poll_gives_everything_back() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 0);
     assert_eq!(q.visible(&dlq).await, 3, "the tail gives everything back");
 }
+
+/// Only `dlqctl-stable-id` or the configured id attribute carries the stable id: a River job
+/// with id 1 and priority 1, replayed, still gets `dlqctl-stable-id` (an attribute that merely
+/// holds the same value does not count), and a stale `dlqctl-stable-id` is replaced.
+#[tokio::test]
+async fn an_attribute_equal_to_the_id_does_not_stand_in_for_it() {
+    let q = Sqs::new("sameval").await;
+    let (target, _) = q.create("target", &[]).await;
+    let sb = Sandbox::new();
+    let file = sb.write(
+        "jobs.jsonl",
+        concat!(
+            r#"{"v":1,"id":"1","native_id":"1","attributes":[{"name":"priority","type":"Number","value":"1"}],"body":"{}","body_encoding":"utf8"}"#,
+            "\n",
+            r#"{"v":1,"id":"7","native_id":"7","attributes":[{"name":"dlqctl-stable-id","type":"String","value":"stale"}],"body":"{}","body_encoding":"utf8"}"#,
+            "\n"
+        ),
+    );
+    let name = target.rsplit('/').next().unwrap();
+    sb.run_with(
+        &[
+            "replay",
+            &file.to_string_lossy(),
+            "--to",
+            &format!("sqs://{name}"),
+            "--yes",
+            "--output",
+            "json",
+        ],
+        &q.env(&sb),
+    )
+    .ok();
+    let mut got: Vec<(String, Option<String>)> = q
+        .receive_all(&target)
+        .await
+        .iter()
+        .map(|m| {
+            let a = m.message_attributes().cloned().unwrap_or_default();
+            let get = |n: &str| a.get(n).and_then(|v| v.string_value()).map(str::to_string);
+            (get("dlqctl-stable-id").unwrap_or_default(), get("priority"))
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("1".to_string(), Some("1".to_string())),
+            ("7".to_string(), None)
+        ]
+    );
+}

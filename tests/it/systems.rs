@@ -473,3 +473,77 @@ async fn unexpected_schemas_are_refused_and_systems_replay_elsewhere() {
         .code(2);
     assert!(r.stderr.contains("job system"), "{}", r.stderr);
 }
+
+/// pgmq keeps the stable id where it can, and refuses where it cannot: a live queue without a
+/// `headers` column (pgmq before 1.5) would give each retried message a new msg_id and
+/// nothing would carry the dead one; dead messages without headers get new headers holding
+/// the id.
+#[tokio::test]
+async fn pgmq_keeps_the_stable_id_or_refuses_to_retry() {
+    let db = Db::new("pgmqid").await;
+    let (old, new) = (format!("{}_old", db.schema), format!("{}_new", db.schema));
+    db.exec(&format!(
+        "CREATE SCHEMA IF NOT EXISTS pgmq;
+         CREATE TABLE IF NOT EXISTS pgmq.meta (queue_name varchar UNIQUE NOT NULL, is_partitioned boolean NOT NULL, is_unlogged boolean NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
+         INSERT INTO pgmq.meta VALUES ('{old}', false, false), ('{new}', false, false) ON CONFLICT DO NOTHING;
+         -- live queue without headers, archive with them
+         CREATE TABLE pgmq.\"q_{old}\" (msg_id bigint PRIMARY KEY GENERATED ALWAYS AS IDENTITY, read_ct integer NOT NULL DEFAULT 0, enqueued_at timestamptz NOT NULL DEFAULT now(), vt timestamptz NOT NULL, message jsonb);
+         CREATE TABLE pgmq.\"a_{old}\" (msg_id bigint PRIMARY KEY, read_ct integer NOT NULL DEFAULT 0, enqueued_at timestamptz NOT NULL DEFAULT now(), archived_at timestamptz NOT NULL DEFAULT now(), vt timestamptz NOT NULL, message jsonb, headers jsonb);
+         INSERT INTO pgmq.\"a_{old}\" (msg_id, vt, message, headers) VALUES (41, now(), '{{\"order_id\": 1}}', '{{\"error\": \"timeout\"}}');
+         -- live queue with headers, archive without
+         CREATE TABLE pgmq.\"q_{new}\" (msg_id bigint PRIMARY KEY GENERATED ALWAYS AS IDENTITY, read_ct integer NOT NULL DEFAULT 0, enqueued_at timestamptz NOT NULL DEFAULT now(), vt timestamptz NOT NULL, message jsonb, headers jsonb);
+         CREATE TABLE pgmq.\"a_{new}\" (msg_id bigint PRIMARY KEY, read_ct integer NOT NULL DEFAULT 0, enqueued_at timestamptz NOT NULL DEFAULT now(), archived_at timestamptz NOT NULL DEFAULT now(), vt timestamptz NOT NULL, message jsonb);
+         INSERT INTO pgmq.\"a_{new}\" (msg_id, vt, message) VALUES (42, now(), '{{\"order_id\": 2}}');"
+    ))
+    .await;
+    let sb = Sandbox::new();
+    let url = |q: &str| format!("{}?system=pgmq&queue={q}", pg_url());
+    let r = sb
+        .run(&["redrive", &url(&old), "--yes", "--output", "json"])
+        .code(2);
+    assert!(
+        r.stderr.contains("has no headers column") && r.stderr.contains("msg_id"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        count(&db, &format!("SELECT count(*) FROM pgmq.\"a_{old}\"")).await,
+        1,
+        "nothing was retried"
+    );
+    // With the id in the body, the retry may go: the id travels there.
+    let cfg = sb.write(
+        "pgmq.toml",
+        &format!(
+            "[queues.old]\ndlq = \"{}\"\nid = \"json:/order_id\"\n",
+            url(&old)
+        ),
+    );
+    sb.run(&[
+        "--config",
+        &cfg.to_string_lossy(),
+        "redrive",
+        "old",
+        "--yes",
+        "--output",
+        "json",
+    ])
+    .ok();
+    assert_eq!(
+        count(&db, &format!("SELECT count(*) FROM pgmq.\"q_{old}\"")).await,
+        1
+    );
+    sb.run(&["redrive", &url(&new), "--yes", "--output", "json"])
+        .ok();
+    let carried: String = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT headers->>'dlqctl-stable-id' FROM pgmq.\"q_{new}\""
+    )))
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(carried, "42", "the dead msg_id travels in new headers");
+    db.exec(&format!(
+        "DROP TABLE pgmq.\"q_{old}\", pgmq.\"a_{old}\", pgmq.\"q_{new}\", pgmq.\"a_{new}\"; DELETE FROM pgmq.meta WHERE queue_name IN ('{old}', '{new}')"
+    ))
+    .await;
+}
