@@ -151,9 +151,12 @@ impl Classifier {
             from_file.extend(user);
             user = from_file;
         }
+        // Rule names are quoted with control characters escaped, so that the error stays on
+        // one line (tests/it/bad_input.rs found `name = "\n"`).
         let rule_err = |name: &str, what: &str, e: regex::Error| {
             let reason = format!(
-                "rule `{name}`: {what} is not a valid regex ({})",
+                "rule `{}`: {what} is not a valid regex ({})",
+                crate::address::escape_controls(name),
                 one_line(&e.to_string())
             );
             match rules_file {
@@ -172,7 +175,7 @@ impl Classifier {
             if m.error.is_none() && m.body.is_none() && m.attributes.is_empty() {
                 let reason = format!(
                     "rule `{}` matches nothing: give match.error, match.body or match.attributes",
-                    r.name
+                    crate::address::escape_controls(&r.name)
                 );
                 return Err(match rules_file {
                     Some(p) => Error::Rules {

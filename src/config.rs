@@ -30,6 +30,10 @@ pub struct Config {
 pub struct KafkaConfig {
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
+    /// How long a redrive's lease on a dead-letter topic lasts without renewal: how soon a
+    /// re-run may go after a redrive crashed (docs/kafka.md#the-redrive-lease). Default 10s.
+    #[serde(default, deserialize_with = "opt_duration")]
+    pub lease_timeout: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -179,6 +183,12 @@ fn opt_retention<'de, D: Deserializer<'de>>(
 
 /// `30s`, `2m`, `3d`, `1h 30m`: humantime's grammar.
 pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
+    // The reasons quote the input: control characters escaped, so the error stays on one line
+    // (tests/it/bad_input.rs found `--older-than $'\n'` printing a line break).
+    duration(s).map_err(|e| crate::address::escape_controls(&e))
+}
+
+fn duration(s: &str) -> std::result::Result<Duration, String> {
     let d = humantime::parse_duration(s.trim())
         .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 90s, 15m, 36h, 14d"))?;
     if d > MAX_DURATION {
@@ -250,11 +260,13 @@ pub fn one_line(s: &str) -> String {
         .unwrap_or_default()
         .trim()
         .to_string();
-    if last.is_empty() || last == first {
+    // A lone carriage return is not a line end to `lines()`: escape what is left (found by
+    // tests/it/bad_input.rs: `kind = "\r"` in a rule).
+    crate::address::escape_controls(&if last.is_empty() || last == first {
         first
     } else {
         format!("{first} {last}")
-    }
+    })
 }
 
 #[cfg(test)]

@@ -93,6 +93,16 @@ pub enum Error {
     #[error("interrupted")]
     Interrupted,
 
+    /// An error with a hint of its own, given where it was raised (it replaces the kind's
+    /// generic hint: a job system's missing table gets a `schema=` hint, not the column
+    /// mapping one).
+    #[error("{source}")]
+    Hinted { source: Box<Error>, hint: String },
+
+    /// Ctrl-C at a question: nothing was done.
+    #[error("cancelled; nothing done")]
+    Cancelled,
+
     /// stdout was closed by the reader (`| head`): not an error for the user.
     #[error("output closed")]
     ClosedOutput,
@@ -131,11 +141,12 @@ impl Error {
             | Error::AuthenticationFailed { .. }
             | Error::Backend { .. } => exit::BACKEND,
             Error::Io { .. } => exit::USAGE,
+            Error::Hinted { source, .. } => source.exit_code(),
             Error::Stopped { source } => match source.exit_code() {
                 exit::USAGE => exit::PARTIAL,
                 other => other,
             },
-            Error::Interrupted => exit::INTERRUPTED,
+            Error::Interrupted | Error::Cancelled => exit::INTERRUPTED,
             Error::ClosedOutput => exit::OK,
         }
     }
@@ -153,10 +164,27 @@ impl Error {
             Error::AuthenticationFailed { .. } => "check the user name and that password (in a URL, percent-encode @ : / ? #); ~/.pgpass must be mode 0600; the server's pg_hba.conf decides which method it expects".into(),
             Error::Schema { .. } => "map your column names in dlqctl.toml under [queues.NAME.columns] (see docs/postgres.md)".into(),
             Error::Stopped { source } => return source.hint(),
-            Error::Interrupted => return None,
+            Error::Hinted { hint, .. } => hint.clone(),
+            Error::Interrupted | Error::Cancelled => return None,
 
             _ => return None,
         })
+    }
+
+    /// The error under any wrapping (a hint, a mid-run stop).
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::Hinted { source, .. } | Error::Stopped { source } => source.root(),
+            other => other,
+        }
+    }
+
+    /// This error, with `hint` shown under it instead of its kind's generic one.
+    pub fn hinted(self, hint: impl Into<String>) -> Self {
+        Error::Hinted {
+            source: Box::new(self),
+            hint: hint.into(),
+        }
     }
 
     pub fn invalid_arg(arg: impl Into<String>, reason: impl Into<String>) -> Self {

@@ -297,11 +297,37 @@ impl Message {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Encoding {
     Utf8,
     Base64,
+}
+
+/// By hand rather than derived: serde's "unknown variant" error quotes the value as it is, so
+/// `"body_encoding": "base64\n"` broke `replay`'s one-line error in two (found by
+/// tests/it/bad_input.rs). Same words, control characters escaped.
+impl<'de> Deserialize<'de> for Encoding {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Encoding, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Encoding;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("`utf8` or `base64`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Encoding, E> {
+                match v {
+                    "utf8" => Ok(Encoding::Utf8),
+                    "base64" => Ok(Encoding::Base64),
+                    other => Err(E::custom(format_args!(
+                        "unknown variant `{}`, expected `utf8` or `base64`",
+                        crate::address::escape_controls(other)
+                    ))),
+                }
+            }
+        }
+        d.deserialize_str(Visitor)
+    }
 }
 
 fn encode_bytes(b: &[u8]) -> (String, Encoding) {
@@ -368,39 +394,63 @@ pub struct RecordAttribute {
     /// Binary value, base64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base64: Option<String>,
+    /// For people and `jq`: a Kafka dead-letter header that holds a number as binary (Spring's
+    /// partition, offset, timestamp), decoded. Derived from the value; ignored when read back.
+    #[serde(default, skip_serializing_if = "Option::is_none", skip_deserializing)]
+    pub decoded: Option<serde_json::Value>,
 }
 
 impl From<&Attribute> for RecordAttribute {
     fn from(a: &Attribute) -> Self {
+        let decoded = decoded_header(&a.name, a.value.as_bytes());
         match &a.value {
             AttrValue::Text { data_type, value } => RecordAttribute {
                 name: a.name.clone(),
                 data_type: Some(data_type.to_string()),
                 value: Some(value.clone()),
                 base64: None,
+                decoded,
             },
             AttrValue::Binary { data_type, value } => RecordAttribute {
                 name: a.name.clone(),
                 data_type: Some(data_type.to_string()),
                 value: None,
                 base64: Some(B64.encode(value)),
+                decoded,
             },
             AttrValue::Null => RecordAttribute {
                 name: a.name.clone(),
                 data_type: None,
                 value: None,
                 base64: None,
+                decoded: None,
             },
         }
+    }
+}
+
+/// A dead-letter header holding a number as binary, decoded (see [`RecordAttribute::decoded`]).
+pub fn decoded_header(name: &str, value: Option<&[u8]>) -> Option<serde_json::Value> {
+    #[cfg(feature = "kafka")]
+    {
+        value.and_then(|v| crate::backend::kafka::conventions::decoded(name, v))
+    }
+    #[cfg(not(feature = "kafka"))]
+    {
+        let _ = (name, value);
+        None
     }
 }
 
 impl TryFrom<RecordAttribute> for Attribute {
     type Error = String;
     fn try_from(r: RecordAttribute) -> Result<Self, String> {
+        // The name as the errors quote it: control characters escaped, so that `replay`'s
+        // error stays on one line (tests/it/bad_input.rs found `"name": "\n"`).
+        let shown = || crate::address::escape_controls(&r.name);
         let value = match (r.value, r.base64) {
             (Some(_), Some(_)) => {
-                return Err(format!("attribute `{}` has both value and base64", r.name));
+                return Err(format!("attribute `{}` has both value and base64", shown()));
             }
             (Some(v), None) => AttrValue::Text {
                 data_type: r.data_type.map_or(Cow::Borrowed("String"), Cow::Owned),
@@ -410,7 +460,7 @@ impl TryFrom<RecordAttribute> for Attribute {
                 data_type: r.data_type.map_or(Cow::Borrowed("Binary"), Cow::Owned),
                 value: B64
                     .decode(b)
-                    .map_err(|e| format!("attribute `{}`: invalid base64 ({e})", r.name))?,
+                    .map_err(|e| format!("attribute `{}`: invalid base64 ({e})", shown()))?,
             },
             (None, None) => AttrValue::Null,
         };

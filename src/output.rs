@@ -78,6 +78,31 @@ impl Printer {
         self.progress
     }
 
+    /// Whether a question can be asked (stdin and stderr are terminals).
+    pub fn interactive(&self) -> bool {
+        self.interactive
+    }
+
+    /// A plan (name, value rows) on stderr: what a command is about to do. `asking`: a question
+    /// follows, so it is shown whatever `--quiet` says.
+    pub fn plan(&self, rows: &[(String, String)], asking: bool) {
+        if self.quiet && !asking {
+            return;
+        }
+        let mut t = self.table();
+        for (k, v) in rows {
+            t.add_row(vec![k.as_str(), v.as_str()]);
+        }
+        eprintln!("{t}");
+    }
+
+    /// A note that belongs to a plan (`nothing done`): shown with it.
+    pub fn plan_note(&self, msg: &str, asked: bool) {
+        if !self.quiet || asked {
+            eprintln!("{msg}");
+        }
+    }
+
     pub fn is_table(&self) -> bool {
         self.format == OutputFormat::Table
     }
@@ -181,7 +206,7 @@ impl Printer {
             .interact()
             .map_err(|e| match e {
                 dialoguer::Error::IO(io) if io.kind() == io::ErrorKind::Interrupted => {
-                    Error::Interrupted
+                    Error::Cancelled
                 }
                 dialoguer::Error::IO(io) => Error::io("terminal", io),
             })
@@ -244,12 +269,38 @@ pub fn fmt_duration(d: Duration) -> String {
 /// A bar when the length is known, else a spinner with a count.
 fn progress_style(bar: bool) -> ProgressStyle {
     if bar {
-        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({per_sec}, eta {eta})")
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({rate}, eta {eta})")
     } else {
-        ProgressStyle::with_template("{spinner} {msg} {pos} ({per_sec})")
+        ProgressStyle::with_template("{spinner} {msg} {pos} ({rate})")
     }
     .expect("static template")
+    .with_key(
+        "rate",
+        |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{}", fmt_rate(s.per_sec()));
+        },
+    )
     .progress_chars("=> ")
+}
+
+/// Messages per second as a person reads them: `99,130/s`, `12/s`, `0.5/s`.
+pub fn fmt_rate(per_sec: f64) -> String {
+    if !per_sec.is_finite() || per_sec <= 0.0 {
+        return "0/s".into();
+    }
+    if per_sec < 10.0 {
+        return format!("{per_sec:.1}/s");
+    }
+    let n = per_sec.round() as u64;
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    format!("{out}/s")
 }
 
 #[cfg(test)]
@@ -267,5 +318,14 @@ mod tests {
         assert_eq!(fmt_duration(Duration::ZERO), "0s");
         let back = humantime::parse_duration(&fmt_duration(Duration::from_secs(90_061))).unwrap();
         assert_eq!(back, Duration::from_secs(90_061));
+    }
+
+    #[test]
+    fn rates_are_rounded() {
+        assert_eq!(fmt_rate(99_129.595_3), "99,130/s");
+        assert_eq!(fmt_rate(1_234_567.0), "1,234,567/s");
+        assert_eq!(fmt_rate(12.4), "12/s");
+        assert_eq!(fmt_rate(0.46), "0.5/s");
+        assert_eq!(fmt_rate(f64::NAN), "0/s");
     }
 }

@@ -135,6 +135,15 @@ impl PgConn {
         input: &str,
         own: &[&str],
     ) -> std::result::Result<(PgConn, Vec<(String, String)>), String> {
+        // Reasons quote decoded values (`hostaddr=%0A`): escape control characters so that the
+        // error stays on one line (found by tests/it/bad_input.rs).
+        Self::parse_parts(input, own).map_err(|r| crate::address::escape_controls(&r))
+    }
+
+    fn parse_parts(
+        input: &str,
+        own: &[&str],
+    ) -> std::result::Result<(PgConn, Vec<(String, String)>), String> {
         let input = input.trim();
         let scheme_end = input
             .find("://")
@@ -272,6 +281,16 @@ impl PgConn {
                     return Err(format!("unknown parameter `{other}`{hint}"));
                 }
             }
+        }
+        // A host is shown as it is (`postgres://HOST/…`): a decoded line break would split every
+        // message that names the address (tests/it/bad_input.rs found `postgres://a%0Ab/db`).
+        if let Some(h) = &c.host
+            && h.chars().any(char::is_control)
+        {
+            return Err(format!(
+                "host `{}` has a control character in it",
+                crate::address::escape_controls(h)
+            ));
         }
         // (A password equal to the user name is shown by the user name anyway; scrubbing it
         // would only blank every mention of that name.)

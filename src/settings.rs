@@ -41,9 +41,34 @@ impl Ctx {
 pub struct Interrupt {
     flag: Arc<AtomicBool>,
     notify: Arc<Notify>,
+    /// Where a command that changes something is: see [`Phase`].
+    phase: Arc<std::sync::atomic::AtomicU8>,
+}
+
+/// What a first Ctrl-C means, by where the command is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Reading (peek, tail, export, classify): stop reading, show what was read.
+    Reading = 0,
+    /// At the question before a change: nothing was done, the command ends at once.
+    Asking = 1,
+    /// Changing (redrive, replay): finish the current batch, then stop.
+    Changing = 2,
 }
 
 impl Interrupt {
+    pub fn set_phase(&self, p: Phase) {
+        self.phase.store(p as u8, Ordering::SeqCst);
+    }
+
+    pub fn phase(&self) -> Phase {
+        match self.phase.load(Ordering::SeqCst) {
+            1 => Phase::Asking,
+            2 => Phase::Changing,
+            _ => Phase::Reading,
+        }
+    }
+
     pub fn trigger(&self) {
         self.flag.store(true, Ordering::SeqCst);
         self.notify.notify_waiters();
@@ -71,7 +96,7 @@ pub struct QueueRef {
     pub address: Address,
     pub cfg: QueueConfig,
     pub aws: AwsOptions,
-    pub kafka: std::collections::BTreeMap<String, String>,
+    pub kafka: crate::config::KafkaConfig,
 }
 
 impl QueueRef {
@@ -107,16 +132,23 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
             address,
             cfg: cfg.clone(),
             aws: aws.clone(),
-            kafka: config.kafka.properties.clone(),
+            kafka: config.kafka.clone(),
         });
     }
     let looks_like_name =
         !arg.contains("://") && !arg.contains(':') && !arg.contains('.') && arg != "-";
     if looks_like_name {
-        return Err(Error::UnknownQueue {
+        let e = Error::UnknownQueue {
             name: arg.to_string(),
             config: config.path.clone(),
-        });
+        };
+        let hint = match crate::pgconn::closest(arg, config.queues.keys().map(String::as_str)) {
+            Some(c) => format!("did you mean `{c}`?"),
+            None => format!(
+                "name the queue by its URL (an SQS queue: sqs://{arg}; a Kafka topic: kafka://HOST:PORT/{arg}), or define [queues.{arg}] in dlqctl.toml (--config FILE or DLQCTL_CONFIG)"
+            ),
+        };
+        return Err(e.hinted(hint));
     }
     let address = Address::parse(arg)?;
     // A URL that matches a configured queue's address picks up its settings.
@@ -130,14 +162,14 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
             address,
             cfg: cfg.clone(),
             aws: aws.clone(),
-            kafka: config.kafka.properties.clone(),
+            kafka: config.kafka.clone(),
         },
         None => QueueRef {
             name: None,
             address,
             cfg: QueueConfig::default(),
             aws: aws.clone(),
-            kafka: config.kafka.properties.clone(),
+            kafka: config.kafka.clone(),
         },
     })
 }
@@ -160,7 +192,7 @@ pub fn resolve_target(
                 columns: cfg.columns.clone(),
                 as_target: true,
                 aws: aws.clone(),
-                kafka: config.kafka.properties.clone(),
+                kafka: config.kafka.clone(),
                 exactly_once: false,
             },
         ));
@@ -183,7 +215,7 @@ pub fn resolve_target(
             },
             as_target: true,
             aws: aws.clone(),
-            kafka: config.kafka.properties.clone(),
+            kafka: config.kafka.clone(),
             exactly_once: false,
         },
     ))
@@ -266,6 +298,12 @@ pub const MAX_RATE: f64 = 1_000_000.0;
 
 /// `--rate 50`, `--rate 50/s`, `--rate 3000/m`.
 pub fn parse_rate(s: &str) -> std::result::Result<f64, String> {
+    // The reasons quote the input: control characters escaped, so the error stays on one line
+    // (tests/it/bad_input.rs found `--rate $'\n'` printing a line break).
+    rate(s).map_err(|e| crate::address::escape_controls(&e))
+}
+
+fn rate(s: &str) -> std::result::Result<f64, String> {
     let (n, per) = match s.split_once('/') {
         Some((n, u)) => (n, u),
         None => (s, "s"),

@@ -68,7 +68,7 @@ impl QueueBackend for FileBackend {
         }
     }
 
-    async fn inspect(&self) -> Result<Inspection> {
+    async fn inspect(&self, _classifier: &crate::classify::Classifier) -> Result<Inspection> {
         Err(self.unsupported("inspect"))
     }
 

@@ -55,9 +55,18 @@ pub struct Capabilities {
 pub struct Inspection {
     pub queue: String,
     pub backend: &'static str,
+    /// In JSON an object, name → value, in this order (`jq .facts.messages`).
+    #[serde(serialize_with = "facts_as_object")]
     pub facts: Vec<Fact>,
     pub tables: Vec<Table>,
     pub notes: Vec<String>,
+}
+
+fn facts_as_object<S: serde::Serializer>(
+    facts: &[Fact],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_map(facts.iter().map(|f| (&f.name, &f.value)))
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -97,6 +106,19 @@ pub struct ScanOptions {
     pub limit: Option<u64>,
     /// Messages to read per round trip.
     pub page_size: usize,
+    /// Read what a redrive would read (a redrive's dry run): on Kafka, from the redrive
+    /// group's committed offsets instead of the low watermarks.
+    pub as_redrive: bool,
+}
+
+/// How many messages a queue holds, where it can tell cheaply (the plan's count, the
+/// progress bar's length).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backlog {
+    pub messages: u64,
+    /// False where the number is an estimate (SQS's approximate counts, Kafka offsets, which
+    /// may have gaps).
+    pub exact: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -293,7 +315,7 @@ pub struct VerifyFacts {
 pub trait QueueBackend: Send + Sync {
     fn address(&self) -> &Address;
     fn capabilities(&self) -> Capabilities;
-    async fn inspect(&self) -> Result<Inspection>;
+    async fn inspect(&self, classifier: &crate::classify::Classifier) -> Result<Inspection>;
     /// Read messages, oldest first, without removing them.
     async fn scan(&self, opts: ScanOptions) -> Result<MessageStream<'_>>;
     /// Follow arrivals until the stream is dropped.
@@ -319,6 +341,11 @@ pub trait QueueBackend: Send + Sync {
     /// cluster and topic; PostgreSQL: the server instance, database and table). Two backends
     /// with the same identity are the same queue. `None`: the backend cannot tell.
     async fn identity(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
+    /// How many messages there are to read (`for_redrive`: what a redrive would still look
+    /// at: on Kafka, from the redrive group's committed offsets), where that is cheap.
+    async fn backlog(&self, _for_redrive: bool) -> Result<Option<Backlog>> {
         Ok(None)
     }
     /// Where a redrive of `m` goes when the user did not say (None: unknown).
@@ -382,8 +409,8 @@ pub struct OpenOptions {
     /// Whether this backend is opened as a redrive/replay target (different table checks).
     pub as_target: bool,
     pub aws: AwsOptions,
-    /// Kafka client properties (`[kafka.properties]`).
-    pub kafka: std::collections::BTreeMap<String, String>,
+    /// Kafka client properties and dlqctl's Kafka settings (`[kafka]`).
+    pub kafka: crate::config::KafkaConfig,
     /// Kafka: move with transactions (`redrive --exactly-once`).
     pub exactly_once: bool,
 }

@@ -20,6 +20,9 @@ pub struct Args {
     /// Export at most N messages
     #[arg(long, value_name = "N")]
     pub max: Option<u64>,
+    /// Replace FILE if it exists (without it, an existing file is an error)
+    #[arg(long, requires = "output_file")]
+    pub force: bool,
     #[command(flatten)]
     pub filters: FilterArgs,
 }
@@ -37,6 +40,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
                 max: a.max,
             },
             output: a.output_file,
+            force: a.force,
         },
     )
     .await

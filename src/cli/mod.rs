@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::error::{Error, Result, exit};
 use crate::filter::Filter;
 use crate::output::{ColorChoice, OutputFormat, Printer, PrinterOptions};
-use crate::settings::{Ctx, FilterInput, Interrupt, build_filter};
+use crate::settings::{Ctx, FilterInput, Interrupt, Phase, build_filter};
 
 mod classify;
 mod completions;
@@ -181,10 +181,16 @@ impl FilterArgs {
         )?;
         for c in &self.class {
             if !classifier.knows(c) {
+                let known = ["transient", "permanent", "unclassified"]
+                    .into_iter()
+                    .chain(classifier.rules().iter().map(|r| r.name.as_str()));
+                let guess = crate::pgconn::closest(c, known)
+                    .map(|g| format!(" (did you mean `{g}`?)"))
+                    .unwrap_or_default();
                 return Err(Error::invalid_arg(
                     "--class",
                     format!(
-                        "`{c}` is neither transient, permanent, unclassified nor a rule name (rules: {})",
+                        "`{c}` is neither transient, permanent, unclassified nor a rule name{guess} (rules: {})",
                         classifier
                             .rules()
                             .iter()
@@ -322,9 +328,10 @@ async fn run(cli: Cli) -> i32 {
 
 /// Print an error (and its hint) on stderr; return its exit code.
 fn report(e: &Error) -> i32 {
-    match e {
+    match e.root() {
         Error::ClosedOutput => {}
         Error::Interrupted => eprintln!("interrupted"),
+        Error::Cancelled => eprintln!("cancelled; nothing done"),
         _ => {
             eprintln!("error: {}", crate::secrets::scrub(&e.to_string()));
             if let Some(h) = e.hint() {
@@ -357,9 +364,18 @@ fn spawn_signal_handler(interrupt: Interrupt) {
             }
             count += 1;
             if count == 1 {
-                eprintln!(
-                    "\ninterrupting: finishing the current batch (press Ctrl-C again to stop at once)"
-                );
+                match interrupt.phase() {
+                    Phase::Asking => {
+                        eprintln!("\ncancelled; nothing done");
+                        std::process::exit(exit::INTERRUPTED);
+                    }
+                    Phase::Changing => eprintln!(
+                        "\ninterrupting: finishing the current batch (press Ctrl-C again to stop at once)"
+                    ),
+                    Phase::Reading => {
+                        eprintln!("\ninterrupting (press Ctrl-C again to stop at once)")
+                    }
+                }
                 interrupt.trigger();
             } else {
                 // The open transaction, if any, is rolled back by the server: nothing is lost.

@@ -82,6 +82,7 @@ async fn classify_with(
         .scan(ScanOptions {
             limit: if req.filter.is_empty() { req.max } else { None },
             page_size: 1000,
+            ..ScanOptions::default()
         })
         .await?;
     let now = Utc::now();

@@ -4,15 +4,32 @@ use serde_json::Value;
 
 use crate::backend::postgres::dedupe::{DedupeTable, KnownRetention};
 use crate::backend::{self, Fact, Inspection};
+use crate::classify::Classifier;
 use crate::error::{Result, exit};
 use crate::settings::{Ctx, QueueRef};
 
 pub async fn run(ctx: &Ctx, queues: Vec<QueueRef>) -> Result<i32> {
     let p = &ctx.printer;
+    // The classes are the ones `classify` gives: the config's rules, then the built-in ones.
+    let classifier = Classifier::new(&ctx.config.classify.rules, ctx.config.path.as_deref(), None)?;
     let mut reports = Vec::new();
     for q in &queues {
         let b = backend::open(&q.address, &q.source_options()).await?;
-        let mut ins = b.inspect().await?;
+        let mut ins = b.inspect(&classifier).await?;
+        // A declared retention is the one verify reasons with: show that one.
+        if let Some(d) = q.cfg.dlq_retention
+            && let Some(f) = ins.facts.iter_mut().find(|f| f.name == "retention")
+        {
+            let found = f.display.clone();
+            *f = Fact::new(
+                "retention",
+                d.as_secs(),
+                format!(
+                    "{} (declared dlq_retention; the queue itself says: {found})",
+                    crate::output::fmt_duration(d)
+                ),
+            );
+        }
         if let Some(d) = &q.cfg.dedupe {
             add_dedupe(&mut ins, d).await;
         }
@@ -21,11 +38,18 @@ pub async fn run(ctx: &Ctx, queues: Vec<QueueRef>) -> Result<i32> {
         }
         reports.push(ins);
     }
-    if !p.is_table() {
-        if reports.len() == 1 {
-            return p.json(&reports[0]).map(|_| exit::OK);
+    match p.format {
+        // One shape whatever the number of queues: an array of reports, or a report a line.
+        crate::output::OutputFormat::Jsonl => {
+            for r in &reports {
+                p.jsonl(r)?;
+            }
+            return Ok(exit::OK);
         }
-        return p.json(&reports).map(|_| exit::OK);
+        crate::output::OutputFormat::Json | crate::output::OutputFormat::Junit => {
+            return p.json(&reports).map(|_| exit::OK);
+        }
+        crate::output::OutputFormat::Table => {}
     }
     for (i, ins) in reports.iter().enumerate() {
         if i > 0 {
@@ -68,6 +92,16 @@ async fn add_dedupe(ins: &mut Inspection, cfg: &crate::config::DedupeConfig) {
     ));
 }
 
+/// A fact's name as a table shows it: the unit is in the shown value (`14d`, `12.4 MiB`), not
+/// the label (`retention`, not `retention seconds`).
+fn label(name: &str) -> String {
+    let base = ["_seconds", "_ms", "_bytes"]
+        .iter()
+        .find_map(|u| name.strip_suffix(u))
+        .unwrap_or(name);
+    base.replace('_', " ")
+}
+
 fn render(ctx: &Ctx, ins: &Inspection) -> Result<()> {
     let p = &ctx.printer;
     let mut t = p.table();
@@ -81,7 +115,7 @@ fn render(ctx: &Ctx, ins: &Inspection) -> Result<()> {
         } else {
             f.display.clone()
         };
-        t.add_row(vec![f.name.replace('_', " "), shown]);
+        t.add_row(vec![label(&f.name), shown]);
     }
     p.line(&t.to_string())?;
     for tab in &ins.tables {

@@ -52,7 +52,8 @@ pub struct MoveRequest {
 pub struct MoveSummary {
     pub operation: String,
     pub dry_run: bool,
-    pub source: String,
+    /// What was read: the dead-letter queue of a redrive, the source of a replay.
+    pub from: String,
     pub filter: String,
     /// What the copies carry of the headers/attributes (`all`, or the header rules).
     pub headers: String,
@@ -240,7 +241,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
             backend: req.source.address.backend_name(),
             operation: "redrive",
             reason:
-                "this source cannot remove a message after copying it; use `dlqctl replay` to copy"
+                "this queue cannot remove a message after copying it; use `dlqctl replay` to copy"
                     .into(),
         });
     }
@@ -263,7 +264,10 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
             "replay needs a target: --to QUEUE",
         ));
     }
-    if req.exactly_once && !fixed.as_ref().is_some_and(|f| source.can_move_locally(f)) {
+    if req.exactly_once
+        && !(matches!(req.source.address, Address::Kafka(_))
+            && fixed.as_ref().is_some_and(|f| source.can_move_locally(f)))
+    {
         return Err(Error::invalid_arg(
             "--exactly-once",
             "needs a Kafka dead-letter topic and --to a topic on the same cluster (kafka://SAME-BROKERS/TOPIC)",
@@ -293,7 +297,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
                 columns: req.source.cfg.source_columns.clone(),
                 as_target: true,
                 aws: ctx.aws.clone(),
-                kafka: ctx.config.kafka.properties.clone(),
+                kafka: ctx.config.kafka.clone(),
                 exactly_once: false,
             },
         },
@@ -314,50 +318,35 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         targets.get(f).await?;
     }
 
-    // The plan.
-    let plan_to = fixed
-        .as_ref()
-        .map(ToString::to_string)
-        .unwrap_or_else(|| "each message's source queue (discovered per message)".into());
-    if p.is_table() {
-        let mut t = p.table();
-        let verb = match req.mode {
-            Mode::Redrive => "move (copy, then delete from the source)",
-            Mode::Replay => "copy (nothing is removed from the source)",
-        };
-        t.add_row(vec!["operation", verb]);
-        t.add_row(vec!["from".to_string(), req.source.label()]);
-        t.add_row(vec!["to".to_string(), plan_to.clone()]);
-        t.add_row(vec!["filter".to_string(), req.filter.describe()]);
-        t.add_row(vec![
-            "at most".to_string(),
-            req.max.map_or("all".into(), |m| m.to_string()),
-        ]);
-        t.add_row(vec![
-            "rate".to_string(),
-            req.rate.map_or("unlimited".into(), |r| format!("{r:.1}/s")),
-        ]);
-        if req.headers.is_empty() {
-            t.add_row(vec![
-                "keeps",
-                "stable id, body, headers/attributes, group/key",
-            ]);
-        } else {
-            t.add_row(vec!["keeps", "stable id, body, group/key"]);
-            t.add_row(vec![
-                "headers/attributes".to_string(),
-                req.headers.describe(),
-            ]);
-        }
-        eprintln!("{t}");
+    // The plan: shown at a terminal, and always before a question (on stderr, whatever
+    // --output or --quiet say).
+    let asking = !req.dry_run && !req.yes;
+    let local = fixed.as_ref().is_some_and(|f| source.can_move_locally(f))
+        && (req.headers.is_empty() || req.exactly_once);
+    let backlog = if req.mode == Mode::Redrive || req.filter.is_empty() {
+        source
+            .backlog(req.mode == Mode::Redrive)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::debug!(error = %e, "no count for the plan");
+                None
+            })
+    } else {
+        None
+    };
+    if p.is_table() || (asking && p.interactive()) {
+        let plan = plan(&req, fixed.as_ref(), local, backlog);
+        p.plan(&plan, asking);
     }
-    if !req.dry_run && !req.yes {
+    if asking {
         let what = format!("{:?}", req.mode).to_lowercase();
+        ctx.interrupt.set_phase(crate::settings::Phase::Asking);
         if !p.confirm("Proceed?", &format!("`dlqctl {what}`"))? {
-            p.note("nothing done");
+            p.plan_note("nothing done", true);
             return Ok(exit::OK);
         }
     }
+    ctx.interrupt.set_phase(crate::settings::Phase::Changing);
 
     let started = Instant::now();
     let pacer = Pacer {
@@ -367,7 +356,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     let mut s = MoveSummary {
         operation: format!("{:?}", req.mode).to_lowercase(),
         dry_run: req.dry_run,
-        source: req.source.address.to_string(),
+        from: req.source.address.to_string(),
         filter: req.filter.describe(),
         headers: req.headers.describe(),
         ..MoveSummary::default()
@@ -376,8 +365,8 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     let moving = !(req.dry_run || req.mode == Mode::Replay);
     // A redrive asks its session first (a Kafka session knows from the offsets it starts at):
     // see `move_loop`.
-    let total = if !moving && req.filter.is_empty() && p.progress_enabled() {
-        message_count(source.as_ref()).await
+    let total = if !moving && req.filter.is_empty() {
+        backlog.map(|b| b.messages)
     } else {
         None
     };
@@ -411,6 +400,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
             &req,
             source.as_ref(),
             fixed.as_ref(),
+            backlog.map(|b| b.messages),
             &mut targets,
             &pacer,
             &mut s,
@@ -469,6 +459,126 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     })
 }
 
+/// The plan's rows: what happens, from where, to where, how many.
+fn plan(
+    req: &MoveRequest,
+    fixed: Option<&Address>,
+    local: bool,
+    backlog: Option<crate::backend::Backlog>,
+) -> Vec<(String, String)> {
+    let mut rows: Vec<(String, String)> = Vec::new();
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
+    row("operation", what_happens(req, fixed, local));
+    row(
+        match req.mode {
+            Mode::Redrive => "dead-letter queue",
+            Mode::Replay => "from",
+        },
+        req.source.label(),
+    );
+    row(
+        "to",
+        match fixed {
+            Some(f) if retried_in_place(req, f) => "where each job is (retried in place)".into(),
+            Some(f) => f.to_string(),
+            None => "each message's source queue (discovered per message)".into(),
+        },
+    );
+    row("filter", req.filter.describe());
+    let verb = match (req.mode, req.dry_run) {
+        (_, true) => "would send",
+        (Mode::Redrive, false) => "will move",
+        (Mode::Replay, false) => "will copy",
+    };
+    row(verb, count_text(backlog, req.max, !req.filter.is_empty()));
+    row(
+        "rate",
+        req.rate.map_or("unlimited".into(), |r| {
+            if r >= 1.0 {
+                format!("{r:.0}/s")
+            } else {
+                format!("{:.0}/h", r * 3600.0)
+            }
+        }),
+    );
+    if req.headers.is_empty() {
+        row(
+            "keeps",
+            "stable id, body, headers/attributes, group/key".into(),
+        );
+    } else {
+        row("keeps", "stable id, body, group/key".into());
+        row("headers/attributes", req.headers.describe());
+    }
+    if req.mode == Mode::Redrive
+        && matches!(req.source.address, Address::Kafka(_))
+        && !req.filter.is_empty()
+    {
+        row(
+            "note",
+            "records the filter skips are committed past too (a committed offset covers everything before it): they will not be redriven later. To copy a subset and leave the rest pending, use `dlqctl replay` instead".into(),
+        );
+    }
+    rows
+}
+
+/// What a run does to each message, in the backend's own terms.
+fn what_happens(req: &MoveRequest, fixed: Option<&Address>, local: bool) -> String {
+    use crate::address::{PgAddress, PgTarget};
+    if req.mode == Mode::Replay {
+        return "copy each message to the target (nothing is removed from what is read)".into();
+    }
+    match &req.source.address {
+        Address::Postgres(PgAddress {
+            target: PgTarget::System(name),
+            ..
+        }) => {
+            if fixed.is_some_and(|f| retried_in_place(req, f)) {
+                format!("retry each dead job in place, as {name}'s own tools do (nothing is copied)")
+            } else {
+                format!(
+                    "copy each dead job to the target, then remove it from {name} (in the batch's transaction)"
+                )
+            }
+        }
+        Address::Postgres(_) if local => {
+            "move each batch in one transaction: insert the copies, delete the dead letters".into()
+        }
+        Address::Postgres(_) => {
+            "copy each message to the target, then delete it from the dead-letter table".into()
+        }
+        Address::Sqs(_) => {
+            "copy each message to the target, then delete it from the dead-letter queue".into()
+        }
+        Address::Kafka(_) if req.exactly_once => "copy each record to the target topic and commit the redrive group's offsets past it, in one transaction (nothing is deleted from the topic)".into(),
+        Address::Kafka(_) => "copy each record to the target, then commit the redrive group's offsets past it (nothing is deleted from the topic)".into(),
+        Address::File(_) => "copy each message to the target".into(),
+    }
+}
+
+/// `40 of 1,200`, where the source counts cheaply; else `counted while moving`.
+fn count_text(
+    backlog: Option<crate::backend::Backlog>,
+    max: Option<u64>,
+    filtered: bool,
+) -> String {
+    let Some(b) = backlog else {
+        return match max {
+            Some(m) => format!("at most {m} (counted while moving)"),
+            None => "all (counted while moving)".into(),
+        };
+    };
+    let about = if b.exact { "" } else { "about " };
+    let n = b.messages;
+    if filtered {
+        let cap = max.map(|m| format!(", at most {m}")).unwrap_or_default();
+        format!("those of {about}{n} that pass the filter{cap} (counted while moving)")
+    } else {
+        let k = max.map_or(n, |m| m.min(n));
+        format!("{k} of {about}{n}")
+    }
+}
+
 /// Whether the run retries each message where it is (a job system's own retry) rather than
 /// copying it to `to`: the one case where the target is the source.
 fn retried_in_place(req: &MoveRequest, to: &Address) -> bool {
@@ -480,16 +590,6 @@ fn retried_in_place(req: &MoveRequest, to: &Address) -> bool {
                 ..
             })
         )
-}
-
-/// The number of messages `inspect` reports, for a progress bar.
-async fn message_count(source: &dyn QueueBackend) -> Option<u64> {
-    source.inspect().await.ok().and_then(|i| {
-        i.facts
-            .iter()
-            .find(|f| f.name == "messages")
-            .and_then(|f| f.value.as_u64())
-    })
 }
 
 async fn destination_of(
@@ -528,6 +628,9 @@ async fn copy_loop(
         .scan(ScanOptions {
             limit: None,
             page_size: req.batch_size,
+            // A redrive's dry run reads exactly what the redrive would (Kafka: from the
+            // redrive group's offsets).
+            as_redrive: req.mode == Mode::Redrive,
         })
         .await?;
     let now = Utc::now();
@@ -684,6 +787,7 @@ async fn move_loop(
     req: &MoveRequest,
     source: &dyn QueueBackend,
     fixed: Option<&Address>,
+    backlog: Option<u64>,
     targets: &mut Targets,
     pacer: &Pacer,
     s: &mut MoveSummary,
@@ -710,7 +814,7 @@ async fn move_loop(
         // The bar counts the messages looked at; `--max` caps it only without filters.
         let total = match session.remaining() {
             Some(n) => Some(n),
-            None if req.filter.is_empty() => message_count(source).await,
+            None if req.filter.is_empty() => backlog,
             None => None,
         };
         if let Some(t) = total {
@@ -1051,7 +1155,11 @@ fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {
         }
     }
     if s.interrupted {
-        p.line("interrupted: every message is in the source or in the target; re-run to continue")?;
+        p.line(if s.operation == "replay" {
+            "interrupted: nothing was removed; the copies sent so far stay in the target"
+        } else {
+            "interrupted: every message is in the dead-letter queue or in the target; re-run to continue"
+        })?;
     }
     if let Some(a) = &s.aborted {
         p.line(&format!("stopped: {a}"))?;

@@ -83,40 +83,46 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
         )?;
         return Ok(exit::OK);
     }
-    if p.is_table() {
-        let mut t = p.table();
-        t.add_row(vec![
-            "operation".to_string(),
-            "native server-side move (StartMessageMoveTask)".into(),
-        ]);
-        t.add_row(vec!["from".to_string(), req.source.label()]);
-        t.add_row(vec![
-            "to".to_string(),
-            req.to.as_ref().map_or(
-                "each message's original source queue".into(),
-                ToString::to_string,
+    let asking = !req.dry_run && !req.yes;
+    if p.is_table() || (asking && p.interactive()) {
+        let rows = vec![
+            (
+                "operation".to_string(),
+                "the service's own move task (StartMessageMoveTask): copy each message to the target, then delete it from the dead-letter queue".to_string(),
             ),
-        ]);
-        t.add_row(vec![
-            "rate".to_string(),
-            req.rate.map_or("service default".into(), |r| {
-                format!("{r:.0}/s (at most 500)")
-            }),
-        ]);
-        t.add_row(vec![
-            "note",
-            "no filters; every moved message gets a new MessageId",
-        ]);
-        eprintln!("{t}");
+            ("dead-letter queue".to_string(), req.source.label()),
+            (
+                "to".to_string(),
+                req.to.as_ref().map_or(
+                    "each message's source queue (the queue it failed on)".into(),
+                    ToString::to_string,
+                ),
+            ),
+            (
+                "rate".to_string(),
+                req.rate.map_or("service default".into(), |r| {
+                    format!("{r:.0}/s (at most 500)")
+                }),
+            ),
+            (
+                "note".to_string(),
+                "no filters; every moved message gets a new MessageId".to_string(),
+            ),
+        ];
+        p.plan(&rows, asking);
     }
     if req.dry_run {
         emit(None, "native-redrive (dry run)")?;
         return Ok(exit::OK);
     }
-    if !req.yes && !p.confirm("Start the move task?", "`dlqctl redrive --native`")? {
-        p.note("nothing done");
-        return Ok(exit::OK);
+    if asking {
+        ctx.interrupt.set_phase(crate::settings::Phase::Asking);
+        if !p.confirm("Start the move task?", "`dlqctl redrive --native`")? {
+            p.plan_note("nothing done", true);
+            return Ok(exit::OK);
+        }
     }
+    ctx.interrupt.set_phase(crate::settings::Phase::Changing);
     let handle = b.start_native_move(req.to.as_ref(), req.rate).await?;
     if !req.wait {
         let task = b

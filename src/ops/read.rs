@@ -55,6 +55,7 @@ async fn peek_with(ctx: &Ctx, req: &ReadRequest, b: &dyn backend::QueueBackend) 
             } else {
                 500
             },
+            ..ScanOptions::default()
         })
         .await?;
     let now = Utc::now();
@@ -147,6 +148,12 @@ pub fn card(m: &Message, c: &Classifier, color: bool) -> String {
                 format!("{} ({} bytes)", preview_hex(value, 32), value.len())
             }
             AttrValue::Null => "(null)".into(),
+        };
+        // Spring's binary partition, offset and timestamp, as numbers and a date.
+        let v = match crate::message::decoded_header(&a.name, a.value.as_bytes()) {
+            Some(serde_json::Value::String(t)) => format!("{t} (raw {v})"),
+            Some(n) => format!("{n} (raw {v})"),
+            None => v,
         };
         s.push_str(&format!("  {} = {v}\n", a.name));
     }
@@ -299,9 +306,25 @@ async fn tail_with(ctx: &Ctx, req: &TailRequest, b: &dyn backend::QueueBackend) 
 pub struct ExportRequest {
     pub read: ReadRequest,
     pub output: Option<PathBuf>,
+    /// Replace an existing output file.
+    pub force: bool,
 }
 
 pub async fn export(ctx: &Ctx, req: ExportRequest) -> Result<i32> {
+    // A backup is not overwritten by accident: checked before anything is read.
+    if let Some(path) = &req.output
+        && path.as_os_str() != "-"
+        && path.exists()
+        && !req.force
+    {
+        return Err(Error::invalid_arg(
+            "--output-file",
+            format!(
+                "{} exists; dlqctl does not overwrite it: choose another name, or pass --force to replace it",
+                path.display()
+            ),
+        ));
+    }
     let b = backend::open(&req.read.queue.address, &req.read.queue.source_options()).await?;
     warn_side_effects(ctx, b.as_ref());
     let r = export_with(ctx, &req, b.as_ref()).await;
@@ -318,6 +341,7 @@ async fn export_with(ctx: &Ctx, req: &ExportRequest, b: &dyn backend::QueueBacke
         .scan(ScanOptions {
             limit: if r.filter.is_empty() { r.max } else { None },
             page_size: 1000,
+            ..ScanOptions::default()
         })
         .await?;
     // To a file: write beside it and rename at the end, so a failed export never leaves a

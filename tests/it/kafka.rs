@@ -197,18 +197,10 @@ async fn spring_connect_and_smallrye_dead_letters_are_understood() {
         .run_with(&["inspect", &k.url("dlt"), "--output", "json"], &env)
         .ok()
         .json();
-    let fact = |n: &str| {
-        ins["facts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == n)
-            .unwrap()["value"]
-            .clone()
-    };
+    let fact = |n: &str| ins[0]["facts"][n].clone();
     assert_eq!(fact("messages"), 6);
     assert_eq!(fact("retention_ms"), "604800000");
-    let by_topic = ins["tables"]
+    let by_topic = ins[0]["tables"]
         .as_array()
         .unwrap()
         .iter()
@@ -347,13 +339,7 @@ async fn redrive_to_the_original_topic_lands_keys_where_java_would() {
         .run_with(&["inspect", &k.url("dlt"), "--output", "json"], &env)
         .ok()
         .json();
-    let lag = ins["facts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "redrive_lag")
-        .unwrap()["value"]
-        .clone();
+    let lag = ins[0]["facts"]["redrive_lag"].clone();
     assert_eq!(lag, 0);
     // --to another topic (a per-group retry topic, say) works on the same records by --from.
     k.create("orders-retry-billing", 1, &[]).await;
@@ -447,14 +433,7 @@ async fn an_interrupted_redrive_commits_every_batch_it_delivered() {
             .run_with(&["inspect", &k.url("dlt"), "--output", "json"], &env)
             .ok()
             .json();
-        ins["facts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == "redrive_lag")
-            .unwrap()["value"]
-            .as_i64()
-            .unwrap()
+        ins[0]["facts"]["redrive_lag"].as_i64().unwrap()
     };
     assert_eq!(lag(&sb), 400 - moved, "every delivered batch was committed");
     let j = sb
@@ -697,13 +676,7 @@ async fn exactly_once_needs_broker_transactions_and_says_so() {
         .run_with(&["inspect", &k.url("dlt"), "--output", "json"], &env)
         .ok()
         .json();
-    let lag = j["facts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "redrive_lag")
-        .unwrap()["value"]
-        .clone();
+    let lag = j[0]["facts"]["redrive_lag"].clone();
     assert_eq!(lag, 3, "no offsets committed");
 }
 
@@ -925,14 +898,7 @@ async fn a_failed_destination_blocks_the_commit_and_ranges_are_for_replay() {
         .run_with(&["inspect", &k.url("dlt"), "--output", "json"], &env)
         .ok()
         .json();
-    let lag = ins["facts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "redrive_lag")
-        .unwrap()["value"]
-        .as_i64()
-        .unwrap();
+    let lag = ins[0]["facts"]["redrive_lag"].as_i64().unwrap();
     assert!(
         lag >= 2,
         "the unsent record and what follows stay pending (lag {lag})"
@@ -1039,11 +1005,30 @@ async fn a_second_redrive_of_one_topic_refuses_while_the_first_runs() {
     let k = Kafka::new("lease");
     k.create("orders", 2, &[]).await;
     k.create("dlt", 2, &[]).await;
-    spring_dlt(&k, "dlt", 30).await;
+    spring_dlt(&k, "dlt", 60).await;
     let sb = Sandbox::new();
-    let env = k.env();
-    // Six seconds at 5/s: longer than a second run needs to learn that the lease is held.
-    let first = slow_redrive(&sb, &k, "dlt", "5", "5/s", Stdio::piped());
+    // A 2 s lease: the first run renews it every 0.7 s, so the second sees it held at once.
+    let cfg = sb.write("lease.toml", "[kafka]\nlease_timeout = \"2s\"\n");
+    let mut env = k.env();
+    env.push(("DLQCTL_CONFIG".into(), cfg.to_string_lossy().into_owned()));
+    // Twelve seconds at 5/s: the second run comes while the first runs.
+    let first = sb
+        .cmd(&[
+            "redrive",
+            &k.url("dlt"),
+            "--yes",
+            "--batch-size",
+            "5",
+            "--rate",
+            "5/s",
+            "--output",
+            "json",
+        ])
+        .envs(env.clone())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     wait_for(&k, "orders", 1).await;
     assert!(
         k.high_watermarks("orders") >= 1,
@@ -1073,10 +1058,10 @@ async fn a_second_redrive_of_one_topic_refuses_while_the_first_runs() {
     let back = k.read_all("orders").await;
     assert_eq!(
         back.len(),
-        30,
+        60,
         "every record once: the second run copied nothing"
     );
-    assert_eq!(distinct_stable_ids(&back).len(), 30);
+    assert_eq!(distinct_stable_ids(&back).len(), 60);
     // The lease was given back: the next run may go (and finds nothing to move).
     let r = sb
         .run_with(
@@ -1088,8 +1073,22 @@ async fn a_second_redrive_of_one_topic_refuses_while_the_first_runs() {
     assert_eq!(r["moved"], 0);
     // A killed holder does not block the next run for long: the coordinator drops it.
     spring_dlt(&k, "dlt", 20).await;
-    let mut killed = slow_redrive(&sb, &k, "dlt", "2", "10/s", Stdio::null());
-    wait_for(&k, "orders", 31).await;
+    let mut killed = sb
+        .cmd(&[
+            "redrive",
+            &k.url("dlt"),
+            "--yes",
+            "--batch-size",
+            "2",
+            "--rate",
+            "10/s",
+        ])
+        .envs(env.clone())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&k, "orders", 61).await;
     killed.kill().unwrap();
     killed.wait().unwrap();
     sb.run_with(
@@ -1098,18 +1097,12 @@ async fn a_second_redrive_of_one_topic_refuses_while_the_first_runs() {
     )
     .ok();
     // (spring_dlt gives the 20 new records the first 20's stable ids: count copies and lag.)
-    assert!(k.read_all("orders").await.len() >= 50);
+    assert!(k.read_all("orders").await.len() >= 80);
     let ins = sb
         .run_with(&["inspect", &k.url("dlt"), "--output", "json"], &env)
         .ok()
         .json();
-    let lag = ins["facts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "redrive_lag")
-        .unwrap()["value"]
-        .as_i64();
+    let lag = ins[0]["facts"]["redrive_lag"].as_i64();
     assert_eq!(lag, Some(0), "{ins}");
 }
 

@@ -589,12 +589,8 @@ impl Pair for KafkaPair {
         vec!["redrive".into(), self.k().url("dlt")]
     }
     fn env(&self, sb: &Sandbox) -> Vec<(String, String)> {
-        // A short lease session: a re-run after a kill waits for the dead run's lease to
-        // lapse (the coordinator drops it after session.timeout.ms).
-        let cfg = sb.write(
-            "kafka-lease.toml",
-            "[kafka.properties]\n\"session.timeout.ms\" = \"1500\"\n\"heartbeat.interval.ms\" = \"300\"\n",
-        );
+        // A short lease: a re-run after a kill waits for the dead run's lease to run out.
+        let cfg = sb.write("kafka-lease.toml", "[kafka]\nlease_timeout = \"2s\"\n");
         let mut env = self.k().env();
         env.push(("DLQCTL_CONFIG".into(), cfg.to_string_lossy().into_owned()));
         env
@@ -608,13 +604,7 @@ impl Pair for KafkaPair {
             )
             .ok()
             .json();
-        r["facts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == "redrive_lag")
-            .and_then(|f| f["value"].as_u64())
-            .unwrap_or(u64::MAX)
+        r[0]["facts"]["redrive_lag"].as_u64().unwrap_or(u64::MAX)
     }
     async fn copies(&self) -> u64 {
         self.k().high_watermarks("orders") as u64

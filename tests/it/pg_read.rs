@@ -15,20 +15,12 @@ async fn inspect_reports_counts_ages_and_classes() {
         .run(&["inspect", &db.dlq(), "--output", "json"])
         .ok()
         .json();
-    let fact = |name: &str| {
-        j["facts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == name)
-            .unwrap_or_else(|| panic!("no fact {name}: {j}"))["value"]
-            .clone()
-    };
+    let fact = |name: &str| j[0]["facts"][name].clone();
     assert_eq!(fact("messages"), 12);
     assert_eq!(fact("table"), format!("{}.dead_letters", db.schema));
     assert_eq!(fact("retention"), "forever");
     assert!(fact("oldest").as_str().unwrap().starts_with("20"), "{j}");
-    let classes = j["tables"]
+    let classes = j[0]["tables"]
         .as_array()
         .unwrap()
         .iter()
@@ -385,14 +377,7 @@ async fn unix_sockets_the_environment_and_service_files_connect() {
     let sb = Sandbox::new();
     let messages = |r: crate::harness::Run| {
         let j = r.ok().json();
-        j["facts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == "messages")
-            .unwrap()["value"]
-            .as_i64()
-            .unwrap()
+        j[0]["facts"]["messages"].as_i64().unwrap()
     };
     let socket = format!("postgres://dlqctl@/dlqctl_test?host={dir}&port={port}&{t}");
     let r = sb.run(&["inspect", &socket, "--output", "json"]);

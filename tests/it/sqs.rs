@@ -85,18 +85,10 @@ async fn dead_lettered_messages_are_inspected_peeked_and_released() {
         .run_with(&["inspect", &url, "--output", "json"], &env)
         .ok()
         .json();
-    let fact = |n: &str| {
-        j["facts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == n)
-            .unwrap()["value"]
-            .clone()
-    };
+    let fact = |n: &str| j[0]["facts"][n].clone();
     assert_eq!(fact("visible"), 12);
     assert_eq!(fact("retention_seconds"), 1_209_600);
-    let sources = &j["tables"][0]["rows"];
+    let sources = &j[0]["tables"][0]["rows"];
     assert_eq!(sources[0][0], src.as_str(), "{j}");
     assert_eq!(sources[0][1], 2);
 

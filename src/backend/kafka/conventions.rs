@@ -150,6 +150,26 @@ pub fn is_numeric(name: &str) -> bool {
         )
 }
 
+/// A numeric dead-letter header written as binary (Spring's big-endian partition, offset and
+/// timestamp) decoded for people: the number, or for a timestamp the time (RFC 3339, UTC).
+/// `None` for other headers, and for values that are already decimal text.
+pub fn decoded(name: &str, v: &[u8]) -> Option<serde_json::Value> {
+    if !is_numeric(name)
+        || std::str::from_utf8(v)
+            .ok()
+            .is_some_and(|t| t.trim().parse::<i64>().is_ok())
+    {
+        return None;
+    }
+    let n = be(v)?;
+    if CONVENTIONS.iter().any(|c| c.timestamp == Some(name)) {
+        return Utc.timestamp_millis_opt(n).single().map(|t| {
+            serde_json::Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        });
+    }
+    Some(serde_json::Value::from(n))
+}
+
 /// A numeric header. Spring writes big-endian binary (1, 2, 4 or 8 bytes); the others write
 /// decimal text. `binary_first` says which to try first.
 pub fn decode_number_as(v: &[u8], binary_first: bool) -> Option<i64> {
@@ -308,5 +328,27 @@ mod tests {
         assert_eq!(decode_number(b"0"), Some(0));
         assert_eq!(decode_number_as(&[0, 0, 0x30, 0x39], true), Some(12345));
         assert_eq!(decode_number(b"abc"), None);
+    }
+
+    #[test]
+    fn spring_binary_numbers_are_decoded_for_people() {
+        assert_eq!(
+            decoded("kafka_dlt-original-partition", &0i32.to_be_bytes()),
+            Some(serde_json::json!(0))
+        );
+        assert_eq!(
+            decoded("kafka_dlt-original-offset", &4000i64.to_be_bytes()),
+            Some(serde_json::json!(4000))
+        );
+        assert_eq!(
+            decoded(
+                "kafka_dlt-original-timestamp",
+                &1_764_600_000_000i64.to_be_bytes()
+            ),
+            Some(serde_json::json!("2025-12-01T14:40:00.000Z"))
+        );
+        // Decimal text needs no decoding; other headers are left alone.
+        assert_eq!(decoded("__connect.errors.partition", b"3"), None);
+        assert_eq!(decoded("trace-id", &[0, 0, 0, 1]), None);
     }
 }

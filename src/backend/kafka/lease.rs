@@ -1,61 +1,40 @@
 //! One redrive of a dead-letter topic at a time: the redrive lease.
 //!
 //! Two redrives of one topic would both copy the same records (each reads from the redrive
-//! group's committed offsets). PostgreSQL has advisory locks for this; Kafka has consumer-group
-//! membership, which the group coordinator keeps alive by heartbeats and drops when they stop:
+//! group's committed offsets). PostgreSQL has advisory locks for this. Kafka has no lock, but
+//! every broker keeps committed offsets, and a committed offset is a value only its writer
+//! changes; so the lease is one:
 //!
-//! * A redrive joins the group `dlqctl-redrive.<topic>.lease`, subscribed to the topic. It
-//!   reads nothing: every partition is paused the moment it is assigned, the group never
-//!   commits, and it starts at the end (`auto.offset.reset=latest`). A thread polls it to keep
-//!   the membership (and to answer rebalances) until the run ends; then it leaves the group.
-//! * The run holds the lease when the coordinator's first assignment gives it every partition
-//!   of the topic. A second run that joins while the first is alive shares the partitions with
-//!   it: members are sorted by their client id, which begins with the run's start time, so the
-//!   earlier run keeps the first share and the newcomer holds fewer than all (none, for a
-//!   one-partition topic). The newcomer leaves and refuses (exit 3), naming the holder where
-//!   the broker lists members (the client id carries user, host, pid and start time).
-//! * A holder that crashed stops heartbeating; the coordinator drops it once
-//!   `session.timeout.ms` (10 s; `[kafka.properties]` may change it) has passed, and the next
-//!   run gets every partition.
+//! * The lease lives in the consumer group `dlqctl-redrive.<topic>.lease`, as its committed
+//!   "offset" on partition 0 of the topic: `expiry × 10⁶ + pid % 10⁶`, the expiry in Unix
+//!   milliseconds. Its commit metadata (kept by brokers that keep metadata; tansu does not)
+//!   says who holds it: `user@host pid N since TIME`. The group never has members.
+//! * A redrive that finds the lease free (no value, or one whose expiry has passed) writes its
+//!   own, waits a moment and reads it back: if another run wrote meanwhile, the later write
+//!   won and the other run refuses. While the run lasts a thread renews the lease every third
+//!   of `[kafka] lease_timeout` (10 s); at the end the run releases it (writes an expiry in
+//!   the past).
+//! * A run that finds the lease held watches it: a holder that renews it is alive, and the
+//!   newcomer refuses (exit 3) at once, naming it; a lease that runs out without renewal was
+//!   left by a run that crashed, and the newcomer takes it. So a re-run after a crash waits at
+//!   most one lease timeout.
 //!
-//! Two runs that start within the same instant may both hold fewer than all partitions and
-//! both refuse; neither moves anything, and a re-run succeeds.
+//! The lease group's offset is no read position: exclude `*.lease` groups from lag alerts.
 
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rdkafka::ClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::{Offset, TopicPartitionList};
 
 use super::{KafkaBackend, blocking, kafka_err};
 use crate::error::{Error, Result};
 
-/// How long the coordinator keeps a member that stopped heartbeating (librdkafka's
-/// `session.timeout.ms`, dlqctl's default).
-const SESSION_TIMEOUT: &str = "10000";
+/// The holder's pid in the lease value: its last six decimal digits.
+const PID_DIGITS: i64 = 1_000_000;
 
-/// What the coordinator assigned, as the rebalance callback saw it.
-#[derive(Default)]
-struct Assignments {
-    /// Partitions in the latest assignment (None: no assignment yet).
-    latest: Mutex<Option<usize>>,
-}
-
-impl ClientContext for Assignments {}
-
-impl ConsumerContext for Assignments {
-    fn post_rebalance(&self, c: &BaseConsumer<Self>, r: &Rebalance<'_>) {
-        if let Rebalance::Assign(tpl) = r {
-            // Read nothing: the membership is the point.
-            let _ = c.pause(tpl);
-            *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = Some(tpl.count());
-        }
-    }
-}
-
-/// A held redrive lease; released (the group left) when dropped.
+/// A held redrive lease; released when dropped.
 pub(super) struct Lease {
     stop: Arc<AtomicBool>,
     keeper: Option<std::thread::JoinHandle<()>>,
@@ -70,157 +49,200 @@ impl Drop for Lease {
     }
 }
 
+/// A lease as read from the group: when it runs out, whose it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Held {
+    raw: i64,
+    expiry_ms: i64,
+    pid: i64,
+    /// `user@host pid N since TIME`, where the broker keeps commit metadata.
+    who: Option<String>,
+}
+
+impl Held {
+    fn from_offset(raw: i64, metadata: &str) -> Held {
+        Held {
+            raw,
+            expiry_ms: raw / PID_DIGITS,
+            pid: raw % PID_DIGITS,
+            who: Some(metadata.to_string()).filter(|m| !m.is_empty()),
+        }
+    }
+
+    fn describe(&self) -> String {
+        let until = chrono::DateTime::from_timestamp_millis(self.expiry_ms)
+            .map(|t| t.format("%H:%M:%S UTC").to_string())
+            .unwrap_or_else(|| "?".into());
+        match &self.who {
+            Some(w) => format!("{w}; renewed until {until}"),
+            None => format!("pid {}; renewed until {until}", self.pid),
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
 pub(super) fn group(b: &KafkaBackend) -> String {
     format!("{}.lease", b.redrive_group())
+}
+
+/// Reads and writes the lease value.
+struct Keeper {
+    c: Arc<BaseConsumer>,
+    topic: String,
+    shown: String,
+    /// `user@host pid N since TIME`: the commit metadata.
+    me: String,
+    pid: i64,
+}
+
+impl Keeper {
+    fn read(&self) -> Result<Option<Held>> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition(&self.topic, 0);
+        let got = self
+            .c
+            .committed_offsets(tpl, super::TIMEOUT)
+            .map_err(|e| kafka_err(&self.shown, e))?;
+        Ok(got.elements().first().and_then(|e| match e.offset() {
+            Offset::Offset(o) if o > 0 => Some(Held::from_offset(o, e.metadata())),
+            _ => None,
+        }))
+    }
+
+    fn write(&self, expiry_ms: i64) -> Result<()> {
+        let mut tpl = TopicPartitionList::new();
+        let mut e = tpl.add_partition(&self.topic, 0);
+        e.set_offset(Offset::Offset(expiry_ms * PID_DIGITS + self.pid))
+            .map_err(|e| kafka_err(&self.shown, e))?;
+        e.set_metadata(&self.me);
+        self.c
+            .commit(&tpl, CommitMode::Sync)
+            .map_err(|e| kafka_err(&self.shown, e))
+    }
+
+    fn is_mine(&self, h: &Held) -> bool {
+        h.pid == self.pid && h.who.as_ref().is_none_or(|w| *w == self.me)
+    }
 }
 
 /// Take the redrive lease of `b`'s topic, or say who holds it.
 pub(super) fn acquire(b: &KafkaBackend) -> Result<Lease> {
     let group = group(b);
-    let started = chrono::Utc::now();
-    let client_id = format!(
-        "dlqctl-lease-{:015}-{}@{}-pid{}",
-        started.timestamp_millis(),
-        crate::operator::user(),
-        crate::operator::host(),
-        std::process::id()
-    );
-    // The session timeout and heartbeat are librdkafka's own properties: `[kafka.properties]`
-    // may change them (a shorter timeout lets a re-run after a crash start sooner).
-    let mut cfg = b.config(&[
-        ("queued.max.messages.kbytes", "1024"),
-        ("session.timeout.ms", SESSION_TIMEOUT),
-        ("heartbeat.interval.ms", "1000"),
-    ]);
-    let session_ms: u64 = cfg
-        .get("session.timeout.ms")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000);
-    cfg.set("group.id", &group)
-        .set("client.id", &client_id)
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("auto.offset.reset", "latest")
-        // Eager assignment by member order: the earlier run (the smaller client id) keeps the
-        // first share.
-        .set("partition.assignment.strategy", "range");
-    let c: BaseConsumer<Assignments> = cfg
-        .create_with_context(Assignments::default())
-        .map_err(|e| kafka_err(&b.shown(), e))?;
-    c.subscribe(&[&b.k.topic])
-        .map_err(|e| kafka_err(&b.shown(), e))?;
-    let total = b.topic_partitions;
-    // A live holder rejoins within a second; a dead one is dropped after the session timeout.
-    let deadline = Instant::now() + Duration::from_millis(session_ms + 10_000);
-    let got = blocking(|| {
-        loop {
-            if let Some(Err(e)) = c.poll(Duration::from_millis(100))
-                && !super::passing(&e)
-            {
-                return Err(kafka_err(&b.shown(), e));
+    let timeout = b.lease_timeout.max(Duration::from_millis(300));
+    let k = Keeper {
+        c: Arc::new(b.consumer_with(Some(&group), &[])?),
+        topic: b.k.topic.clone(),
+        shown: b.shown(),
+        me: format!(
+            "{}@{} pid {} since {}",
+            crate::operator::user(),
+            crate::operator::host(),
+            std::process::id(),
+            chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC")
+        ),
+        pid: i64::from(std::process::id()) % PID_DIGITS,
+    };
+    let shown = k.shown.clone();
+    blocking(|| {
+        let mut said = false;
+        let started = Instant::now();
+        // Watch a held lease until it is renewed (its holder is alive) or runs out.
+        while let Some(held) = k.read()? {
+            if held.expiry_ms <= now_ms() {
+                break;
             }
-            if let Some(n) = *c.context().latest.lock().unwrap_or_else(|p| p.into_inner()) {
-                return Ok(Some(n));
+            if !said && started.elapsed() > Duration::from_secs(1) {
+                said = true;
+                tracing::warn!(
+                    "{shown}: another redrive's lease ({}) is still on: waiting up to {} s to see whether it is renewed",
+                    held.describe(),
+                    timeout.as_secs()
+                );
             }
-            if Instant::now() >= deadline {
-                return Ok(None);
+            std::thread::sleep(Duration::from_millis(200));
+            match k.read()? {
+                Some(now) if now.raw != held.raw && now.expiry_ms > now_ms() => {
+                    return Err(held_by(&shown, &now, timeout));
+                }
+                _ => {}
             }
+        }
+        k.write(now_ms() + timeout.as_millis() as i64)?;
+        // Two runs that found the lease free at once both wrote: the later write won.
+        std::thread::sleep(Duration::from_millis(300));
+        match k.read()? {
+            Some(h) if k.is_mine(&h) => Ok(()),
+            Some(other) => Err(held_by(&shown, &other, timeout)),
+            None => Err(Error::Backend {
+                target: shown.clone(),
+                reason: format!(
+                    "the redrive lease (consumer group {group}) could not be written: the broker kept no offset"
+                ),
+            }),
         }
     })?;
-    match got {
-        Some(n) if n >= total => {
-            tracing::debug!(%group, %client_id, partitions = n, "kafka: redrive lease taken");
-            let stop = Arc::new(AtomicBool::new(false));
-            let s2 = stop.clone();
-            let keeper = std::thread::Builder::new()
-                .name("dlqctl-kafka-lease".into())
-                .spawn(move || {
-                    while !s2.load(Ordering::Relaxed) {
-                        let _ = c.poll(Duration::from_millis(100));
+    tracing::debug!(%group, holder = %k.me, "kafka: redrive lease taken");
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let keeper = std::thread::Builder::new()
+        .name("dlqctl-kafka-lease".into())
+        .spawn(move || {
+            let every = timeout / 3;
+            let mut last = Instant::now();
+            while !s2.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50).min(every));
+                if last.elapsed() >= every {
+                    last = Instant::now();
+                    if let Err(e) = k.write(now_ms() + timeout.as_millis() as i64) {
+                        tracing::warn!("could not renew the redrive lease: {e}");
                     }
-                    // Leave the group now rather than after the session timeout.
-                    c.unsubscribe();
-                    let _ = c.poll(Duration::from_millis(10));
-                })
-                .map_err(|e| Error::Backend {
-                    target: b.shown(),
-                    reason: format!("cannot start the lease thread: {e}"),
-                })?;
-            Ok(Lease {
-                stop,
-                keeper: Some(keeper),
-            })
-        }
-        other => {
-            let holders = holders(&c, &group, &client_id);
-            c.unsubscribe();
-            let who = if holders.is_empty() {
-                format!(
-                    "another run is a member of the consumer group {group} (this broker does not say which)"
-                )
-            } else {
-                holders.join("; ")
-            };
-            Err(Error::Backend {
-                target: b.shown(),
-                reason: format!(
-                    "another dlqctl redrive of this topic is running ({who}){}: two would copy the same records. Wait for it to finish (a run that crashed lets go within {} s), then re-run",
-                    if other.is_none() {
-                        ", or the group coordinator did not answer in time"
-                    } else {
-                        ""
-                    },
-                    session_ms.div_ceil(1000)
-                ),
-            })
-        }
+                }
+            }
+            // Released: an expiry in the past.
+            if let Err(e) = k.write(now_ms() - 1) {
+                tracing::warn!(
+                    "could not release the redrive lease ({e}); it runs out by itself within {} s",
+                    timeout.as_secs()
+                );
+            }
+        })
+        .map_err(|e| Error::Backend {
+            target: b.shown(),
+            reason: format!("cannot start the lease thread: {e}"),
+        })?;
+    Ok(Lease {
+        stop,
+        keeper: Some(keeper),
+    })
+}
+
+fn held_by(shown: &str, h: &Held, timeout: Duration) -> Error {
+    Error::Backend {
+        target: shown.to_string(),
+        reason: format!(
+            "another dlqctl redrive of this topic is running ({}): two would copy the same records. Wait for it to finish (the lease of a run that crashed runs out within {} s), then re-run",
+            h.describe(),
+            timeout.as_secs()
+        ),
     }
-}
-
-/// The other members of the lease group, as the broker lists them (`user@host, pid N, since
-/// TIME`).
-fn holders(c: &BaseConsumer<Assignments>, group: &str, me: &str) -> Vec<String> {
-    let Ok(list) = blocking(|| c.fetch_group_list(Some(group), Duration::from_secs(5))) else {
-        return Vec::new();
-    };
-    list.groups()
-        .iter()
-        .flat_map(|g| g.members())
-        .filter(|m| m.client_id() != me)
-        .map(|m| describe_holder(m.client_id(), m.client_host()))
-        .collect()
-}
-
-/// `dlqctl-lease-<millis>-<user>@<host>-pid<N>` as a person reads it.
-fn describe_holder(client_id: &str, client_host: &str) -> String {
-    let Some(rest) = client_id.strip_prefix("dlqctl-lease-") else {
-        return format!("{client_id} from {client_host}");
-    };
-    let (millis, rest) = rest.split_once('-').unwrap_or(("", rest));
-    let (who, pid) = rest.rsplit_once("-pid").unwrap_or((rest, "?"));
-    let since = millis
-        .parse::<i64>()
-        .ok()
-        .and_then(chrono::DateTime::from_timestamp_millis)
-        .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
-        .unwrap_or_else(|| "?".into());
-    format!("{who}, pid {pid}, since {since}")
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn holders_are_described_from_their_client_id() {
-        assert_eq!(
-            super::describe_holder(
-                "dlqctl-lease-001796380000000-ann@ops-1-pid4242",
-                "/10.0.0.7"
-            ),
-            "ann@ops-1, pid 4242, since 2026-11-30 09:46:40 UTC"
+    fn the_lease_value_holds_expiry_and_pid() {
+        let h = Held::from_offset(1_796_380_000_000 * PID_DIGITS + 4242, "");
+        assert_eq!((h.expiry_ms, h.pid), (1_796_380_000_000, 4242));
+        assert_eq!(h.describe(), "pid 4242; renewed until 09:46:40 UTC");
+        let h = Held::from_offset(
+            5 * PID_DIGITS + 7,
+            "ann@ops-1 pid 7 since 2026-12-04 03:12:40 UTC",
         );
-        assert_eq!(
-            super::describe_holder("someone-else", "/10.0.0.8"),
-            "someone-else from /10.0.0.8"
-        );
+        assert!(h.describe().starts_with("ann@ops-1 pid 7 since"));
     }
 }

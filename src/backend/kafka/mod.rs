@@ -87,6 +87,8 @@ pub struct KafkaBackend {
     partitions: Vec<i32>,
     /// How many partitions the topic has (`partitions` may be one, from `?partition=`).
     topic_partitions: usize,
+    /// `[kafka] lease_timeout`: how long a redrive lease lasts unrenewed.
+    lease_timeout: Duration,
     id: Option<IdSource>,
     /// The consumer a dead-letter topic was opened with. It carries the redrive group's id,
     /// to read (and, in a redrive, commit) that group's offsets; it never joins the group.
@@ -326,7 +328,8 @@ impl KafkaBackend {
         let mut b = KafkaBackend {
             addr: addr.clone(),
             k: k.clone(),
-            props: opts.kafka.clone(),
+            props: opts.kafka.properties.clone(),
+            lease_timeout: opts.kafka.lease_timeout.unwrap_or(Duration::from_secs(10)),
             partitions: Vec::new(),
             topic_partitions: 0,
             id: opts.id.clone(),
@@ -685,7 +688,7 @@ impl QueueBackend for KafkaBackend {
         }
     }
 
-    async fn inspect(&self) -> Result<Inspection> {
+    async fn inspect(&self, classifier: &crate::classify::Classifier) -> Result<Inspection> {
         let mut ins = Inspection {
             queue: self.shown(),
             backend: "kafka",
@@ -770,11 +773,11 @@ impl QueueBackend for KafkaBackend {
         let mut by_topic: BTreeMap<String, u64> = BTreeMap::new();
         let mut by_class: BTreeMap<(String, String), u64> = BTreeMap::new();
         let (mut oldest, mut newest): (Option<DateTime<Utc>>, Option<DateTime<Utc>>) = (None, None);
-        let classifier = crate::classify::Classifier::builtin();
         let mut stream = self
             .scan(ScanOptions {
                 limit: Some(SAMPLE),
                 page_size: 500,
+                ..ScanOptions::default()
             })
             .await?;
         let mut seen = 0u64;
@@ -823,7 +826,7 @@ impl QueueBackend for KafkaBackend {
                 .collect(),
         });
         ins.tables.push(Table {
-            title: format!("by failure class (built-in rules){sampled}"),
+            title: format!("by failure class{sampled}"),
             columns: vec!["class".into(), "rule".into(), "messages".into()],
             rows: by_class
                 .into_iter()
@@ -837,6 +840,20 @@ impl QueueBackend for KafkaBackend {
         let c: Arc<BaseConsumer> = Arc::new(self.consumer_with(None, &[])?);
         let marks = self.watermarks(c.as_ref())?;
         let mut start = self.start_offsets(c.as_ref(), &marks)?;
+        if opts.as_redrive {
+            // A redrive's dry run reads what the redrive would: from the redrive group's
+            // committed offsets (read with the consumer the topic was opened with, which
+            // carries that group's id; nothing is committed).
+            let committed = match &self.opener {
+                Some(o) => self.committed(o.as_ref())?,
+                None => HashMap::new(),
+            };
+            for (p, s) in start.iter_mut() {
+                if let Some(c) = committed.get(p) {
+                    *s = (*s).max(*c);
+                }
+            }
+        }
         let mut open = HashMap::new();
         for (p, _, hi) in &marks {
             let end = self.k.range.to.map_or(*hi, |to| to.min(*hi));
@@ -901,6 +918,30 @@ impl QueueBackend for KafkaBackend {
             let _ = blocking(|| h.join());
         }
         Ok(produce::enqueue(producer, &self.k.topic, &self.shown(), batch).await)
+    }
+
+    async fn backlog(&self, for_redrive: bool) -> Result<Option<super::Backlog>> {
+        let Some(o) = &self.opener else {
+            return Ok(None);
+        };
+        let marks = self.watermarks(o.as_ref())?;
+        let committed = if for_redrive {
+            self.committed(o.as_ref())?
+        } else {
+            HashMap::new()
+        };
+        let n: i64 = marks
+            .iter()
+            .map(|(p, lo, hi)| {
+                let from = committed.get(p).copied().unwrap_or(*lo).max(*lo);
+                (hi - from).max(0)
+            })
+            .sum();
+        // Offsets, not records: transaction markers and compaction leave gaps.
+        Ok(Some(super::Backlog {
+            messages: n as u64,
+            exact: false,
+        }))
     }
 
     async fn identity(&self) -> Result<Option<String>> {

@@ -16,7 +16,6 @@ use super::{
     QueueBackend, ScanOptions, SendOutcome, Status, Table, TailOptions, Term, VerifyFacts,
 };
 use crate::address::{Address, PgAddress, PgTarget, redact};
-use crate::classify::Classifier;
 use crate::config::{IdSource, QueueConfig, Retention};
 use crate::error::{Error, Result};
 use crate::message::{ErrorInfo, Message};
@@ -363,7 +362,7 @@ impl QueueBackend for PgBackend {
         }
     }
 
-    async fn inspect(&self) -> Result<Inspection> {
+    async fn inspect(&self, classifier: &crate::classify::Classifier) -> Result<Inspection> {
         let l = &self.layout;
         let now = Utc::now();
         let mut ins = Inspection {
@@ -471,7 +470,7 @@ impl QueueBackend for PgBackend {
                 .fetch_all(&self.pool)
                 .await
                 .map_err(|e| self.err(e))?;
-            let c = Classifier::builtin();
+            let c = classifier;
             let mut counts: std::collections::BTreeMap<(String, String), u64> = Default::default();
             for err in &errors {
                 let m = Message {
@@ -490,9 +489,9 @@ impl QueueBackend for PgBackend {
             rows.sort_by_key(|r| std::cmp::Reverse(r.1));
             ins.tables.push(Table {
                 title: if errors.len() as i64 >= SAMPLE {
-                    format!("by failure class (built-in rules, newest {SAMPLE})")
+                    format!("by failure class (newest {SAMPLE})")
                 } else {
-                    "by failure class (built-in rules)".into()
+                    "by failure class".into()
                 },
                 columns: vec!["class".into(), "rule".into(), "messages".into()],
                 rows: rows
@@ -570,6 +569,23 @@ impl QueueBackend for PgBackend {
             .map_err(|e| self.err(e))?;
         tx.commit().await.map_err(|e| self.err(e))?;
         Ok(out)
+    }
+
+    async fn backlog(&self, _for_redrive: bool) -> Result<Option<super::Backlog>> {
+        let sql = format!(
+            "SELECT count(*)::int8 FROM {} WHERE true{}",
+            self.layout.table,
+            self.queue_clause(1)
+        );
+        let n: i64 = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(self.pg.queue.as_deref())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(Some(super::Backlog {
+            messages: n as u64,
+            exact: true,
+        }))
     }
 
     async fn identity(&self) -> Result<Option<String>> {

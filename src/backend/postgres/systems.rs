@@ -115,9 +115,39 @@ async fn function_exists(pool: &PgPool, name: &str) -> Result<bool> {
 fn refuse(system: &str, why: String) -> Error {
     Error::Schema {
         table: format!("system={system}"),
-        reason: format!(
-            "{why}; dlqctl will not guess (docs/systems/{system}.md lists the schema it expects)"
-        ),
+        reason: format!("{why}; dlqctl will not guess"),
+    }
+    .hinted(format!(
+        "docs/systems/{system}.md lists the tables and columns dlqctl expects of {system}"
+    ))
+}
+
+/// The system's main table is not in `schema`: say where it is, if it is anywhere.
+async fn missing_table(pool: &PgPool, system: &str, schema: &str, table: &str) -> Error {
+    let found: Vec<String> = sqlx::query_scalar(
+        "SELECT n.nspname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE c.relname = $1 AND c.relkind IN ('r', 'p') AND n.nspname <> $2 ORDER BY 1",
+    )
+    .bind(table)
+    .bind(schema)
+    .fetch_all(pool)
+    .await
+    .unwrap_or_default();
+    let e = Error::Schema {
+        table: format!("system={system}"),
+        reason: format!("no table {schema}.{table}"),
+    };
+    match found.as_slice() {
+        [] => e.hinted(format!(
+            "is {system} installed in this database? docs/systems/{system}.md lists the tables dlqctl expects"
+        )),
+        [one] => e.hinted(format!(
+            "{table} is in schema {one}: add &schema={one} to the URL (and quote the URL: & is shell syntax)"
+        )),
+        many => e.hinted(format!(
+            "{table} is in schemas {}: add &schema=NAME to the URL (and quote the URL: & is shell syntax)",
+            many.join(", ")
+        )),
     }
 }
 
@@ -301,7 +331,7 @@ impl System {
 async fn river(pool: &PgPool, schema: &str) -> Result<System> {
     let t = rel(schema, "river_job");
     if !exists(pool, &t).await? {
-        return Err(refuse("river", format!("no table {schema}.river_job")));
+        return Err(missing_table(pool, "river", schema, "river_job").await);
     }
     if !enum_has(
         pool,
@@ -399,7 +429,7 @@ async fn river(pool: &PgPool, schema: &str) -> Result<System> {
 async fn oban(pool: &PgPool, schema: &str) -> Result<System> {
     let t = rel(schema, "oban_jobs");
     if !exists(pool, &t).await? {
-        return Err(refuse("oban", format!("no table {schema}.oban_jobs")));
+        return Err(missing_table(pool, "oban", schema, "oban_jobs").await);
     }
     if !enum_has(
         pool,
@@ -592,10 +622,7 @@ async fn graphile(pool: &PgPool, schema: &str) -> Result<System> {
                 ),
             ));
         }
-        return Err(refuse(
-            "graphile-worker",
-            format!("no table {schema}._private_jobs"),
-        ));
+        return Err(missing_table(pool, "graphile-worker", schema, "_private_jobs").await);
     }
     let cols = columns(pool, &jobs).await?;
     need(
@@ -727,7 +754,7 @@ async fn solid_queue(pool: &PgPool, schema: &str) -> Result<System> {
 async fn good_job(pool: &PgPool, schema: &str) -> Result<System> {
     let t = rel(schema, "good_jobs");
     if !exists(pool, &t).await? {
-        return Err(refuse("good_job", format!("no table {schema}.good_jobs")));
+        return Err(missing_table(pool, "good_job", schema, "good_jobs").await);
     }
     let cols = columns(pool, &t).await?;
     need(
@@ -806,7 +833,7 @@ async fn good_job(pool: &PgPool, schema: &str) -> Result<System> {
 async fn que(pool: &PgPool, schema: &str) -> Result<System> {
     let t = rel(schema, "que_jobs");
     if !exists(pool, &t).await? {
-        return Err(refuse("que", format!("no table {schema}.que_jobs")));
+        return Err(missing_table(pool, "que", schema, "que_jobs").await);
     }
     let cols = columns(pool, &t).await?;
     need(
@@ -877,7 +904,7 @@ async fn que(pool: &PgPool, schema: &str) -> Result<System> {
 async fn pg_boss(pool: &PgPool, schema: &str) -> Result<System> {
     let t = rel(schema, "job");
     if !exists(pool, &t).await? {
-        return Err(refuse("pg-boss", format!("no table {schema}.job")));
+        return Err(missing_table(pool, "pg-boss", schema, "job").await);
     }
     if !enum_has(
         pool,
@@ -1045,7 +1072,26 @@ impl QueueBackend for JobSystemBackend {
         }
     }
 
-    async fn inspect(&self) -> Result<Inspection> {
+    async fn backlog(&self, _for_redrive: bool) -> Result<Option<crate::backend::Backlog>> {
+        let s = &self.sys;
+        let sql = format!(
+            "SELECT count(*)::int8 FROM {} WHERE {}{}",
+            s.from,
+            s.dead,
+            self.queue_clause(1)
+        );
+        let n: i64 = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(self.queue_param())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(Some(crate::backend::Backlog {
+            messages: n as u64,
+            exact: true,
+        }))
+    }
+
+    async fn inspect(&self, classifier: &crate::classify::Classifier) -> Result<Inspection> {
         let s = &self.sys;
         let mut ins = Inspection {
             queue: self.addr.to_string(),
@@ -1120,14 +1166,13 @@ impl QueueBackend for JobSystemBackend {
                 })
                 .collect(),
         });
-        let classifier = crate::classify::Classifier::builtin();
         let mut by: BTreeMap<(String, String), u64> = BTreeMap::new();
         for m in self.page(None, 2000).await? {
             let c = classifier.classify(&m);
             *by.entry((c.kind.to_string(), c.rule)).or_default() += 1;
         }
         ins.tables.push(Table {
-            title: "by failure class (built-in rules, oldest 2000)".into(),
+            title: "by failure class (oldest 2000)".into(),
             columns: vec!["class".into(), "rule".into(), "dead jobs".into()],
             rows: by
                 .into_iter()

@@ -553,7 +553,7 @@ impl QueueBackend for SqsBackend {
         }
     }
 
-    async fn inspect(&self) -> Result<Inspection> {
+    async fn inspect(&self, _classifier: &crate::classify::Classifier) -> Result<Inspection> {
         let mut ins = Inspection {
             queue: self.shown(),
             backend: "sqs",
@@ -721,6 +721,14 @@ impl QueueBackend for SqsBackend {
         send::send(self, batch).await
     }
 
+    async fn backlog(&self, _for_redrive: bool) -> Result<Option<super::Backlog>> {
+        // What a receive can get now: in-flight and delayed messages are not read by a run.
+        Ok(Some(super::Backlog {
+            messages: self.visible_now().await?,
+            exact: false,
+        }))
+    }
+
     async fn identity(&self) -> Result<Option<String>> {
         Ok(Some(if self.arn.is_empty() {
             format!("sqs:{}", self.url)
@@ -808,7 +816,7 @@ impl QueueBackend for SqsBackend {
                     };
                     facts.checks.push(check(
                         "sqs-max-receive-count",
-                        "maxReceiveCount > 1",
+                        "maxReceiveCount leaves room for retries (FAIL at 1, WARN at 2-3)",
                         st,
                         format!("{name}: maxReceiveCount {mrc}: {why}"),
                     ));

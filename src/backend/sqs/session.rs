@@ -458,7 +458,16 @@ impl MoveSession for SqsMoveSession<'_> {
                 .into_iter()
                 .map(|c| c.receipt)
                 .collect();
-        self.b.release(&held).await?;
+        // Giving back what the run held is a courtesy: a message not given back reappears by
+        // itself when its visibility timeout runs out. Nothing is lost, so a failure here
+        // does not fail the run.
+        if let Err(e) = self.b.release(&held).await {
+            tracing::warn!(
+                "could not make {} held messages visible again ({e}); they reappear by themselves within {}s",
+                held.len(),
+                self.b.visibility()
+            );
+        }
         self.journal.compact()?;
         Ok(())
     }

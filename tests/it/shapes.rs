@@ -1,0 +1,144 @@
+//! The JSON shape of every command's output, and what a person sees of a plan, as snapshots
+//! (insta): a field renamed, removed or moved fails here first. The shapes are documented in
+//! docs/json.md. Values that change from run to run (times, schema names, ports, elapsed times) are
+//! redacted; the structure and the stable values are kept.
+
+use insta::{assert_json_snapshot, assert_snapshot, with_settings};
+
+use crate::harness::{Db, Sandbox, pg_url};
+
+/// Filters for text output: the test's schema, the server's port, times, elapsed times, widths.
+fn filters(db: &Db) -> Vec<(String, String)> {
+    let port = url::Url::parse(&pg_url()).unwrap().port().unwrap();
+    vec![
+        (regex::escape(&db.schema), "[schema]".into()),
+        (format!(":{port}/"), ":[port]/".into()),
+        (
+            r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d| UTC)?".into(),
+            "[time]".into(),
+        ),
+        // A run's elapsed time and rate.
+        (r"\d+\.\ds( \([\d,.]+/s\))?".into(), "[elapsed]".into()),
+        // Ages relative to now.
+        (r"\b\d+[dhms]( \d+[hms])* ago\b".into(), "[age] ago".into()),
+        // Table widths follow the longest cell, which holds the schema name: one space of
+        // padding, one rule character.
+        (r" +(┆|│)".into(), " $1".into()),
+        ("─+".into(), "─".into()),
+    ]
+}
+
+fn settle(db: &Db, body: impl FnOnce()) {
+    let f = filters(db);
+    let f: Vec<(&str, &str)> = f.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    with_settings!({ filters => f, prepend_module_to_snapshot => false }, { body() });
+}
+
+fn json_text(db: &Db, v: &serde_json::Value) -> serde_json::Value {
+    // Redact through the text filters too (schema names inside strings).
+    let text = serde_json::to_string(v).unwrap();
+    let mut out = text;
+    for (re, with) in filters(db) {
+        out = regex::Regex::new(&re)
+            .unwrap()
+            .replace_all(&out, with.as_str())
+            .into_owned();
+    }
+    serde_json::from_str(&out).unwrap()
+}
+
+#[tokio::test]
+async fn the_json_of_every_command_has_one_documented_shape() {
+    let db = Db::new("shapes").await;
+    db.seed(8).await;
+    let sb = Sandbox::new();
+    sb.write(
+        "dlqctl.toml",
+        &format!(
+            "[queues.orders]\ndlq = \"{}\"\ndlq_retention = \"14d\"\nreplay_window = \"3d\"\n[queues.orders.dedupe]\nurl = \"{}\"\ntable = \"{}.processed_messages\"\nretention = \"30d\"\n",
+            db.dlq(),
+            pg_url(),
+            db.schema
+        ),
+    );
+    db.exec("INSERT INTO {s}.processed_messages (message_id) VALUES ('ord-1')")
+        .await;
+    let run = |args: &[&str]| sb.run(args).ok().json();
+
+    // inspect: an array, one report per queue, facts an object (one queue or two).
+    let one = run(&["inspect", "orders", "--output", "json"]);
+    let two = run(&["inspect", "orders", &db.dlq(), "--output", "json"]);
+    assert_eq!(two.as_array().map(Vec::len), Some(2));
+    assert_eq!(one[0]["facts"]["messages"], 8);
+    assert_eq!(
+        one[0]["facts"]["retention"],
+        14 * 86_400,
+        "the declared retention, as verify has it"
+    );
+    let peek = run(&["peek", "orders", "-n", "2", "--output", "json"]);
+    let classify = run(&["classify", "orders", "--output", "json"]);
+    let dry = run(&[
+        "redrive",
+        "orders",
+        "--class",
+        "transient",
+        "--dry-run",
+        "--output",
+        "json",
+    ]);
+    let verify = run(&["verify", "--output", "json"]);
+    let moved = run(&[
+        "redrive", "orders", "--max", "2", "--yes", "--output", "json",
+    ]);
+    settle(&db, || {
+        assert_json_snapshot!("inspect", json_text(&db, &one), {
+            "[].facts.size_bytes" => "[bytes]",
+        });
+        assert_json_snapshot!("peek", json_text(&db, &peek));
+        assert_json_snapshot!("classify", json_text(&db, &classify));
+        assert_json_snapshot!("redrive_dry_run", json_text(&db, &dry), {
+            ".elapsed_seconds" => "[elapsed]",
+            ".messages_per_second" => "[rate]",
+        });
+        assert_json_snapshot!("redrive", json_text(&db, &moved), {
+            ".elapsed_seconds" => "[elapsed]",
+            ".messages_per_second" => "[rate]",
+        });
+        assert_json_snapshot!("verify", json_text(&db, &verify));
+    });
+}
+
+/// What a person sees before a move: the plan, with a count, in the backend's own words.
+#[tokio::test]
+async fn the_plan_says_how_many_and_what_happens() {
+    let db = Db::new("plan").await;
+    db.seed(6).await;
+    let sb = Sandbox::new();
+    let dry = sb
+        .run(&[
+            "redrive",
+            &db.dlq(),
+            "--max",
+            "4",
+            "--dry-run",
+            "--output",
+            "table",
+        ])
+        .ok();
+    let filtered = sb
+        .run(&[
+            "redrive",
+            &db.dlq(),
+            "--class",
+            "permanent",
+            "--dry-run",
+            "--output",
+            "table",
+        ])
+        .ok();
+    settle(&db, || {
+        assert_snapshot!("plan_postgres_dry_run", dry.stderr);
+        assert_snapshot!("plan_postgres_filtered", filtered.stderr);
+        assert_snapshot!("summary_postgres_dry_run", dry.stdout);
+    });
+}
