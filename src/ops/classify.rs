@@ -221,6 +221,18 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
         ));
         t.add_row(row);
     }
+    // Kinds and rule names are words to copy into --class: never wrapped mid-word (the sample
+    // column wraps instead).
+    for (i, longest) in [
+        (0, r.classes.iter().map(|c| c.kind.to_string().len()).max()),
+        (1, r.classes.iter().map(|c| c.rule.chars().count()).max()),
+    ] {
+        if let (Some(col), Some(n)) = (t.column_mut(i), longest) {
+            col.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
+                comfy_table::Width::Fixed(n.max(4) as u16),
+            ));
+        }
+    }
     p.line(&t.to_string())?;
     let k = |kind| r.kinds.get(&kind).copied().unwrap_or(0);
     p.line(&format!(

@@ -1187,3 +1187,54 @@ async fn a_header_equal_to_the_id_does_not_stand_in_for_it() {
         "one dlqctl-stable-id each, with the message's id"
     );
 }
+
+/// A dry run reads what the real run would: from the redrive group's committed offsets. After
+/// a filtered redrive (which commits past what it skipped), a dry run predicts the next real
+/// run exactly, and its plan says that skipped records are committed past.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dry_run_predicts_the_real_run_from_the_committed_offsets() {
+    let k = Kafka::new("dryoff");
+    k.create("orders", 1, &[]).await;
+    k.create("dlt", 1, &[]).await;
+    spring_dlt(&k, "dlt", 12).await;
+    let sb = Sandbox::new();
+    let env = k.env();
+    let dlt = k.url("dlt");
+    let run = |args: &[&str]| {
+        let mut a = vec!["redrive", dlt.as_str()];
+        a.extend_from_slice(args);
+        a.extend(["--output", "json"]);
+        sb.run_with(&a, &env)
+    };
+    // Moves 3 transient records; commits past the permanent ones it skipped on the way.
+    run(&["--class", "transient", "--max", "3", "--yes"]).ok();
+    for class in ["permanent", "transient"] {
+        let dry = run(&["--class", class, "--dry-run"]).ok().json();
+        let real = run(&["--class", class, "--yes"]).ok().json();
+        assert_eq!(
+            dry["moved"], real["moved"],
+            "{class}: the dry run said {} and the run moved {}",
+            dry["moved"], real["moved"]
+        );
+    }
+    // At a terminal-less table output the plan says what a filtered Kafka redrive does.
+    let r = sb
+        .run_with(
+            &[
+                "redrive",
+                &k.url("dlt"),
+                "--class",
+                "transient",
+                "--dry-run",
+                "--output",
+                "table",
+            ],
+            &env,
+        )
+        .ok();
+    assert!(
+        r.stderr.contains("committed past") && r.stderr.contains("dlqctl replay"),
+        "{}",
+        r.stderr
+    );
+}

@@ -16,3 +16,4 @@ mod secrets;
 mod shapes;
 mod sqs;
 mod systems;
+mod terminal;

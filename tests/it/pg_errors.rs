@@ -143,3 +143,45 @@ async fn unreachable_servers_and_bad_passwords() {
         .ok();
     assert!(r.stdout.contains("\"messages\""));
 }
+
+/// Names and classes with a typo get a suggestion; a bare SQS queue name is pointed at its
+/// URL form; an existing export file is not overwritten without --force.
+#[tokio::test]
+async fn typos_get_a_suggestion_and_backups_are_not_overwritten() {
+    let db = Db::new("typos").await;
+    db.seed(2).await;
+    let sb = Sandbox::new();
+    sb.write(
+        "dlqctl.toml",
+        &format!("[queues.orders]\ndlq = \"{}\"\n", db.dlq()),
+    );
+    let r = sb.run(&["inspect", "order"]).code(2);
+    assert!(r.stderr.contains("did you mean `orders`"), "{}", r.stderr);
+    let r = sb.run(&["inspect", "demo-orders-dlq"]).code(2);
+    assert!(r.stderr.contains("sqs://demo-orders-dlq"), "{}", r.stderr);
+    let r = sb.run(&["peek", "orders", "--class", "transiet"]).code(2);
+    assert!(
+        r.stderr.contains("did you mean `transient`"),
+        "{}",
+        r.stderr
+    );
+    let r = sb
+        .run(&["inspect", &format!("{}&qeue=billing", db.dlq())])
+        .code(2);
+    assert!(r.stderr.contains("did you mean `queue`"), "{}", r.stderr);
+    let backup = sb.write("backup.jsonl", "keep me\n");
+    let r = sb
+        .run(&["export", "orders", "-o", &backup.to_string_lossy()])
+        .code(2);
+    assert!(r.stderr.contains("--force"), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&backup).unwrap(), "keep me\n");
+    sb.run(&[
+        "export",
+        "orders",
+        "-o",
+        &backup.to_string_lossy(),
+        "--force",
+    ])
+    .ok();
+    assert_eq!(std::fs::read_to_string(&backup).unwrap().lines().count(), 2);
+}

@@ -55,7 +55,7 @@ async fn the_json_of_every_command_has_one_documented_shape() {
     sb.write(
         "dlqctl.toml",
         &format!(
-            "[queues.orders]\ndlq = \"{}\"\ndlq_retention = \"14d\"\nreplay_window = \"3d\"\n[queues.orders.dedupe]\nurl = \"{}\"\ntable = \"{}.processed_messages\"\nretention = \"30d\"\n",
+            "[queues.orders]\ndlq = \"{}\"\ndlq_retention = \"14d\"\nreplay_window = \"3d\"\n[queues.orders.dedupe]\nurl = \"{}\"\ntable = \"{}.processed_messages\"\nretention = \"30d\"\n[[classify.rules]]\nname = \"our-upstream-timeout\"\nkind = \"transient\"\nmatch = {{ error = \"upstream call timed out\" }}\n",
             db.dlq(),
             pg_url(),
             db.schema
@@ -74,6 +74,13 @@ async fn the_json_of_every_command_has_one_documented_shape() {
         one[0]["facts"]["retention"],
         14 * 86_400,
         "the declared retention, as verify has it"
+    );
+    // The classes are classify's: the config's rule comes before the built-in ones.
+    assert!(
+        one[0]["tables"]
+            .to_string()
+            .contains("our-upstream-timeout"),
+        "{one}"
     );
     let peek = run(&["peek", "orders", "-n", "2", "--output", "json"]);
     let classify = run(&["classify", "orders", "--output", "json"]);

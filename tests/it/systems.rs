@@ -530,3 +530,22 @@ async fn pgmq_keeps_the_stable_id_or_refuses_to_retry() {
     ))
     .await;
 }
+
+/// A job system's table in another schema than the URL says: the hint names the schema (and
+/// the shell's `&`), never the generic layout's column mapping.
+#[tokio::test]
+async fn a_system_in_another_schema_is_found_and_named() {
+    let db = Db::new("riverelsewhere").await;
+    db.exec(RIVER_DDL).await;
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&["inspect", &format!("{}?system=river", pg_url())])
+        .code(2);
+    assert!(
+        r.stderr.contains(&format!("add &schema={}", db.schema))
+            && r.stderr.contains("quote the URL"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("columns"), "{}", r.stderr);
+}
