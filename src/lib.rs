@@ -9,6 +9,7 @@ pub mod backend;
 pub mod classify;
 pub mod cli;
 pub mod config;
+pub mod dedupe;
 pub mod error;
 pub mod filter;
 pub mod headers;

@@ -1,5 +1,4 @@
 use super::FilterArgs;
-use crate::backend::postgres::dedupe::DedupeTable;
 use crate::error::Result;
 use crate::ops::classify::ClassifyRequest;
 use crate::settings::Ctx;
@@ -28,7 +27,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
     let queue = ctx.queue(&a.queue)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
     let dedupe = match &a.dedupe {
-        Some(url) => Some(DedupeTable::config_for_url(url)),
+        Some(url) => Some(crate::dedupe::config_for_url(url)),
         None => queue.cfg.dedupe.clone(),
     };
     crate::ops::classify::run(

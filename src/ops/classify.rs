@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::Serialize;
 
-use crate::backend::postgres::dedupe::DedupeTable;
 use crate::backend::{self, ScanOptions};
 use crate::classify::{Classifier, Kind};
 use crate::config::DedupeConfig;
+use crate::dedupe::DedupeTable;
 use crate::error::{Result, exit};
 use crate::filter::Filter;
 use crate::message::Message;

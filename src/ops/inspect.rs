@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use crate::backend::postgres::dedupe::{DedupeTable, KnownRetention};
 use crate::backend::{self, Fact, Inspection};
 use crate::classify::Classifier;
+use crate::dedupe::{DedupeTable, KnownRetention};
 use crate::error::{Result, exit};
 use crate::settings::{Ctx, QueueRef};
 

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::backend::postgres::dedupe::{DedupeTable, KnownRetention, Uniqueness};
 use crate::backend::{self, Check, Status, Term};
 use crate::config::Retention;
+use crate::dedupe::{DedupeTable, KnownRetention, Uniqueness};
 use crate::error::{Result, exit};
 use crate::output::OutputFormat;
 use crate::settings::{Ctx, QueueRef};

@@ -11,9 +11,7 @@ use sqlx::{AssertSqlSafe, PgPool, Row};
 use super::layout::quote_ident;
 use super::{connect, cron, pg_err};
 use crate::address::redact;
-use crate::config::{
-    DedupeConfig, Retention, default_dedupe_table, default_id_column, default_time_column,
-};
+use crate::config::{DedupeConfig, Retention};
 use crate::error::{Error, Result};
 
 pub struct DedupeTable {
@@ -31,37 +29,7 @@ pub struct DedupeTable {
     pub declared: Option<Retention>,
 }
 
-/// How the id column is protected against a second insert.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Uniqueness {
-    /// A primary key or unique index on exactly the id column.
-    Unique {
-        index: String,
-        primary: bool,
-    },
-    /// Unique only together with other columns, or only for some rows.
-    Partial {
-        index: String,
-        why: String,
-    },
-    None,
-}
-
-/// How long ids are kept, and how dlqctl knows.
-#[derive(Debug, Clone)]
-pub enum KnownRetention {
-    Declared(Retention),
-    Discovered {
-        retention: Retention,
-        how: String,
-    },
-    /// Only a lower bound: the oldest row's age.
-    AtLeast {
-        age: Duration,
-        oldest: DateTime<Utc>,
-    },
-    Unknown(String),
-}
+pub use crate::dedupe::{KnownRetention, Uniqueness};
 
 impl DedupeTable {
     /// `url` is a postgres URL; `table=`, `id_column=`, `time_column=` and `retention=` in its
@@ -151,17 +119,6 @@ impl DedupeTable {
             time_name,
             declared,
         })
-    }
-
-    /// A config for a bare `--dedupe URL`.
-    pub fn config_for_url(url: &str) -> DedupeConfig {
-        DedupeConfig {
-            url: url.to_string(),
-            table: default_dedupe_table(),
-            id_column: default_id_column(),
-            time_column: default_time_column(),
-            retention: None,
-        }
     }
 
     pub fn id_column(&self) -> &str {
