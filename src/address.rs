@@ -270,6 +270,12 @@ fn parse_kafka(input: &str) -> Result<Address> {
     let (hosts, topic) = rest
         .split_once('/')
         .ok_or_else(|| bad("missing topic: kafka://HOST:PORT/TOPIC"))?;
+    if hosts.contains('@') {
+        // Credentials have no place in a Kafka address (and would be shown with it).
+        return Err(bad(
+            "a Kafka address takes no user or password: put SASL credentials in [kafka.properties] of dlqctl.toml (sasl.username, sasl.password)",
+        ));
+    }
     let (topic, query) = topic.split_once('?').unwrap_or((topic, ""));
     let topic = topic.trim_end_matches('/');
     let mut range = KafkaRange::default();
@@ -350,6 +356,12 @@ fn parse_kafka(input: &str) -> Result<Address> {
 
 fn parse_sqs_url(input: &str) -> Result<Address> {
     let bad = |reason: &str| invalid(input, reason);
+    if url::Url::parse(input).is_ok_and(|u| !u.username().is_empty() || u.password().is_some()) {
+        // A queue URL never holds credentials (and would be shown with them).
+        return Err(bad(
+            "an SQS queue URL takes no user or password: credentials come from the AWS configuration (AWS_PROFILE, --profile, the credential chain)",
+        ));
+    }
     // The url crate drops tabs and line breaks inside the input, but the queue URL is kept as
     // given: refuse them (tests/it/bad_input.rs found `https://\na/0/0` accepted).
     if input.chars().any(char::is_control) {

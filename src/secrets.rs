@@ -130,7 +130,8 @@ pub fn register(secret: &str) {
     all.sort_by_key(|s| std::cmp::Reverse(s.len()));
 }
 
-/// Register the secrets of the environment dlqctl runs in: `PGPASSWORD`, the AWS keys.
+/// Register the secrets of the environment dlqctl runs in: `PGPASSWORD`, the AWS keys, and
+/// a password in an endpoint URL (`AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_SQS`).
 pub fn register_environment() {
     for var in [
         "PGPASSWORD",
@@ -140,6 +141,24 @@ pub fn register_environment() {
     ] {
         if let Ok(v) = std::env::var(var) {
             register(&v);
+        }
+    }
+    for var in ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS"] {
+        if let Ok(v) = std::env::var(var) {
+            register_url_password(&v);
+        }
+    }
+}
+
+/// Register the password of a URL (an endpoint given with user info), if it has one: the SDK
+/// logs endpoints at debug level.
+pub fn register_url_password(url: &str) {
+    if let Ok(u) = url::Url::parse(url)
+        && let Some(p) = u.password()
+    {
+        register(p);
+        if let Ok(decoded) = percent_encoding::percent_decode_str(p).decode_utf8() {
+            register(&decoded);
         }
     }
 }

@@ -291,6 +291,9 @@ async fn run(cli: Cli) -> i32 {
         },
     };
     let a = &g.aws;
+    if let Some(e) = &a.endpoint_url {
+        crate::secrets::register_url_password(e);
+    }
     let ctx = Ctx {
         printer,
         config,

@@ -238,7 +238,7 @@ mod tests {
     fn the_lease_value_holds_expiry_and_pid() {
         let h = Held::from_offset(1_796_380_000_000 * PID_DIGITS + 4242, "");
         assert_eq!((h.expiry_ms, h.pid), (1_796_380_000_000, 4242));
-        assert_eq!(h.describe(), "pid 4242; renewed until 09:46:40 UTC");
+        assert_eq!(h.describe(), "pid 4242; renewed until 10:26:40 UTC");
         let h = Held::from_offset(
             5 * PID_DIGITS + 7,
             "ann@ops-1 pid 7 since 2026-12-04 03:12:40 UTC",
