@@ -192,12 +192,8 @@ async fn mark(
     Ok(n)
 }
 
-fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
-    let p = &ctx.printer;
-    if !p.is_table() {
-        return p.json(r);
-    }
-    let mut t = p.table();
+/// The classes as a table: one row per rule, kinds and rule names never wrapped.
+fn classes_table(r: &ClassifyReport, mut t: comfy_table::Table) -> comfy_table::Table {
     let mut header = vec!["kind", "rule", "messages"];
     if r.dedupe.is_some() {
         header.push("processed");
@@ -229,10 +225,20 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
     ] {
         if let (Some(col), Some(n)) = (t.column_mut(i), longest) {
             col.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
-                comfy_table::Width::Fixed(n.max(4) as u16),
+                // (The width includes the one-space padding on either side.)
+                comfy_table::Width::Fixed(n.max(4) as u16 + 2),
             ));
         }
     }
+    t
+}
+
+fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
+    let p = &ctx.printer;
+    if !p.is_table() {
+        return p.json(r);
+    }
+    let t = classes_table(r, p.table());
     p.line(&t.to_string())?;
     let k = |kind| r.kinds.get(&kind).copied().unwrap_or(0);
     p.line(&format!(
@@ -249,4 +255,39 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
         ))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_names_are_not_wrapped_mid_word() {
+        let row = |rule: &str| ClassRow {
+            kind: Kind::Transient,
+            rule: rule.into(),
+            count: 3,
+            processed: None,
+            first_seen: None,
+            last_seen: None,
+            sample_id: "ord-1".into(),
+            sample_error: Some(
+                "upstream call timed out after 30 seconds while calling the payments service"
+                    .into(),
+            ),
+        };
+        let r = ClassifyReport {
+            queue: "q".into(),
+            total: 3,
+            kinds: BTreeMap::new(),
+            classes: vec![row("downstream-payments-timeout")],
+            dedupe: None,
+        };
+        let mut t = comfy_table::Table::new();
+        t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+            .set_width(80);
+        let text = classes_table(&r, t).to_string();
+        assert!(text.contains("downstream-payments-timeout"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    }
 }

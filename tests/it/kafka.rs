@@ -162,6 +162,38 @@ async fn spring_connect_and_smallrye_dead_letters_are_understood() {
     );
     assert_eq!(recs[1]["id"], format!("{orders}/1@1001"));
     assert_eq!(recs[0]["source"], orders.as_str());
+    // Spring's binary numbers, decoded beside the raw value (for people and jq).
+    let decoded = |rec: &serde_json::Value, name: &str| {
+        rec["attributes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == name)
+            .map(|a| a["decoded"].clone())
+    };
+    assert_eq!(
+        decoded(&recs[1], "kafka_dlt-original-partition"),
+        Some(serde_json::json!(1))
+    );
+    assert_eq!(
+        decoded(&recs[1], "kafka_dlt-original-offset"),
+        Some(serde_json::json!(1001))
+    );
+    assert_eq!(
+        decoded(&recs[0], "kafka_dlt-original-timestamp"),
+        Some(serde_json::json!("2025-12-01T14:40:00.000Z"))
+    );
+    let card = sb
+        .run_with(
+            &["peek", &k.url("dlt"), "-n", "2", "--output", "table"],
+            &env,
+        )
+        .ok()
+        .stdout;
+    assert!(
+        card.contains("kafka_dlt-original-offset = 1001 (raw"),
+        "{card}"
+    );
     assert_eq!(
         recs[0]["error"]["class"], "java.net.SocketTimeoutException",
         "the cause, not the wrapper"

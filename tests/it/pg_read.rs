@@ -429,3 +429,44 @@ async fn unix_sockets_the_environment_and_service_files_connect() {
         .code(2);
     assert!(r.stderr.contains("service `nope`"), "{}", r.stderr);
 }
+
+/// A run that stops on a local error after it moved messages never exits 2 ("nothing was
+/// changed"): a bad line in a replay file after two lines were sent is exit 1, the summary says
+/// why, and the two copies stay.
+#[tokio::test]
+async fn a_bad_line_after_sent_copies_is_exit_1_not_2() {
+    let db = Db::new("badline").await;
+    let sb = Sandbox::new();
+    let file = sb.write(
+        "mixed.jsonl",
+        concat!(
+            r#"{"v":1,"id":"a-1","source":"orders","body":"{\"a\":1}","body_encoding":"utf8"}"#,
+            "\n",
+            r#"{"v":1,"id":"a-2","source":"orders","body":"{\"a\":2}","body_encoding":"utf8"}"#,
+            "\n",
+            "this is not JSON\n"
+        ),
+    );
+    let r = sb
+        .run(&[
+            "replay",
+            &file.to_string_lossy(),
+            "--to",
+            &db.table_url("queue_messages"),
+            "--batch-size",
+            "1",
+            "--yes",
+            "--output",
+            "json",
+        ])
+        .code(1);
+    assert!(r.stderr.contains("line 3"), "{}", r.stderr);
+    assert!(
+        r.json()["aborted"]
+            .as_str()
+            .is_some_and(|a| a.contains("line 3")),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(db.ids("queue_messages").await, vec!["a-1", "a-2"]);
+}

@@ -87,6 +87,15 @@ async fn dead_lettered_messages_are_inspected_peeked_and_released() {
         .json();
     let fact = |n: &str| j[0]["facts"][n].clone();
     assert_eq!(fact("visible"), 12);
+    // A table labels facts without their unit (the value carries it): `retention | 14d`.
+    let table = sb
+        .run_with(&["inspect", &url, "--output", "table"], &env)
+        .ok()
+        .stdout;
+    assert!(
+        table.contains("retention ") && !table.contains("retention seconds"),
+        "{table}"
+    );
     assert_eq!(fact("retention_seconds"), 1_209_600);
     let sources = &j[0]["tables"][0]["rows"];
     assert_eq!(sources[0][0], src.as_str(), "{j}");
@@ -929,4 +938,23 @@ async fn an_attribute_equal_to_the_id_does_not_stand_in_for_it() {
             ("7".to_string(), None)
         ]
     );
+}
+
+/// `--to` the DLQ itself, by another of its names (its queue URL for sqs://NAME): refused
+/// before anything is read, whatever form names it.
+#[tokio::test]
+async fn the_dlq_as_its_own_target_is_refused() {
+    let q = Sqs::new("selfto").await;
+    let (dlq, _) = q.create("dlq", &[]).await;
+    send_orders(&q, &dlq, 3, false).await;
+    let sb = Sandbox::new();
+    let name = dlq.rsplit('/').next().unwrap();
+    let r = sb
+        .run_with(
+            &["redrive", &format!("sqs://{name}"), "--to", &dlq, "--yes"],
+            &q.env(&sb),
+        )
+        .code(2);
+    assert!(r.stderr.contains("is the queue being read"), "{}", r.stderr);
+    assert_eq!(q.visible(&dlq).await, 3);
 }

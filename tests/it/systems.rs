@@ -532,17 +532,39 @@ async fn pgmq_keeps_the_stable_id_or_refuses_to_retry() {
 }
 
 /// A job system's table in another schema than the URL says: the hint names the schema (and
-/// the shell's `&`), never the generic layout's column mapping.
+/// the shell's `&`), never the generic layout's column mapping. (In a database of its own, so
+/// that other tests' River schemas are not found too.)
 #[tokio::test]
 async fn a_system_in_another_schema_is_found_and_named() {
-    let db = Db::new("riverelsewhere").await;
-    db.exec(RIVER_DDL).await;
+    let name = format!("dlqctl_t_schema_{}", std::process::id());
+    let admin = sqlx::PgPool::connect(&pg_url()).await.unwrap();
+    for sql in [
+        format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        format!("CREATE DATABASE {name}"),
+    ] {
+        sqlx::raw_sql(AssertSqlSafe(sql))
+            .execute(&admin)
+            .await
+            .unwrap();
+    }
+    let url = pg_url().replace("/dlqctl_test", &format!("/{name}"));
+    let own = sqlx::PgPool::connect(&url).await.unwrap();
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "CREATE SCHEMA demo_river; {}",
+        RIVER_DDL.replace("{s}", "demo_river")
+    )))
+    .execute(&own)
+    .await
+    .unwrap();
+    own.close().await;
     let sb = Sandbox::new();
-    let r = sb
-        .run(&["inspect", &format!("{}?system=river", pg_url())])
-        .code(2);
+    let r = sb.run(&["inspect", &format!("{url}?system=river")]).code(2);
+    let _ = sqlx::raw_sql(AssertSqlSafe(format!("DROP DATABASE {name} WITH (FORCE)")))
+        .execute(&admin)
+        .await;
     assert!(
-        r.stderr.contains(&format!("add &schema={}", db.schema))
+        r.stderr
+            .contains("river_job is in schema demo_river: add &schema=demo_river")
             && r.stderr.contains("quote the URL"),
         "{}",
         r.stderr

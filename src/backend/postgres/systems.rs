@@ -126,7 +126,8 @@ fn refuse(system: &str, why: String) -> Error {
 async fn missing_table(pool: &PgPool, system: &str, schema: &str, table: &str) -> Error {
     let found: Vec<String> = sqlx::query_scalar(
         "SELECT n.nspname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-          WHERE c.relname = $1 AND c.relkind IN ('r', 'p') AND n.nspname <> $2 ORDER BY 1",
+          WHERE c.relname = $1 AND c.relkind IN ('r', 'p') AND n.nspname <> $2
+          ORDER BY n.nspname = current_schema() DESC, 1",
     )
     .bind(table)
     .bind(schema)
@@ -145,8 +146,13 @@ async fn missing_table(pool: &PgPool, system: &str, schema: &str, table: &str) -
             "{table} is in schema {one}: add &schema={one} to the URL (and quote the URL: & is shell syntax)"
         )),
         many => e.hinted(format!(
-            "{table} is in schemas {}: add &schema=NAME to the URL (and quote the URL: & is shell syntax)",
-            many.join(", ")
+            "{table} is in schemas {}{}: add &schema=NAME to the URL (and quote the URL: & is shell syntax)",
+            many.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+            if many.len() > 5 {
+                format!(" and {} more", many.len() - 5)
+            } else {
+                String::new()
+            }
         )),
     }
 }
