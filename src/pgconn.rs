@@ -260,22 +260,13 @@ impl PgConn {
                         None => format!(
                             " (dlqctl reads {}; the driver reads {})",
                             own.join(", "),
-                            [
-                                "host",
-                                "hostaddr",
-                                "port",
-                                "dbname",
-                                "user",
-                                "password",
-                                "service",
-                                "sslmode",
-                                "sslrootcert",
-                                "sslcert",
-                                "sslkey",
-                                "application_name",
-                                "options"
-                            ]
-                            .join(", ")
+                            CONNECTION_PARAMS
+                                .iter()
+                                .chain(DRIVER_PARAMS)
+                                .copied()
+                                .filter(|p| !p.contains('-') && *p != "statement_cache")
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         ),
                     };
                     return Err(format!("unknown parameter `{other}`{hint}"));

@@ -384,52 +384,22 @@ impl Sqs {
         panic!("messages were not dead-lettered");
     }
 
+    /// Everything in `url`, received (and hidden for a minute).
+    pub async fn receive_all(&self, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
+        self.receive_until_empty(url, false).await
+    }
+
     /// Receive and delete everything in `url` (a FIFO queue gives a group's next message only
     /// after the one before is deleted).
     pub async fn drain(&self, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
-        let mut out = Vec::new();
-        let mut empty = 0;
-        while empty < 2 {
-            let r = self
-                .client
-                .receive_message()
-                .queue_url(url)
-                .max_number_of_messages(10)
-                .visibility_timeout(60)
-                .message_attribute_names("All")
-                .send()
-                .await
-                .unwrap();
-            if r.messages().is_empty() {
-                empty += 1;
-                continue;
-            }
-            empty = 0;
-            let entries = r
-                .messages()
-                .iter()
-                .enumerate()
-                .map(|(i, m)| {
-                    aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
-                        .id(format!("d{i}"))
-                        .receipt_handle(m.receipt_handle().unwrap())
-                        .build()
-                        .unwrap()
-                })
-                .collect();
-            self.client
-                .delete_message_batch()
-                .queue_url(url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .unwrap();
-            out.extend(r.messages().iter().cloned());
-        }
-        out
+        self.receive_until_empty(url, true).await
     }
 
-    pub async fn receive_all(&self, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
+    async fn receive_until_empty(
+        &self,
+        url: &str,
+        delete: bool,
+    ) -> Vec<aws_sdk_sqs::types::Message> {
         let mut out = Vec::new();
         let mut empty = 0;
         while empty < 2 {
@@ -446,6 +416,29 @@ impl Sqs {
                 .unwrap();
             if r.messages().is_empty() {
                 empty += 1;
+                continue;
+            }
+            if delete {
+                let entries = r
+                    .messages()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| {
+                        aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
+                            .id(format!("d{i}"))
+                            .receipt_handle(m.receipt_handle().unwrap())
+                            .build()
+                            .unwrap()
+                    })
+                    .collect();
+                self.client
+                    .delete_message_batch()
+                    .queue_url(url)
+                    .set_entries(Some(entries))
+                    .send()
+                    .await
+                    .unwrap();
+                empty = 0;
             }
             out.extend(r.messages().iter().cloned());
         }

@@ -418,9 +418,12 @@ async fn a_killed_redrive_loses_nothing_and_continues_from_the_committed_offsets
     let back = k.read_all("orders").await;
     let ids = distinct_stable_ids(&back);
     assert_eq!(ids.len(), 40, "every record arrived");
+    // With --rate each batch is committed as soon as it is delivered: a kill leaves at most
+    // the batch on its way uncommitted, and the one before it if that one's asynchronous
+    // commit had not reached the broker yet (docs/kafka.md, "Crashes and Ctrl-C").
     assert!(
-        back.len() <= 40 + 5,
-        "at most one batch twice ({})",
+        back.len() <= 40 + 2 * 5,
+        "at most two batches twice ({})",
         back.len()
     );
 }
