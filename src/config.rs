@@ -34,6 +34,10 @@ pub struct KafkaConfig {
     /// re-run may go after a redrive crashed (docs/kafka.md#the-redrive-lease). Default 10s.
     #[serde(default, deserialize_with = "opt_duration")]
     pub lease_timeout: Option<Duration>,
+    /// How long a read waits for a partition that gives nothing before it treats it as
+    /// drained. Not a file key: `DLQCTL_KAFKA_IDLE_MS`, read once by the settings.
+    #[serde(skip)]
+    pub read_idle: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

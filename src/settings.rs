@@ -89,6 +89,22 @@ impl Interrupt {
     }
 }
 
+/// Read dlqctl's own environment variables, once, into the settings the backends take (no
+/// backend reads the environment itself): `DLQCTL_SQS_WAIT_SECONDS` (an SQS receive's long
+/// poll, 0-20 s, default 2), `DLQCTL_STATE_DIR` (where the SQS journal lives) and
+/// `DLQCTL_KAFKA_IDLE_MS` (how long a Kafka read waits on a silent partition, default 3000).
+pub fn from_environment(aws: &mut AwsOptions, config: &mut Config) {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    aws.wait_seconds = var("DLQCTL_SQS_WAIT_SECONDS")
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .unwrap_or(2)
+        .clamp(0, 20);
+    aws.state_dir = var("DLQCTL_STATE_DIR").map(std::path::PathBuf::from);
+    config.kafka.read_idle = var("DLQCTL_KAFKA_IDLE_MS")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(std::time::Duration::from_millis);
+}
+
 /// A queue named on the command line: its address and its config entry (or defaults).
 #[derive(Clone, Debug)]
 pub struct QueueRef {

@@ -430,6 +430,11 @@ pub struct AwsOptions {
     pub visibility_timeout: Option<i32>,
     /// Receive/send batches in flight at once.
     pub parallel: usize,
+    /// Seconds a receive waits for messages (long polling; `DLQCTL_SQS_WAIT_SECONDS`, 0-20).
+    pub wait_seconds: i32,
+    /// Where the redrive journal lives (`DLQCTL_STATE_DIR`; default the user's state
+    /// directory).
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 /// How a FIFO target gets each copy's MessageDeduplicationId.
@@ -438,7 +443,7 @@ pub struct AwsOptions {
 /// SendMessage succeeds and nothing is enqueued. A redrive soon after the original send that
 /// reuses the original id would delete the dead letter and lose the message, so the default
 /// derives a fresh id per run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DedupStrategy {
     /// A new id for each run, derived from the stable id: retries inside one run are still
     /// deduplicated by SQS, and no copy collides with the original send's 5-minute window.

@@ -94,14 +94,38 @@ pub struct AwsArgs {
     #[arg(long, global = true)]
     pub allow_onward_redrive: bool,
     /// How copies sent to a FIFO queue get their MessageDeduplicationId
-    #[arg(long = "dedup-id", global = true, value_enum, default_value_t = DedupStrategy::PerRun, value_name = "STRATEGY")]
-    pub dedup: DedupStrategy,
+    #[arg(long = "dedup-id", global = true, value_enum, default_value_t = DedupArg::PerRun, value_name = "STRATEGY")]
+    pub dedup: DedupArg,
     /// Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]
     #[arg(long, global = true, value_name = "SECONDS", value_parser = clap::value_parser!(i32).range(1..=43200))]
     pub visibility_timeout: Option<i32>,
     /// SQS requests in flight at once
     #[arg(long, global = true, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub parallel: u16,
+}
+
+/// `--dedup-id`: how copies sent to a FIFO queue get their MessageDeduplicationId (the
+/// settings' [`DedupStrategy`]; clap's types stay in this layer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DedupArg {
+    /// A new id for each run, derived from the stable id: retries inside one run are still
+    /// deduplicated by SQS, and no copy collides with the original send's 5-minute window.
+    PerRun,
+    /// The message's own deduplication id if it has one, else its stable id (inside the
+    /// 5-minute window SQS drops the copy).
+    Keep,
+    /// Always the stable id (same caveat as keep).
+    StableId,
+}
+
+impl From<DedupArg> for DedupStrategy {
+    fn from(a: DedupArg) -> DedupStrategy {
+        match a {
+            DedupArg::PerRun => DedupStrategy::PerRun,
+            DedupArg::Keep => DedupStrategy::Keep,
+            DedupArg::StableId => DedupStrategy::StableId,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -282,7 +306,7 @@ async fn run(cli: Cli) -> i32 {
             "junit is for `dlqctl verify` only",
         ));
     }
-    let config = match &cli.command {
+    let mut config = match &cli.command {
         // These never need the config; a broken one must not stop them.
         Command::Completions(_) | Command::GenerateArtifacts(_) => Config::default(),
         _ => match Config::load(g.config.as_deref()) {
@@ -294,18 +318,21 @@ async fn run(cli: Cli) -> i32 {
     if let Some(e) = &a.endpoint_url {
         crate::secrets::register_url_password(e);
     }
+    let mut aws = AwsOptions {
+        profile: a.profile.clone(),
+        region: a.region.clone(),
+        endpoint_url: a.endpoint_url.clone(),
+        allow_onward_redrive: a.allow_onward_redrive,
+        dedup: a.dedup.into(),
+        visibility_timeout: a.visibility_timeout,
+        parallel: a.parallel as usize,
+        ..AwsOptions::default()
+    };
+    crate::settings::from_environment(&mut aws, &mut config);
     let ctx = Ctx {
         printer,
         config,
-        aws: AwsOptions {
-            profile: a.profile.clone(),
-            region: a.region.clone(),
-            endpoint_url: a.endpoint_url.clone(),
-            allow_onward_redrive: a.allow_onward_redrive,
-            dedup: a.dedup,
-            visibility_timeout: a.visibility_timeout,
-            parallel: a.parallel as usize,
-        },
+        aws,
         interrupt: Interrupt::default(),
     };
     spawn_signal_handler(ctx.interrupt.clone());

@@ -70,15 +70,8 @@ const CONSUMER_TUNABLES: &[(&str, &str)] = &[
 /// commits queued behind it.
 const REDRIVE_TUNABLES: &[(&str, &str)] = &[("fetch.wait.max.ms", "100")];
 
-/// How long a partition may give nothing before a scan treats it as drained.
-fn idle() -> Duration {
-    Duration::from_millis(
-        std::env::var("DLQCTL_KAFKA_IDLE_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(3000),
-    )
-}
+/// How long a partition may give nothing before a scan treats it as drained, by default.
+const READ_IDLE: Duration = Duration::from_millis(3000);
 
 pub struct KafkaBackend {
     addr: Address,
@@ -89,6 +82,8 @@ pub struct KafkaBackend {
     topic_partitions: usize,
     /// `[kafka] lease_timeout`: how long a redrive lease lasts unrenewed.
     lease_timeout: Duration,
+    /// How long a partition may give nothing before a read treats it as drained.
+    read_idle: Duration,
     id: Option<IdSource>,
     /// The consumer a dead-letter topic was opened with. It carries the redrive group's id,
     /// to read (and, in a redrive, commit) that group's offsets; it never joins the group.
@@ -330,6 +325,7 @@ impl KafkaBackend {
             k: k.clone(),
             props: opts.kafka.properties.clone(),
             lease_timeout: opts.kafka.lease_timeout.unwrap_or(Duration::from_secs(10)),
+            read_idle: opts.kafka.read_idle.unwrap_or(READ_IDLE),
             partitions: Vec::new(),
             topic_partitions: 0,
             id: opts.id.clone(),

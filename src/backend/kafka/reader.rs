@@ -47,6 +47,8 @@ struct Reader {
     stop: Arc<AtomicBool>,
     /// Batches given back, to be dropped here (see [`Reading::recycle`]).
     used: std::sync::mpsc::Receiver<Vec<Message>>,
+    /// How long a partition may give nothing before it counts as drained.
+    idle: Duration,
 }
 
 /// A running reader thread and its batches.
@@ -79,6 +81,7 @@ impl Reading {
             tx,
             stop: stop.clone(),
             used: returned,
+            idle: b.read_idle,
         };
         let thread = std::thread::Builder::new()
             .name("dlqctl-kafka-read".into())
@@ -138,7 +141,7 @@ impl Reader {
     }
 
     fn read(&mut self) {
-        let idle = idle();
+        let idle = self.idle;
         let mut batch = ReadBatch::with_capacity(self.batch_size);
         let mut last = Instant::now();
         let mut trouble = Trouble::default();

@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
@@ -19,9 +19,11 @@ pub struct Journal {
     pending: HashSet<String>,
 }
 
-fn dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("DLQCTL_STATE_DIR") {
-        return PathBuf::from(d).join("journal");
+/// The journal directory: `STATE_DIR/journal` (`DLQCTL_STATE_DIR`, resolved by the settings),
+/// else the user's state directory.
+fn dir(state_dir: Option<&Path>) -> PathBuf {
+    if let Some(d) = state_dir {
+        return d.join("journal");
     }
     dirs::state_dir()
         .or_else(dirs::data_local_dir)
@@ -31,7 +33,7 @@ fn dir() -> PathBuf {
 }
 
 impl Journal {
-    pub fn open(arn: &str, url: &str) -> Result<Journal> {
+    pub fn open(state_dir: Option<&Path>, arn: &str, url: &str) -> Result<Journal> {
         let key = if arn.is_empty() { url } else { arn };
         let name: String = key
             .chars()
@@ -43,7 +45,7 @@ impl Journal {
                 }
             })
             .collect();
-        let d = dir();
+        let d = dir(state_dir);
         std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
         let path = d.join(format!("{name}.log"));
         let mut pending = HashSet::new();
@@ -137,13 +139,11 @@ mod tests {
     #[test]
     fn pending_survives_a_restart_and_compacts() {
         let d = tempfile::tempdir().unwrap();
-        // SAFETY: tests in this module are the only users of DLQCTL_STATE_DIR in-process.
-        unsafe { std::env::set_var("DLQCTL_STATE_DIR", d.path()) };
-        let mut j = Journal::open("arn:aws:sqs:us-east-1:1:q", "").unwrap();
+        let mut j = Journal::open(Some(d.path()), "arn:aws:sqs:us-east-1:1:q", "").unwrap();
         j.sent(&["a".into(), "b".into()]).unwrap();
         j.deleted(&["a".into()]).unwrap();
         drop(j);
-        let mut j = Journal::open("arn:aws:sqs:us-east-1:1:q", "").unwrap();
+        let mut j = Journal::open(Some(d.path()), "arn:aws:sqs:us-east-1:1:q", "").unwrap();
         assert!(j.was_sent("b") && !j.was_sent("a"));
         j.deleted(&["b".into()]).unwrap();
         j.compact().unwrap();

@@ -23,14 +23,6 @@ use crate::message::Message;
 const EMPTY_STREAK: u32 = 3;
 
 /// Long-poll wait per receive, seconds.
-fn wait_seconds() -> i32 {
-    std::env::var("DLQCTL_SQS_WAIT_SECONDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2)
-        .clamp(0, 20)
-}
-
 async fn receive(
     b: &SqsBackend,
     n: i32,
@@ -108,7 +100,7 @@ pub fn browse(
         'outer: loop {
             // Every handle is recorded before anything is yielded: a reader that stops early
             // (peek -n 2) must still release all ten.
-            let msgs = receive_held(b, vis, wait_seconds()).await?;
+            let msgs = receive_held(b, vis, b.opts.wait_seconds).await?;
             let mut fresh = 0;
             for m in msgs {
                 let id = m.message_id().unwrap_or_default().to_string();
@@ -148,7 +140,7 @@ pub fn follow(b: &SqsBackend, from_start: bool) -> MessageStream<'_> {
         if !from_start {
             let mut streak = 0;
             while streak < EMPTY_STREAK {
-                let msgs = receive_held(b, vis, wait_seconds()).await?;
+                let msgs = receive_held(b, vis, b.opts.wait_seconds).await?;
                 let mut fresh = 0;
                 for m in &msgs {
                     if seen.insert(m.message_id().unwrap_or_default().to_string()) {
@@ -200,7 +192,7 @@ pub struct SqsMoveSession<'a> {
 
 impl<'a> SqsMoveSession<'a> {
     pub async fn begin(b: &'a SqsBackend) -> Result<SqsMoveSession<'a>> {
-        let journal = Journal::open(&b.arn, &b.url)?;
+        let journal = Journal::open(b.opts.state_dir.as_deref(), &b.arn, &b.url)?;
         let held: Arc<Mutex<Vec<Claimed>>> = Arc::default();
         let current: Arc<Mutex<Vec<Claimed>>> = Arc::default();
         let vis = b.visibility();
@@ -348,7 +340,7 @@ impl MoveSession for SqsMoveSession<'_> {
             for c in 0..calls {
                 let ask = (want - c * 10).min(10);
                 asked += ask;
-                recv.push(receive(self.b, ask as i32, vis, wait_seconds()));
+                recv.push(receive(self.b, ask as i32, vis, self.b.opts.wait_seconds));
             }
             let mut received = 0usize;
             let mut out = Vec::new();
