@@ -501,7 +501,12 @@ fn plan(
             }
         }),
     );
-    if req.headers.is_empty() {
+    if fixed.is_some_and(|f| retried_in_place(req, f)) {
+        row(
+            "keeps",
+            "each job as it is: same id, same arguments (nothing is copied)".into(),
+        );
+    } else if req.headers.is_empty() {
         row(
             "keeps",
             "stable id, body, headers/attributes, group/key".into(),
