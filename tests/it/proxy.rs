@@ -11,7 +11,9 @@
 //! * [`When::Stall`]: the request is held back for a while, then forwarded.
 //!
 //! Triggers are matched on the client's bytes, so a fault lands at the same point of a run
-//! whatever the timing: deterministic without sleeps.
+//! whatever the timing: deterministic without sleeps. (Our own code: toxiproxy, the usual fault
+//! proxy, is a Go server outside the registries these machines reach, and its faults are
+//! timed, not triggered by a request.)
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -3,6 +3,10 @@
 //! the environment (`PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`, `PGPASSWORD`, `PGSSLMODE`, …),
 //! then the defaults (a Unix socket in /var/run/postgresql or /tmp if one exists, else
 //! localhost; the user's name), and `~/.pgpass` for a password still missing.
+//!
+//! The service file is read here (a few lines of libpq's INI format): sqlx does not read it,
+//! and the `postgres-service` crate builds a rust-postgres `Config`, which would bring in a
+//! second PostgreSQL driver for the sake of a parser.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
