@@ -2,6 +2,7 @@
 
 mod artifacts;
 mod bad_input;
+mod conformance;
 mod exactly_once;
 mod faults;
 mod harness;
