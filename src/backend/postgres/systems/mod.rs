@@ -1,0 +1,228 @@
+//! The dead jobs of PostgreSQL job systems (`postgres://…?system=NAME[&queue=…]`,
+//! `docs/systems/`). Each preset is a "dead" predicate over the system's own tables, a decoder
+//! for its error data, and the retry its own tools perform, run in short batched transactions
+//! that skip running and locked rows.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::postgres::PgRow;
+use sqlx::{PgPool, Row};
+
+use crate::config::IdSource;
+use crate::error::Result;
+use crate::message::{AttrValue, Attribute, ErrorInfo, Message};
+
+mod backend;
+mod catalog;
+mod session;
+
+mod good_job;
+mod graphile;
+mod oban;
+mod pg_boss;
+mod pgmq;
+mod que;
+mod river;
+mod solid_queue;
+
+pub use backend::JobSystemBackend;
+
+/// How a system's raw error data turns into class / message / trace.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum ErrorFormat {
+    /// Plain text, the message.
+    Text,
+    /// `Class: message` (good_job).
+    ClassColonMessage,
+    /// JSON `{exception_class, message, backtrace}` (solid_queue) or `{message, stack}` (pg-boss).
+    Json,
+}
+
+/// One preset, resolved against the catalog.
+pub struct System {
+    pub name: &'static str,
+    /// What was detected (`river (migration 6)`, `pgmq 1.5 archive`).
+    pub detected: String,
+    /// `FROM … j [JOIN …]`.
+    pub(super) from: String,
+    /// The dead predicate over `j` (and joins).
+    pub(super) dead: String,
+    /// Key column of `j`, and its type.
+    pub(super) key: String,
+    pub(super) key_type: &'static str,
+    /// Expressions: body (bytea), kind, queue, attempt, max_attempts, error (raw text),
+    /// enqueued_at, dead_at (timestamptz), extra (jsonb).
+    pub(super) body: String,
+    pub(super) kind: String,
+    pub(super) queue: String,
+    pub(super) attempt: String,
+    pub(super) max_attempts: String,
+    pub(super) error: String,
+    pub(super) error_format: ErrorFormat,
+    pub(super) enqueued_at: String,
+    pub(super) dead_at: String,
+    pub(super) extra: String,
+    /// Rows to lock when claiming (`j`, or the failed-execution row).
+    pub(super) lock_of: &'static str,
+    /// The retry, for `$1` = keys (text[]); RETURNING the retried keys as text.
+    pub(super) retry: String,
+    /// Removing a dead job after its copy went elsewhere; `$1` = keys.
+    pub(super) delete: String,
+    /// Default pruning of dead rows, and where that number comes from.
+    pub(super) pruning: (Option<Duration>, &'static str),
+    /// The window in which its unique keys hold.
+    pub(super) unique: &'static str,
+    /// Why the retry cannot carry a message's stable id, where it cannot (pgmq without a
+    /// `headers` column in the live queue): a redrive in place is refused unless the id
+    /// lives in the body (`id = "json:/…"`).
+    pub(super) retry_loses_id: Option<String>,
+}
+
+impl System {
+    pub async fn detect(
+        pool: &PgPool,
+        name: &str,
+        schema: Option<&str>,
+        queue: Option<&str>,
+    ) -> Result<System> {
+        match name {
+            "river" => river::detect(pool, schema.unwrap_or("public")).await,
+            "oban" => oban::detect(pool, schema.unwrap_or("public")).await,
+            "pgmq" => pgmq::detect(pool, queue).await,
+            "graphile-worker" => graphile::detect(pool, schema.unwrap_or("graphile_worker")).await,
+            "solid_queue" => solid_queue::detect(pool, schema.unwrap_or("public")).await,
+            "good_job" => good_job::detect(pool, schema.unwrap_or("public")).await,
+            "que" => que::detect(pool, schema.unwrap_or("public")).await,
+            "pg-boss" => pg_boss::detect(pool, schema.unwrap_or("pgboss")).await,
+            other => Err(catalog::refuse(other, "unknown system".into())),
+        }
+    }
+
+    /// `max(key)` as text (there is no max(uuid): uuids compare like their text form).
+    pub(super) fn max_key(&self) -> String {
+        if self.key_type == "uuid" {
+            format!("max({}::text)", self.key)
+        } else {
+            format!("max({})::text", self.key)
+        }
+    }
+
+    pub(super) fn select_list(&self) -> String {
+        format!(
+            "{key}::text AS id, {body} AS body, {kind}::text AS kind, {queue}::text AS queue, ({attempt})::int8 AS attempt, ({max})::int8 AS max_attempts, ({error})::text AS error, ({enq})::timestamptz AS enqueued_at, ({dead})::timestamptz AS dead_at, ({extra})::jsonb AS extra",
+            key = self.key,
+            body = self.body,
+            kind = self.kind,
+            queue = self.queue,
+            attempt = self.attempt,
+            max = self.max_attempts,
+            error = self.error,
+            enq = self.enqueued_at,
+            dead = self.dead_at,
+            extra = self.extra,
+        )
+    }
+
+    pub(super) fn decode_error(&self, raw: Option<String>) -> Option<ErrorInfo> {
+        let raw = raw.filter(|r| !r.trim().is_empty())?;
+        Some(match self.error_format {
+            ErrorFormat::Text => ErrorInfo {
+                message: Some(raw),
+                ..ErrorInfo::default()
+            },
+            ErrorFormat::ClassColonMessage => match raw.split_once(": ") {
+                Some((c, m)) if !c.contains(' ') => ErrorInfo {
+                    class: Some(c.into()),
+                    message: Some(m.into()),
+                    trace: None,
+                },
+                _ => ErrorInfo {
+                    message: Some(raw),
+                    ..ErrorInfo::default()
+                },
+            },
+            ErrorFormat::Json => match serde_json::from_str::<Value>(&raw) {
+                Ok(v) => {
+                    let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+                    let trace = match v.get("backtrace").or(v.get("stack")) {
+                        Some(Value::Array(a)) => Some(
+                            a.iter()
+                                .filter_map(Value::as_str)
+                                .collect::<Vec<_>>()
+                                .join("\n"),
+                        ),
+                        Some(Value::String(t)) => Some(t.clone()),
+                        _ => None,
+                    };
+                    ErrorInfo {
+                        class: s("exception_class").or(s("name")),
+                        message: s("message").or_else(|| (!v.is_object()).then(|| v.to_string())),
+                        trace,
+                    }
+                }
+                Err(_) => ErrorInfo {
+                    message: Some(raw),
+                    ..ErrorInfo::default()
+                },
+            },
+        })
+    }
+
+    pub(super) fn to_message(
+        &self,
+        row: &PgRow,
+        id: Option<&IdSource>,
+    ) -> std::result::Result<Message, sqlx::Error> {
+        let key: String = row.try_get("id")?;
+        let extra: Option<Value> = row.try_get("extra")?;
+        let mut attributes = Vec::new();
+        let mut push = |name: &str, v: Option<String>| {
+            if let Some(v) = v {
+                attributes.push(Attribute {
+                    name: name.into(),
+                    value: AttrValue::text(v),
+                });
+            }
+        };
+        let kind: Option<String> = row.try_get("kind")?;
+        let queue: Option<String> = row.try_get("queue")?;
+        let attempt: Option<i64> = row.try_get("attempt")?;
+        let max: Option<i64> = row.try_get("max_attempts")?;
+        push("kind", kind);
+        push("queue", queue.clone());
+        push("attempt", attempt.map(|a| a.to_string()));
+        push("max_attempts", max.map(|a| a.to_string()));
+        if let Some(Value::Object(o)) = &extra {
+            for (k, v) in o {
+                match v {
+                    Value::Null => {}
+                    Value::String(s) => push(k, Some(s.clone())),
+                    other => push(k, Some(other.to_string())),
+                }
+            }
+        }
+        let mut m = Message {
+            id: key.clone(),
+            native_id: key,
+            body: row.try_get("body")?,
+            attributes,
+            receive_count: attempt.and_then(|a| u32::try_from(a).ok()),
+            enqueued_at: row.try_get("enqueued_at")?,
+            dead_lettered_at: row.try_get("dead_at")?,
+            error: self.decode_error(row.try_get("error")?),
+            source: queue,
+            ..Message::default()
+        };
+        m.meta.insert("system", Value::String(self.name.into()));
+        if let Some(Value::String(id)) = extra
+            .as_ref()
+            .and_then(|e| e.get("headers"))
+            .and_then(|h| h.get("dlqctl-stable-id"))
+        {
+            m.id = id.clone();
+        }
+        crate::backend::apply_id_source(&mut m, id);
+        Ok(m)
+    }
+}
