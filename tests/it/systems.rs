@@ -27,19 +27,7 @@ const ERRORS: [&str; 4] = [
 ];
 
 /// River's tables (migration 6), in schema `{s}`.
-pub(crate) const RIVER_DDL: &str = "CREATE TYPE {s}.river_job_state AS ENUM ('available', 'cancelled', 'completed', 'discarded', 'pending', 'retryable', 'running', 'scheduled');
-                  CREATE TABLE {s}.river_migration (line text NOT NULL DEFAULT 'main', version bigint NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (line, version));
-                  INSERT INTO {s}.river_migration (version) VALUES (1), (2), (3), (4), (5), (6);
-                  CREATE TABLE {s}.river_job (
-                    id bigserial PRIMARY KEY, state {s}.river_job_state NOT NULL DEFAULT 'available', attempt smallint NOT NULL DEFAULT 0,
-                    max_attempts smallint NOT NULL, attempted_at timestamptz, created_at timestamptz NOT NULL DEFAULT now(), finalized_at timestamptz,
-                    scheduled_at timestamptz NOT NULL DEFAULT now(), priority smallint NOT NULL DEFAULT 1, args jsonb NOT NULL, attempted_by text[],
-                    errors jsonb[], kind text NOT NULL, metadata jsonb NOT NULL DEFAULT '{}', queue text NOT NULL DEFAULT 'default',
-                    tags varchar(255)[] NOT NULL DEFAULT '{}', unique_key bytea, unique_states bit(8),
-                    CONSTRAINT finalized_or_finalized_at_null CHECK ((finalized_at IS NULL AND state NOT IN ('cancelled', 'completed', 'discarded')) OR (finalized_at IS NOT NULL AND state IN ('cancelled', 'completed', 'discarded'))),
-                    CONSTRAINT max_attempts_is_positive CHECK (max_attempts > 0),
-                    CONSTRAINT priority_in_range CHECK (priority >= 1 AND priority <= 4));
-                  CREATE UNIQUE INDEX river_job_unique_idx ON {s}.river_job (unique_key) WHERE unique_key IS NOT NULL AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled');";
+pub(crate) const RIVER_DDL: &str = include_str!("../data/systems/river.sql");
 
 fn cases() -> Vec<Case> {
     vec![
@@ -58,20 +46,7 @@ fn cases() -> Vec<Case> {
         Case {
             system: "oban",
             params: "&schema={s}".into(),
-            ddl: "CREATE TYPE {s}.oban_job_state AS ENUM ('available', 'scheduled', 'executing', 'retryable', 'completed', 'discarded', 'cancelled');
-                  CREATE TABLE {s}.oban_jobs (
-                    id bigserial PRIMARY KEY, state {s}.oban_job_state NOT NULL DEFAULT 'available', queue text NOT NULL DEFAULT 'default',
-                    worker text NOT NULL, args jsonb NOT NULL DEFAULT '{}', errors jsonb[] NOT NULL DEFAULT ARRAY[]::jsonb[],
-                    attempt integer NOT NULL DEFAULT 0, max_attempts integer NOT NULL DEFAULT 20,
-                    inserted_at timestamp without time zone NOT NULL DEFAULT timezone('UTC', now()),
-                    scheduled_at timestamp without time zone NOT NULL DEFAULT timezone('UTC', now()),
-                    attempted_at timestamp without time zone, completed_at timestamp without time zone, attempted_by text[],
-                    discarded_at timestamp without time zone, priority integer NOT NULL DEFAULT 0, tags text[] DEFAULT ARRAY[]::text[],
-                    meta jsonb DEFAULT '{}', cancelled_at timestamp without time zone,
-                    CONSTRAINT attempt_range CHECK (attempt >= 0 AND attempt <= max_attempts),
-                    CONSTRAINT positive_max_attempts CHECK (max_attempts > 0),
-                    CONSTRAINT queue_length CHECK (char_length(queue) > 0 AND char_length(queue) < 128),
-                    CONSTRAINT worker_length CHECK (char_length(worker) > 0 AND char_length(worker) < 128));",
+            ddl: include_str!("../data/systems/oban.sql"),
             seed: "INSERT INTO {s}.oban_jobs (state, worker, queue, args, errors, attempt, max_attempts, discarded_at, inserted_at)
                    SELECT 'discarded', 'MyApp.ChargeCard', 'payments', jsonb_build_object('order_id', g),
                           ARRAY[jsonb_build_object('at', now(), 'attempt', 20, 'error', '** (RuntimeError) ' || (ARRAY[{errors}])[1 + (g - 1) % 4])],
@@ -83,11 +58,7 @@ fn cases() -> Vec<Case> {
         Case {
             system: "pgmq",
             params: "&queue={q}".into(),
-            ddl: "CREATE SCHEMA IF NOT EXISTS pgmq;
-                  CREATE TABLE IF NOT EXISTS pgmq.meta (queue_name varchar UNIQUE NOT NULL, is_partitioned boolean NOT NULL, is_unlogged boolean NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
-                  INSERT INTO pgmq.meta VALUES ('{q}', false, false) ON CONFLICT DO NOTHING;
-                  CREATE TABLE pgmq.\"q_{q}\" (msg_id bigint PRIMARY KEY GENERATED ALWAYS AS IDENTITY, read_ct integer NOT NULL DEFAULT 0, enqueued_at timestamptz NOT NULL DEFAULT now(), vt timestamptz NOT NULL, message jsonb, headers jsonb);
-                  CREATE TABLE pgmq.\"a_{q}\" (msg_id bigint PRIMARY KEY, read_ct integer NOT NULL DEFAULT 0, enqueued_at timestamptz NOT NULL DEFAULT now(), archived_at timestamptz NOT NULL DEFAULT now(), vt timestamptz NOT NULL, message jsonb, headers jsonb);",
+            ddl: include_str!("../data/systems/pgmq.sql"),
             seed: "INSERT INTO pgmq.\"a_{q}\" (msg_id, read_ct, enqueued_at, archived_at, vt, message, headers)
                    SELECT g, 5, now() - (g || ' hours')::interval, now() - (g || ' minutes')::interval, now(), jsonb_build_object('order_id', g),
                           jsonb_build_object('error', (ARRAY[{errors}])[1 + (g - 1) % 4]) FROM generate_series(1, 5) g;
@@ -98,23 +69,7 @@ fn cases() -> Vec<Case> {
         Case {
             system: "graphile-worker",
             params: "&schema={s}".into(),
-            ddl: "CREATE TABLE {s}._private_job_queues (id serial PRIMARY KEY, queue_name text NOT NULL UNIQUE, locked_at timestamptz, locked_by text, is_available boolean NOT NULL DEFAULT true);
-                  CREATE TABLE {s}._private_tasks (id serial PRIMARY KEY, identifier text NOT NULL UNIQUE);
-                  CREATE TABLE {s}._private_jobs (
-                    id bigserial PRIMARY KEY, job_queue_id integer REFERENCES {s}._private_job_queues (id), task_id integer NOT NULL REFERENCES {s}._private_tasks (id),
-                    payload json NOT NULL DEFAULT '{}'::json, priority smallint NOT NULL DEFAULT 0, run_at timestamptz NOT NULL DEFAULT now(),
-                    attempts smallint NOT NULL DEFAULT 0, max_attempts smallint NOT NULL DEFAULT 25, last_error text,
-                    created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now(), key text UNIQUE,
-                    locked_at timestamptz, locked_by text, revision integer NOT NULL DEFAULT 0, flags jsonb,
-                    is_available boolean GENERATED ALWAYS AS (locked_at IS NULL AND attempts < max_attempts) STORED NOT NULL,
-                    CONSTRAINT jobs_key_check CHECK (length(key) > 0 AND length(key) <= 512),
-                    CONSTRAINT jobs_max_attempts_check CHECK (max_attempts >= 1));
-                  CREATE FUNCTION {s}.reschedule_jobs(job_ids bigint[], run_at timestamptz DEFAULT NULL, priority integer DEFAULT NULL, attempts integer DEFAULT NULL, max_attempts integer DEFAULT NULL)
-                  RETURNS SETOF {s}._private_jobs LANGUAGE sql AS $$
-                    UPDATE {s}._private_jobs AS jobs SET run_at = coalesce(reschedule_jobs.run_at, jobs.run_at), priority = coalesce(reschedule_jobs.priority, jobs.priority),
-                      attempts = coalesce(reschedule_jobs.attempts, jobs.attempts), max_attempts = coalesce(reschedule_jobs.max_attempts, jobs.max_attempts), updated_at = now()
-                    WHERE id = ANY(job_ids) AND (locked_at IS NULL OR locked_at < now() - interval '4 hours') RETURNING *;
-                  $$;",
+            ddl: include_str!("../data/systems/graphile-worker.sql"),
             seed: "INSERT INTO {s}._private_tasks (identifier) VALUES ('charge_card');
                    INSERT INTO {s}._private_job_queues (queue_name) VALUES ('payments');
                    INSERT INTO {s}._private_jobs (job_queue_id, task_id, payload, attempts, max_attempts, last_error, created_at, updated_at)
@@ -126,12 +81,7 @@ fn cases() -> Vec<Case> {
         Case {
             system: "solid_queue",
             params: "&schema={s}".into(),
-            ddl: "CREATE TABLE {s}.solid_queue_jobs (id bigserial PRIMARY KEY, queue_name varchar NOT NULL, class_name varchar NOT NULL, arguments text, priority integer NOT NULL DEFAULT 0,
-                    active_job_id varchar, scheduled_at timestamp(6), finished_at timestamp(6), concurrency_key varchar, created_at timestamp(6) NOT NULL, updated_at timestamp(6) NOT NULL);
-                  CREATE TABLE {s}.solid_queue_failed_executions (id bigserial PRIMARY KEY, job_id bigint NOT NULL REFERENCES {s}.solid_queue_jobs (id) ON DELETE CASCADE, error text, created_at timestamp(6) NOT NULL);
-                  CREATE UNIQUE INDEX ON {s}.solid_queue_failed_executions (job_id);
-                  CREATE TABLE {s}.solid_queue_ready_executions (id bigserial PRIMARY KEY, job_id bigint NOT NULL REFERENCES {s}.solid_queue_jobs (id) ON DELETE CASCADE, queue_name varchar NOT NULL, priority integer NOT NULL DEFAULT 0, created_at timestamp(6) NOT NULL);
-                  CREATE UNIQUE INDEX ON {s}.solid_queue_ready_executions (job_id);",
+            ddl: include_str!("../data/systems/solid_queue.sql"),
             seed: "INSERT INTO {s}.solid_queue_jobs (queue_name, class_name, arguments, active_job_id, created_at, updated_at)
                    SELECT 'payments', 'ChargeCardJob', json_build_object('job_class', 'ChargeCardJob', 'arguments', json_build_array(g))::text, md5(g::text), now() - (g || ' hours')::interval, now() FROM generate_series(1, 6) g;
                    INSERT INTO {s}.solid_queue_failed_executions (job_id, error, created_at)
@@ -142,10 +92,7 @@ fn cases() -> Vec<Case> {
         Case {
             system: "good_job",
             params: "&schema={s}".into(),
-            ddl: "CREATE TABLE {s}.good_jobs (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), queue_name text, priority integer, serialized_params jsonb, scheduled_at timestamp(6), performed_at timestamp(6),
-                    finished_at timestamp(6), error text, created_at timestamp(6) NOT NULL, updated_at timestamp(6) NOT NULL, active_job_id uuid, concurrency_key text, cron_key text,
-                    retried_good_job_id uuid, cron_at timestamp(6), batch_id uuid, batch_callback_id uuid, is_discrete boolean, executions_count integer, job_class text,
-                    error_event smallint, labels text[], locked_by_id uuid, locked_at timestamp(6));",
+            ddl: include_str!("../data/systems/good_job.sql"),
             seed: "INSERT INTO {s}.good_jobs (id, queue_name, priority, serialized_params, performed_at, finished_at, error, created_at, updated_at, active_job_id, executions_count, job_class, error_event)
                    SELECT ('00000000-0000-0000-0000-00000000000' || g)::uuid, 'payments', 0, jsonb_build_object('job_class', 'ChargeCardJob', 'arguments', jsonb_build_array(g)),
                           now(), now() - (g || ' minutes')::interval, 'Payments::Error: ' || (ARRAY[{errors}])[1 + (g - 1) % 4], now() - (g || ' hours')::interval, now(), gen_random_uuid(), 5, 'ChargeCardJob', 3
@@ -157,11 +104,7 @@ fn cases() -> Vec<Case> {
         Case {
             system: "que",
             params: "&schema={s}".into(),
-            ddl: "CREATE TABLE {s}.que_jobs (priority smallint NOT NULL DEFAULT 100, run_at timestamptz NOT NULL DEFAULT now(), id bigserial PRIMARY KEY, job_class text NOT NULL,
-                    error_count integer NOT NULL DEFAULT 0, last_error_message text, queue text NOT NULL DEFAULT 'default', last_error_backtrace text, finished_at timestamptz,
-                    expired_at timestamptz, args jsonb NOT NULL DEFAULT '[]', data jsonb NOT NULL DEFAULT '{}', job_schema_version integer NOT NULL, kwargs jsonb NOT NULL DEFAULT '{}',
-                    CONSTRAINT error_length CHECK (char_length(last_error_message) <= 500 AND char_length(last_error_backtrace) <= 10000),
-                    CONSTRAINT job_class_length CHECK (char_length(job_class) <= 200), CONSTRAINT queue_length CHECK (char_length(queue) <= 100));",
+            ddl: include_str!("../data/systems/que.sql"),
             seed: "INSERT INTO {s}.que_jobs (job_class, queue, error_count, last_error_message, last_error_backtrace, expired_at, args, job_schema_version)
                    SELECT 'ChargeCard', 'payments', 15, (ARRAY[{errors}])[1 + (g - 1) % 4], 'charge_card.rb:9', now() - (g || ' minutes')::interval, jsonb_build_array(g), 2 FROM generate_series(1, 5) g;
                    INSERT INTO {s}.que_jobs (job_class, args, job_schema_version) VALUES ('ChargeCard', '[6]', 2);",
@@ -171,13 +114,7 @@ fn cases() -> Vec<Case> {
         Case {
             system: "pg-boss",
             params: "&schema={s}".into(),
-            ddl: "CREATE TYPE {s}.job_state AS ENUM ('created', 'retry', 'active', 'completed', 'cancelled', 'failed');
-                  CREATE TABLE {s}.job (id uuid NOT NULL DEFAULT gen_random_uuid(), name text NOT NULL, priority integer NOT NULL DEFAULT 0, data jsonb,
-                    state {s}.job_state NOT NULL DEFAULT 'created', retry_limit integer NOT NULL DEFAULT 2, retry_count integer NOT NULL DEFAULT 0,
-                    retry_delay integer NOT NULL DEFAULT 0, retry_backoff boolean NOT NULL DEFAULT false, start_after timestamptz NOT NULL DEFAULT now(),
-                    started_on timestamptz, singleton_key text, singleton_on timestamp without time zone, expire_in interval NOT NULL DEFAULT interval '15 minutes',
-                    created_on timestamptz NOT NULL DEFAULT now(), completed_on timestamptz, keep_until timestamptz NOT NULL DEFAULT now() + interval '14 days',
-                    output jsonb, dead_letter text, policy text, PRIMARY KEY (name, id));",
+            ddl: include_str!("../data/systems/pg-boss.sql"),
             seed: "INSERT INTO {s}.job (id, name, data, state, retry_limit, retry_count, started_on, completed_on, created_on, output)
                    SELECT ('00000000-0000-0000-0000-00000000000' || g)::uuid, 'charge-card', jsonb_build_object('order_id', g), 'failed', 2, 2, now(), now() - (g || ' minutes')::interval,
                           now() - (g || ' hours')::interval, jsonb_build_object('name', 'Error', 'message', (ARRAY[{errors}])[1 + (g - 1) % 4], 'stack', 'Error: at charge.js:3')
@@ -387,6 +324,8 @@ async fn a_river_retry_that_meets_an_active_twin_is_skipped_not_fatal() {
             .contains("23505"),
         "{j}"
     );
+    // The one-statement path names the job it left by its stable id (its key here).
+    assert_eq!(j["failures"][0]["ids"], serde_json::json!(["2"]), "{j}");
     assert_eq!(
         count(
             &db,

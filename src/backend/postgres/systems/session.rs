@@ -4,11 +4,12 @@
 use std::collections::HashSet;
 
 use async_trait::async_trait;
-use sqlx::{AssertSqlSafe, Postgres, Transaction};
+use sqlx::postgres::PgRow;
+use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 
 use super::backend::JobSystemBackend;
 use crate::address::Address;
-use crate::backend::{MoveSession, SendOutcome};
+use crate::backend::{LocalBatch, MoveSession, QueueBackend, SendOutcome};
 use crate::error::Result;
 use crate::message::Message;
 
@@ -116,18 +117,15 @@ impl<'a> SystemMoveSession<'a> {
             Err(e) => Err(self.b.err(e)),
         }
     }
-}
-
-#[async_trait]
-impl MoveSession for SystemMoveSession<'_> {
-    async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>> {
+    /// Claim the next rows (up to `n`, skipping locked ones) in a new transaction, selecting
+    /// `columns`. Empty when the session's range is exhausted.
+    async fn claim(&mut self, n: usize, columns: &str) -> Result<Vec<PgRow>> {
         let Some(end) = self.end.clone() else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
         let s = &self.b.sys;
         let sql = format!(
-            "SELECT {} FROM {} WHERE {} AND ($1::text IS NULL OR {key} > $1::text::{ty}) AND {key} <= $2::text::{ty}{} ORDER BY {key} LIMIT $4 FOR UPDATE OF {lock} SKIP LOCKED",
-            s.select_list(),
+            "SELECT {columns} FROM {} WHERE {} AND ($1::text IS NULL OR {key} > $1::text::{ty}) AND {key} <= $2::text::{ty}{} ORDER BY {key} LIMIT $4 FOR UPDATE OF {lock} SKIP LOCKED",
             s.from,
             s.dead,
             self.b.queue_clause(3),
@@ -146,18 +144,97 @@ impl MoveSession for SystemMoveSession<'_> {
             .map_err(|e| self.b.err(e))?;
         if rows.is_empty() {
             tx.commit().await.map_err(|e| self.b.err(e))?;
+        } else {
+            self.tx = Some(tx);
+        }
+        Ok(rows)
+    }
+
+    /// Retry `keys` (claimed) in place and commit: which were retried, and which met an
+    /// active twin.
+    async fn retry(&mut self, keys: &[String]) -> Result<(HashSet<String>, HashSet<String>)> {
+        let sql = self.b.sys.retry.clone();
+        let (done, conflicts) = if keys.is_empty() {
+            Default::default()
+        } else {
+            self.run_each(&sql, keys).await?
+        };
+        let tx = self.tx.take().expect("a claimed batch");
+        tx.commit().await.map_err(|e| self.b.err(e))?;
+        Ok((done, conflicts))
+    }
+
+    fn outcome(
+        &self,
+        key: &str,
+        done: &HashSet<String>,
+        conflicts: &HashSet<String>,
+    ) -> SendOutcome {
+        let name = self.b.sys.name;
+        if done.contains(key) {
+            SendOutcome::Sent
+        } else if conflicts.contains(key) {
+            SendOutcome::Conflict {
+                reason: format!(
+                    "{name}: an active twin holds this job's unique key (SQLSTATE 23505); left dead"
+                ),
+            }
+        } else {
+            SendOutcome::Rejected {
+                reason: format!("{name}: the job was no longer dead or was locked when retried"),
+            }
+        }
+    }
+
+    /// The stable ids of claimed jobs that were not retried (read before the claim's
+    /// transaction ends; a job that is gone keeps its key as its id).
+    async fn ids_of(&mut self, keys: &[String]) -> Result<Vec<String>> {
+        let s = &self.b.sys;
+        let sql = format!(
+            "SELECT {} FROM {} WHERE {key} = ANY($1::text[]::{ty}[])",
+            s.select_list(),
+            s.from,
+            key = s.key,
+            ty = s.key_type,
+        );
+        let tx = self.tx.as_mut().expect("a claimed batch");
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(keys)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(|e| self.b.err(e))?;
+        let mut by_key = std::collections::HashMap::new();
+        for r in &rows {
+            let m = s
+                .to_message(r, self.b.id.as_ref())
+                .map_err(|e| self.b.err(e))?;
+            by_key.insert(m.native_id.clone(), m.id);
+        }
+        Ok(keys
+            .iter()
+            .map(|k| by_key.remove(k).unwrap_or_else(|| k.clone()))
+            .collect())
+    }
+}
+
+#[async_trait]
+impl MoveSession for SystemMoveSession<'_> {
+    async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>> {
+        let rows = self.claim(n, &self.b.sys.select_list()).await?;
+        if rows.is_empty() {
             return Ok(None);
         }
         let msgs: Vec<Message> = rows
             .iter()
             .map(|r| {
-                s.to_message(r, self.b.id.as_ref())
+                self.b
+                    .sys
+                    .to_message(r, self.b.id.as_ref())
                     .map_err(|e| self.b.err(e))
             })
             .collect::<Result<_>>()?;
         self.keys = msgs.iter().map(|m| m.native_id.clone()).collect();
         self.cursor = self.keys.last().cloned();
-        self.tx = Some(tx);
         Ok(Some(msgs))
     }
 
@@ -172,31 +249,64 @@ impl MoveSession for SystemMoveSession<'_> {
         Ok(())
     }
 
+    /// An unfiltered redrive in place: each batch is one claim of keys (no content read) and
+    /// the system's retry as one statement; only a batch that meets a unique violation goes
+    /// key by key (`run_each`).
+    fn can_move_batches(&self, target: &Address) -> bool {
+        *target == *self.b.address()
+    }
+
+    async fn move_next_locally(
+        &mut self,
+        _target: &Address,
+        n: usize,
+    ) -> Result<Option<LocalBatch>> {
+        let key = self.b.sys.key.clone();
+        let rows = self.claim(n, &format!("{key}::text AS id")).await?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let keys: Vec<String> = rows
+            .iter()
+            .map(|r| r.try_get::<String, _>("id"))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| self.b.err(e))?;
+        self.cursor = keys.last().cloned();
+        let sql = self.b.sys.retry.clone();
+        let (done, conflicts) = self.run_each(&sql, &keys).await?;
+        let left: Vec<String> = keys
+            .iter()
+            .filter(|k| !done.contains(*k))
+            .cloned()
+            .collect();
+        let ids = if left.is_empty() {
+            Vec::new()
+        } else {
+            self.ids_of(&left).await?
+        };
+        let tx = self.tx.take().expect("a claimed batch");
+        tx.commit().await.map_err(|e| self.b.err(e))?;
+        Ok(Some(LocalBatch {
+            examined: keys.len() as u64,
+            moved: done.len() as u64,
+            others: left
+                .iter()
+                .zip(ids)
+                .map(|(k, id)| (id, self.outcome(k, &done, &conflicts)))
+                .collect(),
+        }))
+    }
+
     async fn move_locally(
         &mut self,
         _target: &Address,
         selected: &[usize],
     ) -> Result<Vec<SendOutcome>> {
         let keys: Vec<String> = selected.iter().map(|&i| self.keys[i].clone()).collect();
-        let sql = self.b.sys.retry.clone();
-        let (done, conflicts) = if keys.is_empty() {
-            Default::default()
-        } else {
-            self.run_each(&sql, &keys).await?
-        };
-        let tx = self.tx.take().expect("a claimed batch");
-        tx.commit().await.map_err(|e| self.b.err(e))?;
+        let (done, conflicts) = self.retry(&keys).await?;
         Ok(keys
             .iter()
-            .map(|k| {
-                if done.contains(k) {
-                    SendOutcome::Sent
-                } else if conflicts.contains(k) {
-                    SendOutcome::Conflict { reason: format!("{}: an active twin holds this job's unique key (SQLSTATE 23505); left dead", self.b.sys.name) }
-                } else {
-                    SendOutcome::Rejected { reason: format!("{}: the job was no longer dead or was locked when retried", self.b.sys.name) }
-                }
-            })
+            .map(|k| self.outcome(k, &done, &conflicts))
             .collect())
     }
 }

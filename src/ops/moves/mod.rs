@@ -1,0 +1,415 @@
+//! redrive (move) and replay (copy): one engine, two ways of reading the source.
+//!
+//! The rule that everything here serves: a message leaves the dead-letter queue only after
+//! its copy was accepted by the target. Every batch is claimed, offered, and then settled
+//! with exactly the accepted indices.
+//!
+//! `run` goes in steps: open the source and resolve where copies go (`Setup`), show the plan
+//! and ask (plan.rs), then a `Run` does the work (engine.rs for a redrive, copy.rs for a
+//! replay or a dry run), and render.rs shows the summary.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::address::Address;
+use crate::backend::{self, Backlog, OpenOptions, QueueBackend};
+use crate::classify::Classifier;
+use crate::error::{Error, Result, exit};
+use crate::filter::Filter;
+use crate::headers::HeaderRules;
+use crate::message::Message;
+use crate::settings::{Ctx, Phase, QueueRef};
+
+mod copy;
+mod engine;
+mod plan;
+mod render;
+mod targets;
+
+use plan::retried_in_place;
+use targets::{Pacer, Tally, Targets};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Move: the copy is accepted, then the original is deleted.
+    Redrive,
+    /// Copy: nothing is removed from the source.
+    Replay,
+}
+
+pub struct MoveRequest {
+    pub mode: Mode,
+    pub source: QueueRef,
+    /// The user's `--to`, resolved; None: each message's discovered source.
+    pub to: Option<(Address, OpenOptions)>,
+    pub filter: Filter,
+    pub classifier: Classifier,
+    pub max: Option<u64>,
+    /// Messages per second.
+    pub rate: Option<f64>,
+    pub batch_size: usize,
+    pub dry_run: bool,
+    pub yes: bool,
+    /// Kafka → Kafka on one cluster: copies and offsets in one transaction.
+    pub exactly_once: bool,
+    /// `--keep-header` / `--strip-header`.
+    pub headers: HeaderRules,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct MoveSummary {
+    pub operation: String,
+    pub dry_run: bool,
+    /// What was read: the dead-letter queue of a redrive, the source of a replay.
+    pub from: String,
+    pub filter: String,
+    /// What the copies carry of the headers/attributes (`all`, or the header rules).
+    pub headers: String,
+    /// Messages looked at.
+    pub examined: u64,
+    /// Messages that passed the filters.
+    pub matched: u64,
+    /// Accepted by the target (with --dry-run: would be offered).
+    pub moved: u64,
+    /// Did not pass the filters: left untouched.
+    pub skipped: u64,
+    /// Offered and not accepted: left in the source.
+    pub failed: u64,
+    pub destinations: Vec<DestinationCount>,
+    pub failures: Vec<FailureGroup>,
+    pub interrupted: bool,
+    /// Set when a backend failed mid-run (the run stopped; nothing was lost).
+    pub aborted: Option<String>,
+    pub elapsed_seconds: f64,
+    pub messages_per_second: f64,
+    /// API requests this run sent to SQS (present when SQS was involved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sqs_requests: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DestinationCount {
+    pub to: String,
+    pub messages: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FailureGroup {
+    pub reason: String,
+    pub count: u64,
+    /// Up to five stable ids.
+    pub ids: Vec<String>,
+}
+
+/// Where a run's copies go, resolved before anything is asked or moved.
+struct Setup {
+    /// One destination for every message; None: each message's own (discovered).
+    fixed: Option<Address>,
+    targets: Targets,
+    /// The backend moves the messages itself (one transaction, or a job system's retry).
+    local: bool,
+    backlog: Option<Backlog>,
+}
+
+/// One redrive or replay under way: what it reads, where its copies go, what it has counted.
+struct Run<'a> {
+    ctx: &'a Ctx,
+    req: &'a MoveRequest,
+    source: &'a dyn QueueBackend,
+    fixed: Option<Address>,
+    targets: Targets,
+    pacer: Pacer,
+    s: MoveSummary,
+    tally: Tally,
+    bar: indicatif::ProgressBar,
+}
+
+pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
+    refuse_kafka_slices(&req)?;
+    let mut source_options = req.source.source_options();
+    source_options.exactly_once = req.exactly_once;
+    let source = backend::open(&req.source.address, &source_options).await?;
+    let setup = Setup::resolve(ctx, &req, source.as_ref()).await?;
+    if !confirmed(ctx, &req, &setup)? {
+        return Ok(exit::OK);
+    }
+    ctx.interrupt.set_phase(Phase::Changing);
+    let backlog = setup.backlog;
+    let mut run = Run::new(ctx, &req, source.as_ref(), setup);
+    let moving = !(req.dry_run || req.mode == Mode::Replay);
+    let result = if moving {
+        engine::move_loop(&mut run, backlog.map(|b| b.messages)).await
+    } else {
+        let r = copy::copy_loop(&mut run).await;
+        // Reads that hold messages (SQS) give them back, after an error too.
+        let closed = source.close().await;
+        r.and(closed)
+    };
+    run.finish(result)
+}
+
+/// A Kafka redrive continues from its group's offsets: a slice of the topic is a replay.
+fn refuse_kafka_slices(req: &MoveRequest) -> Result<()> {
+    if req.mode == Mode::Redrive
+        && let Address::Kafka(k) = &req.source.address
+        && (k.range.from.is_some()
+            || k.range.to.is_some()
+            || k.range.since.is_some()
+            || k.range.until.is_some())
+    {
+        return Err(Error::invalid_arg(
+            "QUEUE",
+            "a Kafka redrive continues from the redrive group's committed offsets; from/to/since/until slice peek, export and replay: use `dlqctl replay` for a slice",
+        ));
+    }
+    Ok(())
+}
+
+/// The plan, shown at a terminal and always before a question (on stderr, whatever --output
+/// or --quiet say); then the question, unless --yes or --dry-run.
+fn confirmed(ctx: &Ctx, req: &MoveRequest, setup: &Setup) -> Result<bool> {
+    let p = &ctx.printer;
+    let asking = !req.dry_run && !req.yes;
+    if p.is_table() || (asking && p.interactive()) {
+        let plan = plan::plan(req, setup.fixed.as_ref(), setup.local, setup.backlog);
+        p.plan(&plan, asking);
+    }
+    if asking {
+        let what = format!("{:?}", req.mode).to_lowercase();
+        ctx.interrupt.set_phase(Phase::Asking);
+        if !p.confirm("Proceed?", &format!("`dlqctl {what}`"))? {
+            p.plan_note("nothing done", true);
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+impl Setup {
+    /// Check what the run asks of the source, resolve its destination and open a known
+    /// target (a missing table or queue, or a target that is the source itself, is reported
+    /// before anything is asked or moved), and count the backlog for the plan.
+    async fn resolve(ctx: &Ctx, req: &MoveRequest, source: &dyn QueueBackend) -> Result<Setup> {
+        let p = &ctx.printer;
+        let caps = source.capabilities();
+        if req.mode == Mode::Redrive && !caps.delete {
+            return Err(Error::Unsupported {
+                backend: req.source.address.backend_name(),
+                operation: "redrive",
+                reason:
+                    "this queue cannot remove a message after copying it; use `dlqctl replay` to copy"
+                        .into(),
+            });
+        }
+        if let Some(effect) = caps.read_side_effect {
+            p.warn(&format!("reading {} {effect}", req.source.address));
+        }
+        let fixed = match &req.to {
+            Some((a, _)) => Some(a.clone()),
+            None => match &req.source.cfg.source {
+                Some(s) => Some(ctx.target(s, &req.source)?.0),
+                // Backends that know each message's own source (SQS's DeadLetterQueueSourceArn,
+                // Kafka's original-topic header) decide per message.
+                None if caps.per_message_destination => None,
+                None => source.destination(&Message::default()).await?,
+            },
+        };
+        if req.mode == Mode::Replay && fixed.is_none() {
+            return Err(Error::invalid_arg(
+                "--to",
+                "replay needs a target: --to QUEUE",
+            ));
+        }
+        if req.exactly_once
+            && !(matches!(req.source.address, Address::Kafka(_))
+                && fixed.as_ref().is_some_and(|f| source.can_move_locally(f)))
+        {
+            return Err(Error::invalid_arg(
+                "--exactly-once",
+                "needs a Kafka dead-letter topic and --to a topic on the same cluster (kafka://SAME-BROKERS/TOPIC)",
+            ));
+        }
+        if !req.headers.is_empty() && fixed.as_ref().is_some_and(|f| retried_in_place(req, f)) {
+            return Err(Error::invalid_arg(
+                "--keep-header/--strip-header",
+                "this redrive retries each job in place: nothing is copied, so there are no headers to choose",
+            ));
+        }
+        if fixed.is_none() && !caps.per_message_destination {
+            return Err(Error::invalid_arg(
+                "--to",
+                format!(
+                    "no destination for {}: pass --to TARGET, or set `source` in dlqctl.toml (PostgreSQL: or &source=SCHEMA.TABLE in the URL)",
+                    req.source.address
+                ),
+            ));
+        }
+        let target_options = match &req.to {
+            Some((_, o)) => o.clone(),
+            None => match &req.source.cfg.source {
+                Some(s) => ctx.target(s, &req.source)?.1,
+                None => OpenOptions {
+                    id: None,
+                    columns: req.source.cfg.source_columns.clone(),
+                    as_target: true,
+                    aws: ctx.aws.clone(),
+                    kafka: ctx.config.kafka.clone(),
+                    exactly_once: false,
+                },
+            },
+        };
+
+        let mut targets = Targets {
+            open: HashMap::new(),
+            refused: HashMap::new(),
+            options: target_options,
+            source_identity: source.identity().await?,
+            mode: req.mode,
+        };
+        // Open a known target before the plan is shown: a missing table or queue, or a target that
+        // is the source itself, is reported before anything is asked or moved.
+        if let Some(f) = &fixed
+            && !retried_in_place(req, f)
+        {
+            targets.get(f).await?;
+        }
+
+        let local = fixed.as_ref().is_some_and(|f| source.can_move_locally(f))
+            && (req.headers.is_empty() || req.exactly_once);
+        let backlog = if req.mode == Mode::Redrive || req.filter.is_empty() {
+            source
+                .backlog(req.mode == Mode::Redrive)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::debug!(error = %e, "no count for the plan");
+                    None
+                })
+        } else {
+            None
+        };
+        Ok(Setup {
+            fixed,
+            targets,
+            local,
+            backlog,
+        })
+    }
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        ctx: &'a Ctx,
+        req: &'a MoveRequest,
+        source: &'a dyn QueueBackend,
+        setup: Setup,
+    ) -> Run<'a> {
+        let p = &ctx.printer;
+        let backlog = setup.backlog;
+        let started = Instant::now();
+        let pacer = Pacer {
+            rate: req.rate,
+            start: started,
+        };
+        let s = MoveSummary {
+            operation: format!("{:?}", req.mode).to_lowercase(),
+            dry_run: req.dry_run,
+            from: req.source.address.to_string(),
+            filter: req.filter.describe(),
+            headers: req.headers.describe(),
+            ..MoveSummary::default()
+        };
+        let tally = Tally::default();
+        let moving = !(req.dry_run || req.mode == Mode::Replay);
+        // A redrive asks its session first (a Kafka session knows from the offsets it starts at):
+        // see `move_loop`.
+        let total = if !moving && req.filter.is_empty() {
+            backlog.map(|b| b.messages)
+        } else {
+            None
+        };
+        let bar = p.progress(
+            total.map(|t| req.max.map_or(t, |m| m.min(t))),
+            match req.mode {
+                Mode::Redrive => "redriving",
+                Mode::Replay => "replaying",
+            },
+        );
+
+        Run {
+            ctx,
+            req,
+            source,
+            fixed: setup.fixed,
+            targets: setup.targets,
+            pacer,
+            s,
+            tally,
+            bar,
+        }
+    }
+
+    /// Count, render the summary, and say how the run ended: the exit code, or the error
+    /// that stopped it.
+    fn finish(self, result: Result<()>) -> Result<i32> {
+        let Run {
+            ctx,
+            mut s,
+            tally,
+            bar,
+            pacer,
+            ..
+        } = self;
+        let started = pacer.start;
+        bar.finish_and_clear();
+        let aborted = match result {
+            Ok(()) => None,
+            Err(Error::Interrupted) => {
+                s.interrupted = true;
+                None
+            }
+            Err(e) => {
+                s.aborted = Some(e.to_string());
+                Some(e)
+            }
+        };
+        s.elapsed_seconds = started.elapsed().as_secs_f64();
+        s.messages_per_second = if s.elapsed_seconds > 0.0 {
+            s.moved as f64 / s.elapsed_seconds
+        } else {
+            0.0
+        };
+        #[cfg(feature = "sqs")]
+        {
+            let n = crate::backend::sqs::requests();
+            s.sqs_requests = (n > 0).then_some(n);
+        }
+        s.failures = tally.failures.into_values().collect();
+        s.failures.sort_by_key(|f| std::cmp::Reverse(f.count));
+        s.destinations = tally
+            .dest
+            .into_iter()
+            .map(|(to, messages)| DestinationCount { to, messages })
+            .collect();
+        render::render(ctx, &s)?;
+        if let Some(e) = aborted {
+            // Exit 2 promises that nothing changed: once copies went out, it cannot be given.
+            return Err(if s.moved > 0 && !s.dry_run {
+                Error::Stopped {
+                    source: Box::new(e),
+                }
+            } else {
+                e
+            });
+        }
+        Ok(if s.interrupted {
+            exit::INTERRUPTED
+        } else if s.failed > 0 {
+            exit::PARTIAL
+        } else {
+            exit::OK
+        })
+    }
+}

@@ -1,0 +1,135 @@
+//! What a run keeps beside the engine: the targets it opened (each once, never the source
+//! itself), the failures it tallies by reason, and the pace it keeps.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use super::{FailureGroup, Mode};
+use crate::address::Address;
+use crate::backend::{self, OpenOptions, QueueBackend};
+use crate::error::{Error, Result};
+
+#[derive(Default)]
+pub(super) struct Tally {
+    pub(super) failures: BTreeMap<String, FailureGroup>,
+    pub(super) dest: BTreeMap<String, u64>,
+}
+
+impl Tally {
+    pub(super) fn fail(&mut self, reason: &str, id: &str) {
+        let g = self
+            .failures
+            .entry(reason.to_string())
+            .or_insert_with(|| FailureGroup {
+                reason: reason.to_string(),
+                count: 0,
+                ids: Vec::new(),
+            });
+        g.count += 1;
+        if g.ids.len() < 5 {
+            g.ids.push(id.to_string());
+        }
+    }
+}
+
+/// Opened targets, one per distinct address.
+pub(super) struct Targets {
+    pub(super) open: HashMap<String, Box<dyn QueueBackend>>,
+    /// Discovered destinations that cannot take copies, with why.
+    pub(super) refused: HashMap<String, String>,
+    pub(super) options: OpenOptions,
+    /// What the source resolves to: no copy goes back into the queue being read.
+    pub(super) source_identity: Option<String>,
+    pub(super) mode: Mode,
+}
+
+impl Targets {
+    /// Open `addr` once, as a target. Errors when it cannot take copies: missing, not
+    /// writable, or the very queue being read (whatever URL names it).
+    pub(super) async fn get(&mut self, addr: &Address) -> Result<&dyn QueueBackend> {
+        let key = addr.to_string();
+        if !self.open.contains_key(&key) {
+            let b = backend::open(addr, &self.options).await?;
+            if !b.capabilities().write {
+                return Err(Error::Unsupported {
+                    backend: addr.backend_name(),
+                    operation: "accepting copies",
+                    reason: format!("{addr} cannot be a redrive or replay target"),
+                });
+            }
+            // A Kafka replay reads up to end offsets fixed at its start, so a range can be
+            // replayed into its own topic (reprocessing); every other copy into the source
+            // would be read again, and a redrive would chase its own copies.
+            let bounded = self.mode == Mode::Replay && matches!(addr, Address::Kafka(_));
+            let identity = b.identity().await?;
+            tracing::debug!(target = %addr, ?identity, source = ?self.source_identity, "target opened");
+            if let Some(src) = &self.source_identity
+                && !bounded
+                && identity.as_ref() == Some(src)
+            {
+                return Err(Error::invalid_arg(
+                    "--to",
+                    format!(
+                        "{addr} is the queue being read: its copies would be read again{}; pass another --to",
+                        if self.mode == Mode::Redrive {
+                            " and moved once more, without end"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
+            self.open.insert(key.clone(), b);
+        }
+        Ok(self.open[&key].as_ref())
+    }
+
+    /// A destination a message names (SQS `DeadLetterQueueSourceArn`, Kafka's original-topic
+    /// header): one that does not exist, cannot be written or is the source itself refuses
+    /// its messages, with the reason, instead of stopping the run. Other errors (an
+    /// unreachable service) still stop it.
+    pub(super) async fn discovered(
+        &mut self,
+        addr: &Address,
+    ) -> Result<std::result::Result<&dyn QueueBackend, String>> {
+        let key = addr.to_string();
+        if let Some(r) = self.refused.get(&key) {
+            return Ok(Err(r.clone()));
+        }
+        match self.get(addr).await {
+            Ok(_) => {}
+            Err(
+                e @ (Error::NotFound { .. }
+                | Error::InvalidArgument { .. }
+                | Error::Unsupported { .. }
+                | Error::PermissionDenied { .. }),
+            ) => {
+                let reason =
+                    format!("the destination this message names cannot take it: {e}; pass --to");
+                tracing::warn!("{reason}");
+                self.refused.insert(key, reason.clone());
+                return Ok(Err(reason));
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(Ok(self.open[&key].as_ref()))
+    }
+}
+
+/// Paces sends to `rate` messages per second.
+pub(super) struct Pacer {
+    pub(super) rate: Option<f64>,
+    pub(super) start: Instant,
+}
+
+impl Pacer {
+    pub(super) async fn wait(&self, done: u64) {
+        if let Some(r) = self.rate {
+            let due = Duration::from_secs_f64(done as f64 / r);
+            let el = self.start.elapsed();
+            if due > el {
+                tokio::time::sleep(due - el).await;
+            }
+        }
+    }
+}
