@@ -38,7 +38,7 @@ pub struct Printer {
     pub verbose: u8,
     progress: bool,
     interactive: bool,
-    out: Mutex<io::BufWriter<io::Stdout>>,
+    out: Mutex<Box<dyn Write + Send>>,
 }
 
 pub struct PrinterOptions {
@@ -47,6 +47,29 @@ pub struct PrinterOptions {
     pub quiet: bool,
     pub verbose: u8,
     pub no_progress: bool,
+}
+
+/// What a [`Printer::capture`] printer wrote.
+#[cfg(test)]
+#[derive(Clone, Default)]
+pub struct Captured(std::sync::Arc<Mutex<Vec<u8>>>);
+
+#[cfg(test)]
+impl Captured {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[cfg(test)]
+impl Write for Captured {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Printer {
@@ -70,8 +93,25 @@ impl Printer {
             verbose: o.verbose,
             progress: stderr_tty && !o.no_progress && !o.quiet && format == OutputFormat::Table,
             interactive: stderr_tty && io::stdin().is_terminal(),
-            out: Mutex::new(io::BufWriter::new(io::stdout())),
+            out: Mutex::new(Box::new(io::BufWriter::new(io::stdout()))),
         }
+    }
+
+    /// A printer whose stdout is a buffer (unit tests: summaries and tables rendered as
+    /// users see them), with no progress bars and no questions.
+    #[cfg(test)]
+    pub fn capture(format: OutputFormat) -> (Printer, Captured) {
+        let buf = Captured::default();
+        let p = Printer {
+            format,
+            color: false,
+            quiet: false,
+            verbose: 0,
+            progress: false,
+            interactive: false,
+            out: Mutex::new(Box::new(buf.clone())),
+        };
+        (p, buf)
     }
 
     pub fn progress_enabled(&self) -> bool {

@@ -22,6 +22,8 @@ pub struct Ctx {
     pub config: Config,
     pub aws: AwsOptions,
     pub interrupt: Interrupt,
+    /// How queues are opened (the real backends; in unit tests, in-memory queues).
+    pub opener: crate::backend::Opener,
 }
 
 impl Ctx {

@@ -21,6 +21,8 @@ use crate::message::Message;
 pub mod file;
 #[cfg(feature = "kafka")]
 pub mod kafka;
+#[cfg(test)]
+pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqs")]
@@ -457,6 +459,24 @@ pub enum DedupStrategy {
 }
 
 /// Pick and connect the backend for an address.
+/// How ops open a queue: the real backends, or in unit tests the in-memory queues of a
+/// [`memory::Queues`] (by address).
+#[derive(Clone, Default)]
+pub struct Opener {
+    #[cfg(test)]
+    pub memory: Option<std::sync::Arc<memory::Queues>>,
+}
+
+impl Opener {
+    pub async fn open(&self, addr: &Address, opts: &OpenOptions) -> Result<Box<dyn QueueBackend>> {
+        #[cfg(test)]
+        if let Some(m) = &self.memory {
+            return m.open(addr, opts);
+        }
+        open(addr, opts).await
+    }
+}
+
 pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<Box<dyn QueueBackend>> {
     match addr {
         #[cfg(feature = "postgres")]

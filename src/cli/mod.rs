@@ -334,6 +334,7 @@ async fn run(cli: Cli) -> i32 {
         config,
         aws,
         interrupt: Interrupt::default(),
+        opener: crate::backend::Opener::default(),
     };
     spawn_signal_handler(ctx.interrupt.clone());
     let result = match cli.command {

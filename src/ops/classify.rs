@@ -56,7 +56,10 @@ pub struct DedupeSummary {
 }
 
 pub async fn run(ctx: &Ctx, req: ClassifyRequest) -> Result<i32> {
-    let b = backend::open(&req.queue.address, &req.queue.source_options()).await?;
+    let b = ctx
+        .opener
+        .open(&req.queue.address, &req.queue.source_options())
+        .await?;
     if let Some(effect) = b.capabilities().read_side_effect {
         ctx.printer
             .warn(&format!("reading {} {effect}", req.queue.address));

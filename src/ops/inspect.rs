@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::backend::{self, Fact, Inspection};
+use crate::backend::{Fact, Inspection};
 use crate::classify::Classifier;
 use crate::dedupe::{DedupeTable, KnownRetention};
 use crate::error::{Result, exit};
@@ -14,7 +14,7 @@ pub async fn run(ctx: &Ctx, queues: Vec<QueueRef>) -> Result<i32> {
     let classifier = Classifier::new(&ctx.config.classify.rules, ctx.config.path.as_deref(), None)?;
     let mut reports = Vec::new();
     for q in &queues {
-        let b = backend::open(&q.address, &q.source_options()).await?;
+        let b = ctx.opener.open(&q.address, &q.source_options()).await?;
         let mut ins = b.inspect(&classifier).await?;
         // A declared retention is the one verify reasons with: show that one.
         if let Some(d) = q.cfg.dlq_retention

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::address::Address;
-use crate::backend::{self, NativeMoveTask};
+use crate::backend::NativeMoveTask;
 use crate::error::{Error, Result, exit};
 use crate::settings::{Ctx, QueueRef};
 
@@ -31,7 +31,10 @@ struct NativeSummary {
 
 pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
     let p = &ctx.printer;
-    let b = backend::open(&req.source.address, &req.source.source_options()).await?;
+    let b = ctx
+        .opener
+        .open(&req.source.address, &req.source.source_options())
+        .await?;
     let emit = |task: Option<NativeMoveTask>, op: &'static str| -> Result<()> {
         let s = NativeSummary {
             operation: op,

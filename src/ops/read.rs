@@ -30,7 +30,10 @@ fn warn_side_effects(ctx: &Ctx, b: &dyn backend::QueueBackend) {
 }
 
 pub async fn peek(ctx: &Ctx, req: ReadRequest) -> Result<i32> {
-    let b = backend::open(&req.queue.address, &req.queue.source_options()).await?;
+    let b = ctx
+        .opener
+        .open(&req.queue.address, &req.queue.source_options())
+        .await?;
     warn_side_effects(ctx, b.as_ref());
     let r = peek_with(ctx, &req, b.as_ref()).await;
     // Reads that hold messages (SQS) give them back, after an error too.
@@ -243,7 +246,10 @@ pub struct TailRequest {
 
 pub async fn tail(ctx: &Ctx, req: TailRequest) -> Result<i32> {
     let r = &req.read;
-    let b = backend::open(&r.queue.address, &r.queue.source_options()).await?;
+    let b = ctx
+        .opener
+        .open(&r.queue.address, &r.queue.source_options())
+        .await?;
     warn_side_effects(ctx, b.as_ref());
     if !b.capabilities().tail {
         return Err(Error::Unsupported {
@@ -325,7 +331,10 @@ pub async fn export(ctx: &Ctx, req: ExportRequest) -> Result<i32> {
             ),
         ));
     }
-    let b = backend::open(&req.read.queue.address, &req.read.queue.source_options()).await?;
+    let b = ctx
+        .opener
+        .open(&req.read.queue.address, &req.read.queue.source_options())
+        .await?;
     warn_side_effects(ctx, b.as_ref());
     let r = export_with(ctx, &req, b.as_ref()).await;
     let closed = b.close().await;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::backend::{self, Check, Status, Term};
+use crate::backend::{Check, Status, Term};
 use crate::config::Retention;
 use crate::dedupe::{DedupeTable, KnownRetention, Uniqueness};
 use crate::error::{Result, exit};
@@ -48,7 +48,7 @@ fn add(a: Retention, b: Retention) -> Retention {
 pub async fn run(ctx: &Ctx, queues: Vec<QueueRef>) -> Result<i32> {
     let mut out = Vec::new();
     for q in queues {
-        out.push(verify_one(&q).await);
+        out.push(verify_one(ctx, &q).await);
     }
     let passed = out
         .iter()
@@ -61,7 +61,7 @@ pub async fn run(ctx: &Ctx, queues: Vec<QueueRef>) -> Result<i32> {
     Ok(if passed { exit::OK } else { exit::PARTIAL })
 }
 
-async fn verify_one(q: &QueueRef) -> QueueChecks {
+async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
     let mut checks = Vec::new();
     let mut redelivery = Vec::new();
     let name = q.name.clone().unwrap_or_else(|| q.address.to_string());
@@ -71,7 +71,7 @@ async fn verify_one(q: &QueueRef) -> QueueChecks {
         checks: Vec::new(),
         redelivery: Vec::new(),
     };
-    let b = match backend::open(&q.address, &q.source_options()).await {
+    let b = match ctx.opener.open(&q.address, &q.source_options()).await {
         Ok(b) => b,
         Err(e) => {
             checks.push(check(

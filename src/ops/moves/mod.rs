@@ -14,7 +14,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::address::Address;
-use crate::backend::{self, Backlog, OpenOptions, QueueBackend};
+use crate::backend::{Backlog, OpenOptions, QueueBackend};
 use crate::classify::Classifier;
 use crate::error::{Error, Result, exit};
 use crate::filter::Filter;
@@ -22,6 +22,8 @@ use crate::headers::HeaderRules;
 use crate::message::Message;
 use crate::settings::{Ctx, Phase, QueueRef};
 
+#[cfg(test)]
+mod conformance;
 mod copy;
 mod engine;
 mod plan;
@@ -131,7 +133,10 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     refuse_kafka_slices(&req)?;
     let mut source_options = req.source.source_options();
     source_options.exactly_once = req.exactly_once;
-    let source = backend::open(&req.source.address, &source_options).await?;
+    let source = ctx
+        .opener
+        .open(&req.source.address, &source_options)
+        .await?;
     let setup = Setup::resolve(ctx, &req, source.as_ref()).await?;
     if !confirmed(ctx, &req, &setup)? {
         return Ok(exit::OK);
@@ -266,6 +271,7 @@ impl Setup {
             open: HashMap::new(),
             refused: HashMap::new(),
             options: target_options,
+            opener: ctx.opener.clone(),
             source_identity: source.identity().await?,
             mode: req.mode,
         };

@@ -38,6 +38,7 @@ pub(super) struct Targets {
     /// Discovered destinations that cannot take copies, with why.
     pub(super) refused: HashMap<String, String>,
     pub(super) options: OpenOptions,
+    pub(super) opener: backend::Opener,
     /// What the source resolves to: no copy goes back into the queue being read.
     pub(super) source_identity: Option<String>,
     pub(super) mode: Mode,
@@ -49,7 +50,7 @@ impl Targets {
     pub(super) async fn get(&mut self, addr: &Address) -> Result<&dyn QueueBackend> {
         let key = addr.to_string();
         if !self.open.contains_key(&key) {
-            let b = backend::open(addr, &self.options).await?;
+            let b = self.opener.open(addr, &self.options).await?;
             if !b.capabilities().write {
                 return Err(Error::Unsupported {
                     backend: addr.backend_name(),
