@@ -130,6 +130,37 @@ impl Drop for Reading {
     }
 }
 
+impl KafkaBackend {
+    /// The messages of a reading, within the address's time range, up to `limit`.
+    pub(super) fn read<'a>(
+        &'a self,
+        mut reading: Reading,
+        limit: Option<u64>,
+    ) -> MessageStream<'a> {
+        let (since, until) = (self.k.range.since, self.k.range.until);
+        Box::pin(async_stream::try_stream! {
+            let mut n = 0u64;
+            'batches: while let Some(batch) = reading.next().await {
+                for msg in batch?.msgs {
+                    // Time ranges hold for the record's time as dlqctl reads it (the original
+                    // timestamp header where a convention records one): offsets_for_times only
+                    // finds where to start.
+                    if until.is_some_and(|u| msg.enqueued_at.is_some_and(|t| t >= u))
+                        || since.is_some_and(|s| msg.enqueued_at.is_some_and(|t| t < s))
+                    {
+                        continue;
+                    }
+                    n += 1;
+                    yield msg;
+                    if limit.is_some_and(|l| n >= l) {
+                        break 'batches;
+                    }
+                }
+            }
+        })
+    }
+}
+
 impl Reader {
     fn run(mut self) {
         self.read();

@@ -1,0 +1,281 @@
+//! What `inspect` and `verify` learn of a dead-letter topic: its partitions and the redrive
+//! group's lag, its configs (retention, cleanup policy), and a sample of its oldest records.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::KafkaBackend;
+use crate::address::Address;
+use crate::backend::{
+    Check, Fact, Inspection, QueueBackend, ScanOptions, Status, Table, Term, VerifyFacts,
+};
+use crate::config::{QueueConfig, Retention};
+use crate::error::Result;
+
+impl KafkaBackend {
+    pub(super) async fn inspect_topic(
+        &self,
+        classifier: &crate::classify::Classifier,
+    ) -> Result<Inspection> {
+        let mut ins = Inspection {
+            queue: self.shown(),
+            backend: "kafka",
+            ..Inspection::default()
+        };
+        let c = self.redrive_consumer()?;
+        let marks = self.watermarks(c.as_ref())?;
+        let committed = self.committed(c.as_ref())?;
+        let mut total = 0i64;
+        let mut lag = 0i64;
+        let mut t = Table {
+            title: format!("partitions (redrive group {})", self.redrive_group()),
+            columns: vec![
+                "partition".into(),
+                "low".into(),
+                "high".into(),
+                "messages".into(),
+                "redrive committed".into(),
+                "redrive lag".into(),
+            ],
+            rows: Vec::new(),
+        };
+        for (p, lo, hi) in &marks {
+            let n = hi - lo;
+            total += n;
+            let com = committed.get(p).copied();
+            let l = hi - com.unwrap_or(*lo).max(*lo);
+            lag += l;
+            t.rows.push(vec![
+                (*p).into(),
+                (*lo).into(),
+                (*hi).into(),
+                n.into(),
+                com.map_or(Value::Null, Value::from),
+                l.into(),
+            ]);
+        }
+        ins.facts.push(Fact::new(
+            "topic",
+            self.k.topic.clone(),
+            self.k.topic.clone(),
+        ));
+        ins.facts.push(Fact::new(
+            "partitions",
+            marks.len() as u64,
+            marks.len().to_string(),
+        ));
+        ins.facts.push(Fact::new(
+            "messages",
+            total,
+            format!("{total} (high - low watermarks; offsets can have gaps)"),
+        ));
+        ins.facts.push(Fact::new(
+            "redrive_lag",
+            lag,
+            format!("{lag} not yet redriven by {}", self.redrive_group()),
+        ));
+        match self.topic_configs(&self.k.topic).await {
+            Ok(cfg) => {
+                let ret = cfg.get("retention.ms").cloned();
+                let shown = match ret.as_deref().map(str::parse::<i64>) {
+                    Some(Ok(ms)) if ms < 0 => "forever (-1)".to_string(),
+                    Some(Ok(ms)) => crate::output::fmt_duration(Duration::from_millis(ms as u64)),
+                    _ => "not reported by the broker".to_string(),
+                };
+                ins.facts.push(Fact::new(
+                    "retention_ms",
+                    ret.map_or(Value::Null, Value::from),
+                    shown,
+                ));
+                let cp = cfg
+                    .get("cleanup.policy")
+                    .cloned()
+                    .unwrap_or_else(|| "delete (default; not reported)".into());
+                ins.facts.push(Fact::new("cleanup_policy", cp.clone(), cp));
+            }
+            Err(e) => ins.notes.push(format!("DescribeConfigs: {e}")),
+        }
+        ins.tables.push(t);
+        // Oldest/newest and breakdowns from a bounded sample of the oldest records.
+        const SAMPLE: u64 = 2000;
+        let mut by_topic: BTreeMap<String, u64> = BTreeMap::new();
+        let mut by_class: BTreeMap<(String, String), u64> = BTreeMap::new();
+        let (mut oldest, mut newest): (Option<DateTime<Utc>>, Option<DateTime<Utc>>) = (None, None);
+        let mut stream = self
+            .scan(ScanOptions {
+                limit: Some(SAMPLE),
+                page_size: 500,
+                ..ScanOptions::default()
+            })
+            .await?;
+        let mut seen = 0u64;
+        while let Some(m) = futures::StreamExt::next(&mut stream).await {
+            let m = m?;
+            seen += 1;
+            if let Some(t) = m.enqueued_at {
+                oldest = Some(oldest.map_or(t, |o| o.min(t)));
+                newest = Some(newest.map_or(t, |n| n.max(t)));
+            }
+            *by_topic
+                .entry(
+                    m.source
+                        .clone()
+                        .unwrap_or_else(|| "(no dead-letter headers)".into()),
+                )
+                .or_default() += 1;
+            let c = classifier.classify(&m);
+            *by_class.entry((c.kind.to_string(), c.rule)).or_default() += 1;
+        }
+        ins.facts.push(Fact::new(
+            "oldest",
+            oldest.map(|t| t.to_rfc3339()),
+            oldest.map_or("-".into(), |t| {
+                t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+            }),
+        ));
+        ins.facts.push(Fact::new(
+            "newest",
+            newest.map(|t| t.to_rfc3339()),
+            newest.map_or("-".into(), |t| {
+                t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+            }),
+        ));
+        let sampled = if seen >= SAMPLE {
+            format!(" (oldest {SAMPLE})")
+        } else {
+            String::new()
+        };
+        ins.tables.push(Table {
+            title: format!("by original topic{sampled}"),
+            columns: vec!["original topic".into(), "messages".into()],
+            rows: by_topic
+                .into_iter()
+                .map(|(k, v)| vec![k.into(), v.into()])
+                .collect(),
+        });
+        ins.tables.push(Table {
+            title: format!("by failure class{sampled}"),
+            columns: vec!["class".into(), "rule".into(), "messages".into()],
+            rows: by_class
+                .into_iter()
+                .map(|((k, r), v)| vec![k.into(), r.into(), v.into()])
+                .collect(),
+        });
+        Ok(ins)
+    }
+
+    pub(super) async fn verify_topic(&self, cfg: &QueueConfig) -> Result<VerifyFacts> {
+        let mut f = VerifyFacts::default();
+        let check = |id: &str, title: &str, status: Status, detail: String| {
+            Check::new(id, title, status, detail)
+        };
+        f.checks.push(check(
+            "kafka-dlt-exists",
+            "The dead-letter topic exists",
+            Status::Pass,
+            format!(
+                "{} with {} partition(s)",
+                self.k.topic,
+                self.partitions.len()
+            ),
+        ));
+        let dlt = self.topic_configs(&self.k.topic).await;
+        let ms = |cfg: &HashMap<String, String>| {
+            cfg.get("retention.ms").and_then(|v| v.parse::<i64>().ok())
+        };
+        let ret = |ms: i64| {
+            if ms < 0 {
+                Retention::Forever
+            } else {
+                Retention::For(Duration::from_millis(ms as u64))
+            }
+        };
+        match &dlt {
+            Ok(c) => {
+                let policy = c
+                    .get("cleanup.policy")
+                    .cloned()
+                    .unwrap_or_else(|| "delete".into());
+                f.checks.push(match policy.as_str() {
+                    p if p.contains("compact") && p.contains("delete") => check("kafka-cleanup-policy", "cleanup.policy keeps dead letters", Status::Warn, format!("cleanup.policy={p}: compaction keeps only the latest record per key, so dead letters with a repeated key are lost")),
+                    p if p.contains("compact") => check("kafka-cleanup-policy", "cleanup.policy keeps dead letters", Status::Fail, format!("cleanup.policy={p}: compaction deletes every dead letter but the latest per key")),
+                    p => check("kafka-cleanup-policy", "cleanup.policy keeps dead letters", Status::Pass, format!("cleanup.policy={p}")),
+                });
+                match ms(c) {
+                    Some(v) => {
+                        f.checks.push(check(
+                            "kafka-retention-readable",
+                            "retention.ms is readable",
+                            Status::Pass,
+                            format!("{}: retention.ms={v}", self.k.topic),
+                        ));
+                        f.redelivery.push(Term {
+                            label: "DLT retention".into(),
+                            value: ret(v),
+                            source: format!("retention.ms of {}", self.k.topic),
+                        });
+                    }
+                    None => {
+                        f.checks.push(check("kafka-retention-readable", "retention.ms is readable", Status::Warn, format!("the broker did not report retention.ms for {}; counted as the broker default of 7d", self.k.topic)));
+                        f.redelivery.push(Term {
+                            label: "DLT retention".into(),
+                            value: Retention::For(Duration::from_secs(7 * 86400)),
+                            source: "broker default (not reported)".into(),
+                        });
+                    }
+                }
+            }
+            Err(e) => f.checks.push(check(
+                "kafka-retention-readable",
+                "retention.ms is readable",
+                Status::Fail,
+                e.to_string(),
+            )),
+        }
+        let source = match &cfg.source {
+            Some(s) => match Address::parse(s) {
+                Ok(Address::Kafka(k)) => Some(k.topic),
+                _ => None,
+            },
+            None => None,
+        };
+        if let Some(src) = source {
+            match self.topic_configs(&src).await {
+                Ok(c) => match ms(&c) {
+                    Some(v) => f.redelivery.insert(
+                        0,
+                        Term {
+                            label: "source topic retention".into(),
+                            value: ret(v),
+                            source: format!("retention.ms of {src}"),
+                        },
+                    ),
+                    None => f.checks.push(check(
+                        "kafka-retention-readable",
+                        "retention.ms is readable",
+                        Status::Warn,
+                        format!("the broker did not report retention.ms for {src}"),
+                    )),
+                },
+                Err(e) => f.checks.push(check(
+                    "kafka-source-topic",
+                    "The source topic is readable",
+                    Status::Fail,
+                    e.to_string(),
+                )),
+            }
+        } else {
+            f.checks.push(check(
+                "kafka-source-topic",
+                "The source topic is known",
+                Status::Warn,
+                "no `source` in dlqctl.toml: the source topic's retention is not in the arithmetic"
+                    .into(),
+            ));
+        }
+        Ok(f)
+    }
+}

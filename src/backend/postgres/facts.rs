@@ -1,0 +1,256 @@
+//! What `inspect` and `verify` learn of a dead-letter table: counts and ages, size, the
+//! breakdowns by queue and failure class, and the prune job that bounds its retention.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, Row};
+
+use super::{PgBackend, cron, layout};
+use crate::backend::{Check, Fact, Inspection, Status, Table, Term, VerifyFacts};
+use crate::config::{QueueConfig, Retention};
+use crate::error::Result;
+use crate::message::{ErrorInfo, Message};
+use crate::output::{human_age, human_bytes};
+
+fn time_fact(name: &str, t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Fact {
+    match t {
+        Some(t) => Fact::new(
+            name,
+            t.to_rfc3339(),
+            format!(
+                "{} ago ({})",
+                human_age(now - t),
+                t.format("%Y-%m-%d %H:%M:%S UTC")
+            ),
+        ),
+        None => Fact::new(name, serde_json::Value::Null, "-"),
+    }
+}
+
+impl PgBackend {
+    pub(super) async fn inspect_table(
+        &self,
+        classifier: &crate::classify::Classifier,
+    ) -> Result<Inspection> {
+        let l = &self.layout;
+        let now = Utc::now();
+        let mut ins = Inspection {
+            queue: self.addr.to_string(),
+            backend: "postgres",
+            ..Inspection::default()
+        };
+        let age = l.age_expr();
+        let dl = l.col("failed_at").map(|c| c.sql.clone());
+        let sql = format!(
+            "SELECT count(*)::int8 AS n, {} AS oldest, {} AS newest, {} AS first_dead, {} AS last_dead FROM {} WHERE true{}",
+            age.as_ref()
+                .map_or("NULL::timestamptz".into(), |a| format!("min({a})")),
+            age.as_ref()
+                .map_or("NULL::timestamptz".into(), |a| format!("max({a})")),
+            dl.as_ref()
+                .map_or("NULL::timestamptz".into(), |a| format!("min({a})")),
+            dl.as_ref()
+                .map_or("NULL::timestamptz".into(), |a| format!("max({a})")),
+            l.table,
+            self.queue_clause(1)
+        );
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(self.pg.queue.as_deref())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        let n: i64 = row.try_get("n").map_err(|e| self.err(e))?;
+        let (bytes, _) = layout::table_size(&self.pool, l).await?;
+        ins.facts
+            .push(Fact::new("table", l.display.clone(), l.display.clone()));
+        if let Some(q) = &self.pg.queue {
+            ins.facts.push(Fact::new("queue", q.clone(), q.clone()));
+        }
+        ins.facts.push(Fact::new("messages", n, n.to_string()));
+        let t = |c: &str| row.try_get::<Option<DateTime<Utc>>, _>(c).ok().flatten();
+        ins.facts.push(time_fact("oldest", t("oldest"), now));
+        ins.facts.push(time_fact("newest", t("newest"), now));
+        ins.facts
+            .push(time_fact("first_dead_lettered", t("first_dead"), now));
+        ins.facts
+            .push(time_fact("last_dead_lettered", t("last_dead"), now));
+        ins.facts
+            .push(Fact::new("size_bytes", bytes, human_bytes(bytes)));
+        match cron::prune_jobs(&self.pool, &l.schema, &l.name).await? {
+            Some(job) => ins.facts.push(Fact::new(
+                "retention",
+                job.retention.map(|d| d.as_secs()),
+                job.describe(),
+            )),
+            None => ins.facts.push(Fact::new(
+                "retention",
+                "forever",
+                "forever (no pg_cron job prunes this table)",
+            )),
+        }
+        if let Some(source) = &self.pg.source_table {
+            ins.facts
+                .push(Fact::new("source", source.clone(), source.clone()));
+        }
+
+        if let Some(q) = l.col("queue")
+            && self.pg.queue.is_none()
+        {
+            let sql = format!(
+                "SELECT {q}::text AS queue, count(*)::int8 AS n FROM {} GROUP BY 1 ORDER BY 2 DESC LIMIT 20",
+                l.table,
+                q = q.sql
+            );
+            let rows = sqlx::query(AssertSqlSafe(sql))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| self.err(e))?;
+            ins.tables.push(Table {
+                title: "by source queue".into(),
+                columns: vec!["queue".into(), "messages".into()],
+                rows: rows
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.try_get::<Option<String>, _>("queue")
+                                .ok()
+                                .flatten()
+                                .into(),
+                            r.try_get::<i64, _>("n").unwrap_or(0).into(),
+                        ]
+                    })
+                    .collect(),
+            });
+        }
+
+        // Failure classes: cheap on a sample of the newest rows (error text only).
+        if let Some(e) = l.col("error") {
+            const SAMPLE: i64 = 5000;
+            let sql = format!(
+                "SELECT left({e}::text, 2000) FROM {} WHERE true{} ORDER BY {} DESC LIMIT $2",
+                l.table,
+                self.queue_clause(1),
+                l.key(),
+                e = e.sql
+            );
+            let errors: Vec<Option<String>> = sqlx::query_scalar(AssertSqlSafe(sql))
+                .bind(self.pg.queue.as_deref())
+                .bind(SAMPLE)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| self.err(e))?;
+            let c = classifier;
+            let mut counts: std::collections::BTreeMap<(String, String), u64> = Default::default();
+            for err in &errors {
+                let m = Message {
+                    error: err.clone().map(|msg| ErrorInfo {
+                        message: Some(msg),
+                        ..ErrorInfo::default()
+                    }),
+                    ..Message::default()
+                };
+                let class = c.classify(&m);
+                *counts
+                    .entry((class.kind.to_string(), class.rule))
+                    .or_default() += 1;
+            }
+            let mut rows: Vec<_> = counts.into_iter().collect();
+            rows.sort_by_key(|r| std::cmp::Reverse(r.1));
+            ins.tables.push(Table {
+                title: if errors.len() as i64 >= SAMPLE {
+                    format!("by failure class (newest {SAMPLE})")
+                } else {
+                    "by failure class".into()
+                },
+                columns: vec!["class".into(), "rule".into(), "messages".into()],
+                rows: rows
+                    .into_iter()
+                    .map(|((k, r), n)| vec![k.into(), r.into(), n.into()])
+                    .collect(),
+            });
+        }
+        Ok(ins)
+    }
+
+    pub(super) async fn verify_table(&self, cfg: &QueueConfig) -> Result<VerifyFacts> {
+        let l = &self.layout;
+        let mut facts = VerifyFacts::default();
+        facts.redelivery.push(match cfg.time_to_dead_letter {
+            Some(d) => Term {
+                label: "time to dead-letter".into(),
+                value: Retention::For(d),
+                source: "time_to_dead_letter in dlqctl.toml".into(),
+            },
+            None => Term {
+                label: "time to dead-letter".into(),
+                value: Retention::For(Duration::ZERO),
+                source: "not declared (set time_to_dead_letter); counted as 0".into(),
+            },
+        });
+        let job = cron::prune_jobs(&self.pool, &l.schema, &l.name).await?;
+        let (value, source, check) = match (cfg.dlq_retention, &job) {
+            (Some(d), _) => (
+                Retention::For(d),
+                "dlq_retention in dlqctl.toml".to_string(),
+                Check {
+                    id: "dead-row-pruning".into(),
+                    title: "Dead-letter pruning".into(),
+                    status: Status::Pass,
+                    detail: format!(
+                        "declared dlq_retention {}{}",
+                        crate::output::fmt_duration(d),
+                        job.as_ref()
+                            .map(|j| format!("; also found {}", j.describe()))
+                            .unwrap_or_default()
+                    ),
+                },
+            ),
+            (None, Some(j)) => match j.retention {
+                Some(d) => (
+                    Retention::For(d),
+                    j.describe(),
+                    Check {
+                        id: "dead-row-pruning".into(),
+                        title: "Dead-letter pruning".into(),
+                        status: Status::Pass,
+                        detail: j.describe(),
+                    },
+                ),
+                None => (
+                    Retention::Forever,
+                    format!("{} (its age limit could not be read)", j.describe()),
+                    Check {
+                        id: "dead-row-pruning".into(),
+                        title: "Dead-letter pruning".into(),
+                        status: Status::Warn,
+                        detail: format!(
+                            "{}, but its age limit could not be read; declare dlq_retention",
+                            j.describe()
+                        ),
+                    },
+                ),
+            },
+            (None, None) => (
+                Retention::Forever,
+                "no pruning found: rows stay until deleted".to_string(),
+                Check {
+                    id: "dead-row-pruning".into(),
+                    title: "Dead-letter pruning".into(),
+                    status: Status::Warn,
+                    detail: format!(
+                        "nothing prunes {} (no pg_cron job, no dlq_retention declared): dead letters are kept forever",
+                        l.display
+                    ),
+                },
+            ),
+        };
+        facts.redelivery.push(Term {
+            label: "dead-letter retention".into(),
+            value,
+            source,
+        });
+        facts.checks.push(check);
+        Ok(facts)
+    }
+}

@@ -1,0 +1,259 @@
+//! Whole batches moved in one statement, without a row-by-row decision: the range move (by
+//! key range, on the session's own connection) and the claimed move (`FOR UPDATE SKIP
+//! LOCKED`), and the SQL they run.
+
+use sqlx::{AssertSqlSafe, Connection, Row};
+
+use super::local::copy_columns;
+use super::{PgMoveSession, pg_err};
+use crate::backend::LocalBatch;
+use crate::backend::postgres::layout::Layout;
+use crate::error::Result;
+
+/// What became of a batch tried as a range move.
+pub(super) enum RangeMove {
+    /// Moved and committed.
+    Moved(LocalBatch),
+    /// Nothing left up to the end key.
+    Done,
+    /// A row of the range is held by another transaction: rolled back.
+    Locked,
+    /// Not every copy went in (a unique conflict, a duplicate id), or the range held more
+    /// rows than asked for: rolled back, for the careful path to decide row by row.
+    Undecided,
+}
+
+impl PgMoveSession<'_> {
+    /// The next batch as a range move, on the session's own connection (see the module doc).
+    pub(super) async fn range_move(
+        &mut self,
+        src: &Layout,
+        tl: &Layout,
+        queue: Option<&str>,
+        end: &str,
+        n: usize,
+    ) -> Result<RangeMove> {
+        loop {
+            let first = self.cursor.is_none();
+            let mut tx = self.conn.begin().await.map_err(|e| self.b.err(e))?;
+            let bound = range_bound_sql(src, first, &self.b.queue_clause(4));
+            let hi: Option<String> = match sqlx::query_scalar(AssertSqlSafe(bound))
+                .bind(self.cursor.as_deref())
+                .bind(end)
+                .bind(n as i64)
+                .bind(self.b.pg.queue.as_deref())
+                .fetch_one(&mut *tx)
+                .await
+            {
+                Ok(hi) => hi,
+                Err(e) if is_lock_timeout(&e) => {
+                    tx.rollback().await.map_err(|e| self.b.err(e))?;
+                    return Ok(RangeMove::Locked);
+                }
+                Err(e) => return Err(self.b.err(e)),
+            };
+            let Some(hi) = hi else {
+                tx.commit().await.map_err(|e| self.b.err(e))?;
+                return Ok(RangeMove::Done);
+            };
+            let sql = range_move_sql(
+                src,
+                tl,
+                queue.is_some(),
+                &self.b.queue_clause(4),
+                self.conflicts == Some(true),
+                first,
+            );
+            let row = match sqlx::query(AssertSqlSafe(sql))
+                .bind(self.cursor.as_deref())
+                .bind(queue)
+                .bind(&hi)
+                .bind(self.b.pg.queue.as_deref())
+                .fetch_one(&mut *tx)
+                .await
+            {
+                Ok(row) => row,
+                Err(e) if is_lock_timeout(&e) => {
+                    tx.rollback().await.map_err(|e| self.b.err(e))?;
+                    tracing::debug!(after = ?self.cursor, "a row of the range is held by another transaction; this batch is claimed with SKIP LOCKED");
+                    return Ok(RangeMove::Locked);
+                }
+                Err(e) => return Err(pg_err(&tl.display, e)),
+            };
+            let moved: i64 = row.try_get("moved").map_err(|e| self.b.err(e))?;
+            let inserted: i64 = row.try_get("inserted").map_err(|e| self.b.err(e))?;
+            if moved != inserted || moved as usize > n {
+                tx.rollback().await.map_err(|e| self.b.err(e))?;
+                return Ok(RangeMove::Undecided);
+            }
+            tx.commit().await.map_err(|e| self.b.err(e))?;
+            self.cursor = Some(hi);
+            if moved > 0 {
+                return Ok(RangeMove::Moved(LocalBatch {
+                    examined: moved as u64,
+                    moved: moved as u64,
+                    others: Vec::new(),
+                }));
+            }
+            // Every row of the range went away meanwhile (deleted by someone else): go on.
+        }
+    }
+
+    /// The next batch claimed `FOR UPDATE SKIP LOCKED` and moved in one statement. `None` when
+    /// not every copy went in (rolled back, for the careful path); `Some(None)` at the end.
+    pub(super) async fn claimed_move(
+        &mut self,
+        src: &Layout,
+        tl: &Layout,
+        queue: Option<&str>,
+        end: &str,
+        n: usize,
+    ) -> Result<Option<Option<LocalBatch>>> {
+        let sql = batch_move_sql(
+            src,
+            tl,
+            queue.is_some(),
+            &self.b.queue_clause(5),
+            self.conflicts == Some(true),
+        );
+        let mut tx = self.b.pool.begin().await.map_err(|e| self.err(e))?;
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(self.cursor.as_deref())
+            .bind(queue)
+            .bind(end)
+            .bind(n as i64)
+            .bind(self.b.pg.queue.as_deref())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| pg_err(&tl.display, e))?;
+        let moved: i64 = row.try_get("moved").map_err(|e| self.err(e))?;
+        let inserted: i64 = row.try_get("inserted").map_err(|e| self.err(e))?;
+        if moved == 0 {
+            tx.commit().await.map_err(|e| self.err(e))?;
+            return Ok(Some(None));
+        }
+        if moved != inserted {
+            // Something did not go in: undo, and decide row by row for this batch.
+            tx.rollback().await.map_err(|e| self.err(e))?;
+            return Ok(None);
+        }
+        tx.commit().await.map_err(|e| self.err(e))?;
+        self.cursor = row.try_get("last").map_err(|e| self.err(e))?;
+        Ok(Some(Some(LocalBatch {
+            examined: moved as u64,
+            moved: moved as u64,
+            others: Vec::new(),
+        })))
+    }
+}
+
+/// The optimistic claim-and-move of a whole batch in one statement: delete the next rows by
+/// key (`FOR UPDATE SKIP LOCKED`), insert their copies, and report how many of each. When the
+/// counts differ (a unique conflict, a duplicate id in the batch) the caller rolls the
+/// transaction back and takes the careful path for that batch. `$1` cursor, `$2` queue
+/// override, `$3` end key, `$4` limit, `$5` the source's queue filter.
+fn batch_move_sql(
+    src: &Layout,
+    tgt: &Layout,
+    queue_override: bool,
+    queue_clause: &str,
+    can_conflict: bool,
+) -> String {
+    let sid = &src.cols["id"].sql;
+    let (queue_ref, insert) = copy_moved_sql(src, tgt, queue_override, can_conflict);
+    format!(
+        "WITH moved AS (
+            DELETE FROM {st} WHERE {sid} IN (
+                SELECT {sid} FROM {st} WHERE ($1::text IS NULL OR {sid} > $1::text::{ty}) AND {sid} <= $3::text::{ty}{queue_clause}
+                 ORDER BY {sid} LIMIT $4 FOR UPDATE SKIP LOCKED){queue_ref}
+            RETURNING *),
+         {insert}
+         SELECT (SELECT {sid}::text FROM moved ORDER BY moved.{sid} DESC LIMIT 1) AS last,
+                (SELECT count(*) FROM moved)::int8 AS moved, (SELECT count(*) FROM ins)::int8 AS inserted",
+        st = src.table,
+        ty = src.id_type(),
+    )
+}
+
+/// What the two one-statement moves share: the condition that references `$2` when the
+/// queue is not overridden, and the `ins` CTE that copies the `moved` rows into the target.
+/// Without a unique index that a copy could hit, a plain INSERT: speculative insertion
+/// (ON CONFLICT) costs about as much again per row.
+fn copy_moved_sql(
+    src: &Layout,
+    tgt: &Layout,
+    queue_override: bool,
+    can_conflict: bool,
+) -> (&'static str, String) {
+    let (cols, vals) = copy_columns(src, tgt, queue_override);
+    let conflict = if can_conflict {
+        format!(" ORDER BY {} ON CONFLICT DO NOTHING", src.cols["id"].sql)
+    } else {
+        String::new()
+    };
+    let queue_ref = if queue_override {
+        ""
+    } else {
+        " AND $2::text IS NULL"
+    };
+    let insert = format!(
+        "ins AS (INSERT INTO {} ({}) SELECT {} FROM moved{conflict} RETURNING 1)",
+        tgt.table,
+        cols.join(", "),
+        vals.join(", "),
+    );
+    (queue_ref, insert)
+}
+
+/// The lower bound of a range: after the cursor `$1`, or (first batch) none.
+fn after_cursor_sql(src: &Layout, first: bool) -> String {
+    if first {
+        "$1::text IS NULL".to_string()
+    } else {
+        format!("{} > $1::text::{}", src.cols["id"].sql, src.id_type())
+    }
+}
+
+/// Whether a statement gave up waiting for a lock (`lock_timeout`, SQLSTATE 55P03).
+fn is_lock_timeout(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|c| c == "55P03")
+}
+
+/// The last of the next `$3` keys after the cursor `$1` (none on the first batch), up to the
+/// end key `$2`: the upper bound of a range move. `$4` the source's queue filter.
+fn range_bound_sql(src: &Layout, first: bool, queue_clause: &str) -> String {
+    let sid = &src.cols["id"].sql;
+    format!(
+        "SELECT max(k)::text FROM (SELECT {sid} AS k FROM {st} WHERE {after} AND {sid} <= $2::text::{ty}{queue_clause} ORDER BY {sid} LIMIT $3) b",
+        st = src.table,
+        after = after_cursor_sql(src, first),
+        ty = src.id_type(),
+    )
+}
+
+/// A range move: delete the rows after the cursor `$1` (none on the first batch) up to `$3`,
+/// insert their copies, and count both. Both bounds are parameters, so that the planner sees a
+/// short range (an index range scan) in custom and generic plans alike. `$2` the queue
+/// override, `$4` the source's queue filter.
+fn range_move_sql(
+    src: &Layout,
+    tgt: &Layout,
+    queue_override: bool,
+    queue_clause: &str,
+    can_conflict: bool,
+    first: bool,
+) -> String {
+    let sid = &src.cols["id"].sql;
+    let (queue_ref, insert) = copy_moved_sql(src, tgt, queue_override, can_conflict);
+    format!(
+        "WITH moved AS (
+            DELETE FROM {st} WHERE {after} AND {sid} <= $3::text::{ty}{queue_clause}{queue_ref} RETURNING *),
+         {insert}
+         SELECT (SELECT count(*) FROM moved)::int8 AS moved, (SELECT count(*) FROM ins)::int8 AS inserted",
+        st = src.table,
+        after = after_cursor_sql(src, first),
+        ty = src.id_type(),
+    )
+}
