@@ -96,10 +96,10 @@ impl Filter {
             parts.push(format!("{n} ~ /{r}/"));
         }
         if let Some(d) = self.older_than {
-            parts.push(format!("older than {}", crate::output::fmt_duration(d)));
+            parts.push(format!("older than {}", crate::human::fmt_duration(d)));
         }
         if let Some(d) = self.newer_than {
-            parts.push(format!("newer than {}", crate::output::fmt_duration(d)));
+            parts.push(format!("newer than {}", crate::human::fmt_duration(d)));
         }
         if let Some(ids) = &self.ids {
             parts.push(format!("{} listed ids", ids.len()));

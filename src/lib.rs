@@ -13,6 +13,7 @@ pub mod dedupe;
 pub mod error;
 pub mod filter;
 pub mod headers;
+pub mod human;
 pub mod message;
 pub mod operator;
 pub mod ops;

@@ -261,51 +261,6 @@ fn map_stdout(e: io::Error) -> Error {
     }
 }
 
-pub fn human_bytes(n: i64) -> String {
-    let n = n as f64;
-    if n >= 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.1} GiB", n / (1024.0 * 1024.0 * 1024.0))
-    } else if n >= 1024.0 * 1024.0 {
-        format!("{:.1} MiB", n / (1024.0 * 1024.0))
-    } else if n >= 1024.0 {
-        format!("{:.1} KiB", n / 1024.0)
-    } else {
-        format!("{n} B")
-    }
-}
-
-pub fn human_age(d: chrono::Duration) -> String {
-    let secs = d.num_seconds().max(0) as u64;
-    let rounded = if secs >= 86400 {
-        secs - secs % 3600
-    } else if secs >= 3600 {
-        secs - secs % 60
-    } else {
-        secs
-    };
-    crate::output::fmt_duration(Duration::from_secs(rounded)).to_string()
-}
-
-/// Durations the way dlqctl.toml spells them: `45d`, `17d 1h`, `2m 30s`, `0s`.
-pub fn fmt_duration(d: Duration) -> String {
-    let mut secs = d.as_secs();
-    if secs == 0 {
-        return if d.is_zero() {
-            "0s".into()
-        } else {
-            format!("{}ms", d.as_millis())
-        };
-    }
-    let mut parts = Vec::new();
-    for (unit, n) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
-        if secs >= n {
-            parts.push(format!("{}{unit}", secs / n));
-            secs %= n;
-        }
-    }
-    parts.join(" ")
-}
-
 /// A bar when the length is known, else a spinner with a count.
 fn progress_style(bar: bool) -> ProgressStyle {
     if bar {
@@ -343,22 +298,31 @@ pub fn fmt_rate(per_sec: f64) -> String {
     format!("{out}/s")
 }
 
+/// An error that ends a command, and its hint, on stderr (secrets scrubbed). A closed stdout
+/// ends quietly; an interrupt or a cancelled question says only that.
+pub fn error(e: &crate::error::Error) {
+    use crate::error::Error;
+    match e.root() {
+        Error::ClosedOutput => {}
+        Error::Interrupted => eprintln!("interrupted"),
+        Error::Cancelled => eprintln!("cancelled; nothing done"),
+        _ => {
+            eprintln!("error: {}", crate::secrets::scrub(&e.to_string()));
+            if let Some(h) = e.hint() {
+                eprintln!("  hint: {}", crate::secrets::scrub(&h));
+            }
+        }
+    }
+}
+
+/// A line on stderr outside any command's output (the signal handler's notes).
+pub fn notice(msg: &str) {
+    eprintln!("{msg}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_read_like_the_config() {
-        assert_eq!(fmt_duration(Duration::from_secs(45 * 86_400)), "45d");
-        assert_eq!(
-            fmt_duration(Duration::from_secs(17 * 86_400 + 3600)),
-            "17d 1h"
-        );
-        assert_eq!(fmt_duration(Duration::from_secs(150)), "2m 30s");
-        assert_eq!(fmt_duration(Duration::ZERO), "0s");
-        let back = humantime::parse_duration(&fmt_duration(Duration::from_secs(90_061))).unwrap();
-        assert_eq!(back, Duration::from_secs(90_061));
-    }
 
     #[test]
     fn rates_are_rounded() {

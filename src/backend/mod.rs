@@ -459,6 +459,18 @@ pub enum DedupStrategy {
 }
 
 /// Pick and connect the backend for an address.
+/// SQS API requests this process has sent, when any (a run's summary reports them).
+pub fn sqs_requests() -> Option<u64> {
+    #[cfg(feature = "sqs")]
+    {
+        let n = sqs::requests();
+        if n > 0 {
+            return Some(n);
+        }
+    }
+    None
+}
+
 /// How ops open a queue: the real backends, or in unit tests the in-memory queues of a
 /// [`memory::Queues`] (by address).
 #[derive(Clone, Default)]

@@ -262,7 +262,7 @@ pub fn main() -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
+            crate::output::notice(&format!("error: cannot start the runtime: {e}"));
             return exit::USAGE;
         }
     };
@@ -359,17 +359,7 @@ async fn run(cli: Cli) -> i32 {
 
 /// Print an error (and its hint) on stderr; return its exit code.
 fn report(e: &Error) -> i32 {
-    match e.root() {
-        Error::ClosedOutput => {}
-        Error::Interrupted => eprintln!("interrupted"),
-        Error::Cancelled => eprintln!("cancelled; nothing done"),
-        _ => {
-            eprintln!("error: {}", crate::secrets::scrub(&e.to_string()));
-            if let Some(h) = e.hint() {
-                eprintln!("  hint: {}", crate::secrets::scrub(&h));
-            }
-        }
-    }
+    crate::output::error(e);
     e.exit_code()
 }
 
@@ -397,20 +387,20 @@ fn spawn_signal_handler(interrupt: Interrupt) {
             if count == 1 {
                 match interrupt.phase() {
                     Phase::Asking => {
-                        eprintln!("\ncancelled; nothing done");
+                        crate::output::notice("\ncancelled; nothing done");
                         std::process::exit(exit::INTERRUPTED);
                     }
-                    Phase::Changing => eprintln!(
-                        "\ninterrupting: finishing the current batch (press Ctrl-C again to stop at once)"
+                    Phase::Changing => crate::output::notice(
+                        "\ninterrupting: finishing the current batch (press Ctrl-C again to stop at once)",
                     ),
                     Phase::Reading => {
-                        eprintln!("\ninterrupting (press Ctrl-C again to stop at once)")
+                        crate::output::notice("\ninterrupting (press Ctrl-C again to stop at once)")
                     }
                 }
                 interrupt.trigger();
             } else {
                 // The open transaction, if any, is rolled back by the server: nothing is lost.
-                eprintln!("stopped");
+                crate::output::notice("stopped");
                 std::process::exit(exit::INTERRUPTED);
             }
         }

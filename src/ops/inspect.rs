@@ -26,7 +26,7 @@ pub async fn run(ctx: &Ctx, queues: Vec<QueueRef>) -> Result<i32> {
                 d.as_secs(),
                 format!(
                     "{} (declared dlq_retention; the queue itself says: {found})",
-                    crate::output::fmt_duration(d)
+                    crate::human::fmt_duration(d)
                 ),
             );
         }
@@ -75,7 +75,7 @@ async fn add_dedupe(ins: &mut Inspection, cfg: &crate::config::DedupeConfig) {
         Ok(KnownRetention::Discovered { how, .. }) => how,
         Ok(KnownRetention::AtLeast { age, .. }) => format!(
             "at least {} (oldest row)",
-            crate::output::fmt_duration(std::time::Duration::from_secs(age.as_secs()))
+            crate::human::fmt_duration(std::time::Duration::from_secs(age.as_secs()))
         ),
         Ok(KnownRetention::Unknown(why)) => format!("unknown: {why}"),
         Err(e) => format!("unreadable: {e}"),

@@ -121,7 +121,7 @@ pub fn card(m: &Message, c: &Classifier, color: bool) -> String {
     s.push('\n');
     let mut facts = Vec::new();
     if let Some(a) = m.age(now) {
-        facts.push(format!("age {}", crate::output::human_age(a)));
+        facts.push(format!("age {}", crate::human::human_age(a)));
     }
     if let Some(n) = m.receive_count {
         facts.push(format!("receives {n}"));

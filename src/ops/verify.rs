@@ -30,7 +30,7 @@ pub struct QueueChecks {
 pub fn fmt_retention(r: Retention) -> String {
     match r {
         Retention::Forever => "forever".into(),
-        Retention::For(d) => crate::output::fmt_duration(d).to_string(),
+        Retention::For(d) => crate::human::fmt_duration(d).to_string(),
     }
 }
 
@@ -293,7 +293,7 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
                 format!(
                     "{n} dead letters are older than the dedupe retention ({}): their ids may be forgotten, so redriving them would run their side effects again (find them with `peek --older-than {}`)",
                     fmt_retention(Retention::For(r)),
-                    crate::output::fmt_duration(r)
+                    crate::human::fmt_duration(r)
                 ),
             ),
             Ok(None) => check(

@@ -162,7 +162,7 @@ impl Trouble {
                 target: target.to_string(),
                 reason: format!(
                     "{e}, and no record for {} since (nothing was lost; re-run to continue)",
-                    crate::output::fmt_duration(idle)
+                    crate::human::fmt_duration(idle)
                 ),
             }),
         }

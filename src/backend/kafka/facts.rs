@@ -82,7 +82,7 @@ impl KafkaBackend {
                 let ret = cfg.get("retention.ms").cloned();
                 let shown = match ret.as_deref().map(str::parse::<i64>) {
                     Some(Ok(ms)) if ms < 0 => "forever (-1)".to_string(),
-                    Some(Ok(ms)) => crate::output::fmt_duration(Duration::from_millis(ms as u64)),
+                    Some(Ok(ms)) => crate::human::fmt_duration(Duration::from_millis(ms as u64)),
                     _ => "not reported by the broker".to_string(),
                 };
                 ins.facts.push(Fact::new(

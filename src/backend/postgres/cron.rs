@@ -27,7 +27,7 @@ impl PruneJob {
                 "pg_cron job {} ({}) deletes rows older than {}",
                 self.jobid,
                 self.schedule,
-                crate::output::fmt_duration(d)
+                crate::human::fmt_duration(d)
             ),
             None => format!(
                 "pg_cron job {} ({}) deletes from it",

@@ -208,7 +208,7 @@ impl DedupeTable {
                         retention: Retention::For(Duration::from_secs_f64(s)),
                         how: format!(
                             "expiry column {exp}: ids are kept up to {} after {}",
-                            crate::output::fmt_duration(Duration::from_secs(s as u64)),
+                            crate::human::fmt_duration(Duration::from_secs(s as u64)),
                             self.time_name
                         ),
                     });

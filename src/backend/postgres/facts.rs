@@ -10,8 +10,8 @@ use super::{PgBackend, cron, layout};
 use crate::backend::{Check, Fact, Inspection, Status, Table, Term, VerifyFacts};
 use crate::config::{QueueConfig, Retention};
 use crate::error::Result;
+use crate::human::{human_age, human_bytes};
 use crate::message::{ErrorInfo, Message};
-use crate::output::{human_age, human_bytes};
 
 fn time_fact(name: &str, t: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Fact {
     match t {
@@ -199,7 +199,7 @@ impl PgBackend {
                     status: Status::Pass,
                     detail: format!(
                         "declared dlq_retention {}{}",
-                        crate::output::fmt_duration(d),
+                        crate::human::fmt_duration(d),
                         job.as_ref()
                             .map(|j| format!("; also found {}", j.describe()))
                             .unwrap_or_default()

@@ -15,7 +15,7 @@ use crate::config::{QueueConfig, Retention};
 use crate::error::Result;
 
 fn secs(v: Option<u64>) -> String {
-    v.map(|s| crate::output::fmt_duration(Duration::from_secs(s)))
+    v.map(|s| crate::human::fmt_duration(Duration::from_secs(s)))
         .unwrap_or_else(|| "-".into())
 }
 
@@ -341,9 +341,9 @@ impl SqsBackend {
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(30);
                 facts.checks.push(if Duration::from_secs(vis) > h {
-                    check("sqs-visibility", "Visibility timeout exceeds the handler timeout", Status::Pass, format!("{name}: {} > {}", secs(Some(vis)), crate::output::fmt_duration(h)))
+                    check("sqs-visibility", "Visibility timeout exceeds the handler timeout", Status::Pass, format!("{name}: {} > {}", secs(Some(vis)), crate::human::fmt_duration(h)))
                 } else {
-                    check("sqs-visibility", "Visibility timeout exceeds the handler timeout", Status::Fail, format!("{name}: {} <= handler timeout {}: a slow handler runs at the same time as its own redelivery", secs(Some(vis)), crate::output::fmt_duration(h)))
+                    check("sqs-visibility", "Visibility timeout exceeds the handler timeout", Status::Fail, format!("{name}: {} <= handler timeout {}: a slow handler runs at the same time as its own redelivery", secs(Some(vis)), crate::human::fmt_duration(h)))
                 });
             }
         }

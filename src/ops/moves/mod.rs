@@ -387,11 +387,7 @@ impl<'a> Run<'a> {
         } else {
             0.0
         };
-        #[cfg(feature = "sqs")]
-        {
-            let n = crate::backend::sqs::requests();
-            s.sqs_requests = (n > 0).then_some(n);
-        }
+        s.sqs_requests = crate::backend::sqs_requests();
         s.failures = tally.failures.into_values().collect();
         s.failures.sort_by_key(|f| std::cmp::Reverse(f.count));
         s.destinations = tally
