@@ -1,10 +1,8 @@
 //! A JSON Lines file written by `export` (or edited by hand), read as a replay source.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 use super::{
@@ -128,13 +126,5 @@ impl QueueBackend for FileBackend {
 
     async fn verify_facts(&self, _cfg: &QueueConfig) -> Result<VerifyFacts> {
         Err(self.unsupported("verify"))
-    }
-
-    async fn count_older_than(&self, _age: Duration) -> Result<Option<u64>> {
-        Ok(None)
-    }
-
-    async fn oldest(&self) -> Result<Option<DateTime<Utc>>> {
-        Ok(None)
     }
 }

@@ -5,10 +5,8 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 
 use super::{
     Backlog, Capabilities, Fact, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
@@ -165,14 +163,6 @@ impl QueueBackend for MemoryBackend {
 
     async fn verify_facts(&self, _cfg: &QueueConfig) -> Result<VerifyFacts> {
         Ok(VerifyFacts::default())
-    }
-
-    async fn count_older_than(&self, _age: Duration) -> Result<Option<u64>> {
-        Ok(None)
-    }
-
-    async fn oldest(&self) -> Result<Option<DateTime<Utc>>> {
-        Ok(None)
     }
 }
 

@@ -9,7 +9,6 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use futures::Stream;
 use serde::Serialize;
 
@@ -355,38 +354,30 @@ pub trait QueueBackend: Send + Sync {
     /// Facts for `verify`.
     async fn verify_facts(&self, cfg: &QueueConfig) -> Result<VerifyFacts>;
     /// Number of messages whose age (from first enqueue) exceeds `age`, where cheap.
-    async fn count_older_than(&self, age: Duration) -> Result<Option<u64>>;
-    /// Oldest first-enqueue time, where cheap.
-    async fn oldest(&self) -> Result<Option<DateTime<Utc>>>;
-    /// Start the backend's own server-side redrive (SQS StartMessageMoveTask); returns a
-    /// task handle.
-    async fn start_native_move(&self, _to: Option<&Address>, _rate: Option<f64>) -> Result<String> {
-        Err(Error::Unsupported {
-            backend: self.address().backend_name(),
-            operation: "native redrive",
-            reason: "only SQS has a server-side move (--native)".into(),
-        })
+    async fn count_older_than(&self, _age: Duration) -> Result<Option<u64>> {
+        Ok(None)
     }
-    /// The backend's server-side move tasks for this queue, newest first.
-    async fn native_moves(&self) -> Result<Vec<NativeMoveTask>> {
-        Err(Error::Unsupported {
-            backend: self.address().backend_name(),
-            operation: "native redrive",
-            reason: "only SQS has a server-side move (--native)".into(),
-        })
-    }
-    /// Cancel a server-side move; returns how many it had moved.
-    async fn cancel_native_move(&self, _handle: &str) -> Result<u64> {
-        Err(Error::Unsupported {
-            backend: self.address().backend_name(),
-            operation: "native redrive",
-            reason: "only SQS has a server-side move (--native)".into(),
-        })
+    /// The service's own move task, where there is one (SQS: StartMessageMoveTask).
+    fn native_moves(&self) -> Option<&dyn NativeMoves> {
+        None
     }
     /// Give back whatever reads still hold (SQS: make browsed messages visible again).
     async fn close(&self) -> Result<()> {
         Ok(())
     }
+}
+
+/// A queue service's own move task (SQS: StartMessageMoveTask, ListMessageMoveTasks,
+/// CancelMessageMoveTask), for `redrive --native`.
+#[async_trait]
+pub trait NativeMoves: Send + Sync {
+    /// Start a move of every message to `to` (None: each message's source); returns the
+    /// task's handle.
+    async fn start(&self, to: Option<&Address>, rate: Option<f64>) -> Result<String>;
+    /// The queue's recent tasks, newest first.
+    async fn tasks(&self) -> Result<Vec<NativeMoveTask>>;
+    /// Cancel a running task; returns how many it had moved.
+    async fn cancel(&self, handle: &str) -> Result<u64>;
 }
 
 /// A server-side move task (SQS message move task).

@@ -35,6 +35,13 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
         .opener
         .open(&req.source.address, &req.source.source_options())
         .await?;
+    let Some(b) = b.native_moves() else {
+        return Err(Error::Unsupported {
+            backend: req.source.address.backend_name(),
+            operation: "native redrive",
+            reason: "only SQS has a server-side move (--native); leave out --native".into(),
+        });
+    };
     let emit = |task: Option<NativeMoveTask>, op: &'static str| -> Result<()> {
         let s = NativeSummary {
             operation: op,
@@ -61,7 +68,7 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
         }
     };
     if req.cancel {
-        let tasks = b.native_moves().await?;
+        let tasks = b.tasks().await?;
         let Some(running) = tasks.into_iter().find(|t| t.status == "RUNNING") else {
             p.note("no native move task is running for this queue");
             return Ok(exit::OK);
@@ -75,7 +82,7 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
         {
             return Ok(exit::OK);
         }
-        let moved = b.cancel_native_move(&handle).await?;
+        let moved = b.cancel(&handle).await?;
         emit(
             Some(NativeMoveTask {
                 moved,
@@ -126,10 +133,10 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
         }
     }
     ctx.interrupt.set_phase(crate::settings::Phase::Changing);
-    let handle = b.start_native_move(req.to.as_ref(), req.rate).await?;
+    let handle = b.start(req.to.as_ref(), req.rate).await?;
     if !req.wait {
         let task = b
-            .native_moves()
+            .tasks()
             .await?
             .into_iter()
             .find(|t| t.handle.as_deref() == Some(handle.as_str()));
@@ -138,7 +145,7 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
     }
     let bar = p.progress(None, "native move");
     loop {
-        let tasks = b.native_moves().await?;
+        let tasks = b.tasks().await?;
         let task = tasks
             .into_iter()
             .find(|t| t.handle.as_deref() == Some(handle.as_str()) || t.handle.is_none());

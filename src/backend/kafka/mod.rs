@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message as _;
@@ -393,9 +393,5 @@ impl QueueBackend for KafkaBackend {
             n += (first_newer - lo).max(0) as u64;
         }
         Ok(Some(n))
-    }
-
-    async fn oldest(&self) -> Result<Option<DateTime<Utc>>> {
-        Ok(None)
     }
 }

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{AssertSqlSafe, Row};
 
@@ -382,21 +381,5 @@ impl QueueBackend for PgBackend {
             .await
             .map_err(|e| self.err(e))?;
         Ok(Some(n as u64))
-    }
-
-    async fn oldest(&self) -> Result<Option<DateTime<Utc>>> {
-        let Some(a) = self.layout.age_expr() else {
-            return Ok(None);
-        };
-        let sql = format!(
-            "SELECT min({a}) FROM {} WHERE true{}",
-            self.layout.table,
-            self.queue_clause(1)
-        );
-        sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(self.pg.queue.as_deref())
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| self.err(e))
     }
 }

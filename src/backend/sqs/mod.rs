@@ -11,18 +11,16 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{ChangeMessageVisibilityBatchRequestEntry, QueueAttributeName};
-use chrono::{DateTime, Utc};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use super::{
-    AwsOptions, Capabilities, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
-    QueueBackend, ScanOptions, SendOutcome, TailOptions, VerifyFacts,
+    AwsOptions, Capabilities, Inspection, MessageStream, MoveOptions, MoveSession, NativeMoves,
+    OpenOptions, QueueBackend, ScanOptions, SendOutcome, TailOptions, VerifyFacts,
 };
 use crate::address::{Address, SqsAddress};
 use crate::config::{IdSource, QueueConfig};
@@ -295,15 +293,6 @@ impl QueueBackend for SqsBackend {
         self.verify_queue(cfg).await
     }
 
-    async fn count_older_than(&self, _age: Duration) -> Result<Option<u64>> {
-        // Ages need a receive, which has side effects: not cheap on SQS.
-        Ok(None)
-    }
-
-    async fn oldest(&self) -> Result<Option<DateTime<Utc>>> {
-        Ok(None)
-    }
-
     async fn close(&self) -> Result<()> {
         // A reader that stopped mid long poll (tail's idle timeout, Ctrl-C) dropped a request
         // the server still answers: wait for it, or its messages stay hidden after the release.
@@ -312,7 +301,15 @@ impl QueueBackend for SqsBackend {
         self.release(&held).await
     }
 
-    async fn start_native_move(&self, to: Option<&Address>, rate: Option<f64>) -> Result<String> {
+    fn native_moves(&self) -> Option<&dyn NativeMoves> {
+        Some(self)
+    }
+}
+
+/// `redrive --native`: the queue's own message move task.
+#[async_trait]
+impl NativeMoves for SqsBackend {
+    async fn start(&self, to: Option<&Address>, rate: Option<f64>) -> Result<String> {
         let dest = match to {
             Some(Address::Sqs(_)) => {
                 let b = SqsBackend::open(
@@ -338,11 +335,11 @@ impl QueueBackend for SqsBackend {
         native::start(&self.client, &self.arn, dest.as_deref(), rate).await
     }
 
-    async fn native_moves(&self) -> Result<Vec<native::MoveTask>> {
+    async fn tasks(&self) -> Result<Vec<native::MoveTask>> {
         native::list_tasks(&self.client, &self.arn).await
     }
 
-    async fn cancel_native_move(&self, handle: &str) -> Result<u64> {
+    async fn cancel(&self, handle: &str) -> Result<u64> {
         native::cancel(&self.client, handle).await
     }
 }

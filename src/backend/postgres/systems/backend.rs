@@ -363,8 +363,4 @@ impl QueueBackend for JobSystemBackend {
             .map_err(|e| self.err(e))?;
         Ok(Some(n as u64))
     }
-
-    async fn oldest(&self) -> Result<Option<DateTime<Utc>>> {
-        Ok(None)
-    }
 }
