@@ -79,13 +79,13 @@ impl JobSystemBackend {
     async fn page(&self, after: Option<&str>, limit: i64) -> Result<Vec<Message>> {
         let s = &self.sys;
         let sql = format!(
-            "SELECT {} FROM {} WHERE {} AND ($1::text IS NULL OR {key} > $1::text::{ty}){} ORDER BY {key} LIMIT $2",
+            "SELECT {} FROM {} WHERE {} AND ($1::text IS NULL OR {}){} ORDER BY {} LIMIT $2",
             s.select_list(),
             s.from,
             s.dead,
+            s.key.cmp("j.", ">", 1),
             self.queue_clause(3),
-            key = s.key,
-            ty = s.key_type
+            s.key.order("j.", ""),
         );
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(after)
@@ -242,16 +242,10 @@ impl QueueBackend for JobSystemBackend {
         let start: Option<String> = if opts.from_start {
             None
         } else {
-            let sql = format!(
-                "SELECT {} FROM {} WHERE {}{}",
-                s.max_key(),
-                s.from,
-                s.dead,
-                self.queue_clause(1)
-            );
+            let sql = s.last_key_query(&self.queue_clause(1));
             sqlx::query_scalar(AssertSqlSafe(sql))
                 .bind(self.queue_param())
-                .fetch_one(&self.pool)
+                .fetch_optional(&self.pool)
                 .await
                 .map_err(|e| self.err(e))?
         };

@@ -119,3 +119,17 @@ pub(super) fn or_null(cols: &HashSet<String>, col: &str, expr: &str, ty: &str) -
         format!("NULL::{ty}")
     }
 }
+
+/// Whether `rel` has a unique index (or primary key) on exactly `cols`, in that order.
+pub(super) async fn unique_on(pool: &PgPool, rel: &str, cols: &[&str]) -> Result<bool> {
+    sqlx::query_scalar::<_, bool>(
+        "SELECT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indpred IS NULL
+            AND ARRAY(SELECT a.attname::text FROM unnest(i.indkey[0:i.indnkeyatts - 1]) WITH ORDINALITY k(attnum, n)
+                      JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum ORDER BY k.n) = $2::text[])",
+    )
+    .bind(rel)
+    .bind(cols)
+    .fetch_one(pool)
+    .await
+    .map_err(|e| pg_err(rel, e))
+}

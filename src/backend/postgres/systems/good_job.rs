@@ -4,7 +4,7 @@ use sqlx::PgPool;
 use std::time::Duration;
 
 use super::catalog::{columns, exists, missing_table, need, or_null, rel};
-use super::{ErrorFormat, System};
+use super::{ErrorFormat, Key, System};
 use crate::error::Result;
 
 pub(super) async fn detect(pool: &PgPool, schema: &str) -> Result<System> {
@@ -45,8 +45,7 @@ pub(super) async fn detect(pool: &PgPool, schema: &str) -> Result<System> {
         ),
         from: format!("{t} j"),
         dead: "j.finished_at IS NOT NULL AND j.error IS NOT NULL".into(),
-        key: "j.id".into(),
-        key_type: "uuid",
+        key: Key::one("id", "uuid"),
         body: "convert_to(j.serialized_params::text, 'UTF8')".into(),
         kind: format!(
             "COALESCE({}, j.serialized_params->>'job_class')",

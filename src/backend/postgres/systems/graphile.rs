@@ -3,7 +3,7 @@
 use sqlx::PgPool;
 
 use super::catalog::{columns, exists, function_exists, missing_table, need, or_null, refuse, rel};
-use super::{ErrorFormat, System};
+use super::{ErrorFormat, Key, System};
 use crate::backend::postgres::layout::quote_ident;
 use crate::error::Result;
 
@@ -61,8 +61,7 @@ pub(super) async fn detect(pool: &PgPool, schema: &str) -> Result<System> {
             "{jobs} j JOIN {tasks} t ON t.id = j.task_id LEFT JOIN {queues} q ON q.id = j.job_queue_id"
         ),
         dead: "j.attempts >= j.max_attempts AND j.locked_at IS NULL".into(),
-        key: "j.id".into(),
-        key_type: "bigint",
+        key: Key::one("id", "bigint"),
         body: "convert_to(j.payload::text, 'UTF8')".into(),
         kind: "t.identifier".into(),
         queue: "q.queue_name".into(),

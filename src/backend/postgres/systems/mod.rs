@@ -48,9 +48,8 @@ pub struct System {
     pub(super) from: String,
     /// The dead predicate over `j` (and joins).
     pub(super) dead: String,
-    /// Key column of `j`, and its type.
-    pub(super) key: String,
-    pub(super) key_type: &'static str,
+    /// How jobs are keyed (and ordered, and found again).
+    pub(super) key: Key,
     /// Expressions: body (bytea), kind, queue, attempt, max_attempts, error (raw text),
     /// enqueued_at, dead_at (timestamptz), extra (jsonb).
     pub(super) body: String,
@@ -79,6 +78,95 @@ pub struct System {
     pub(super) retry_loses_id: Option<String>,
 }
 
+/// How a system's jobs are keyed: one column, or two (pg-boss 10 and later, whose primary key
+/// is `(name, id)`: a key on `id` alone would find nothing by index). A key travels as text:
+/// the column's text, or `NAME:UUID` (the uuid is the last 36 characters, whatever the name).
+pub(super) struct Key {
+    /// Columns (of the system's main table) and their types; the last one is 36 characters
+    /// of uuid when there are two.
+    cols: Vec<(&'static str, &'static str)>,
+}
+
+impl Key {
+    pub(super) fn one(col: &'static str, ty: &'static str) -> Key {
+        Key {
+            cols: vec![(col, ty)],
+        }
+    }
+
+    /// A name and a uuid.
+    pub(super) fn name_and_uuid(name: &'static str, id: &'static str) -> Key {
+        Key {
+            cols: vec![(name, "text"), (id, "uuid")],
+        }
+    }
+
+    /// The key as text, of the row `p` (`j.` or ``).
+    pub(super) fn text(&self, p: &str) -> String {
+        match self.cols.as_slice() {
+            [(c, _)] => format!("{p}{c}::text"),
+            [(n, _), (id, _)] => format!("({p}{n}::text || ':' || {p}{id}::text)"),
+            _ => unreachable!("one or two key columns"),
+        }
+    }
+
+    /// The job's own id in a text key (the stable id): the whole key, or the uuid of
+    /// `NAME:UUID`.
+    pub(super) fn job_id<'k>(&self, key: &'k str) -> &'k str {
+        match self.cols.len() {
+            1 => key,
+            _ => key.get(key.len().saturating_sub(36)..).unwrap_or(key),
+        }
+    }
+
+    /// The columns, in key order, for ORDER BY (`suffix`: `` or ` DESC`).
+    pub(super) fn order(&self, p: &str, suffix: &str) -> String {
+        self.cols
+            .iter()
+            .map(|(c, _)| format!("{p}{c}{suffix}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The typed value(s) of a text key in SQL expression `t`.
+    fn values(&self, t: &str) -> String {
+        match self.cols.as_slice() {
+            [(_, ty)] => format!("{t}::text::{ty}"),
+            [(_, nt), (_, it)] => {
+                format!("(left({t}::text, -37)::{nt}, right({t}::text, 36)::{it})")
+            }
+            _ => unreachable!("one or two key columns"),
+        }
+    }
+
+    fn columns(&self, p: &str) -> String {
+        match self.cols.as_slice() {
+            [(c, _)] => format!("{p}{c}"),
+            _ => format!("({})", self.order(p, "")),
+        }
+    }
+
+    /// The row's key compared with the text key `$n` (`op`: `>`, `<=`); a row comparison,
+    /// so that the primary key's index serves it.
+    pub(super) fn cmp(&self, p: &str, op: &str, n: usize) -> String {
+        format!("{} {op} {}", self.columns(p), self.values(&format!("${n}")))
+    }
+
+    /// The row's key is one of the text keys in `$n` (a text[]).
+    pub(super) fn any(&self, p: &str, n: usize) -> String {
+        match self.cols.as_slice() {
+            [(c, ty)] => format!("{p}{c} = ANY(${n}::text[]::{ty}[])"),
+            _ => format!(
+                "{} IN (SELECT {} FROM unnest(${n}::text[]) k)",
+                self.columns(p),
+                self.values("k")
+                    .trim_start_matches('(')
+                    .trim_end_matches(')')
+            ),
+        }
+    }
+}
+
 impl System {
     pub async fn detect(
         pool: &PgPool,
@@ -99,19 +187,21 @@ impl System {
         }
     }
 
-    /// `max(key)` as text (there is no max(uuid): uuids compare like their text form).
-    pub(super) fn max_key(&self) -> String {
-        if self.key_type == "uuid" {
-            format!("max({}::text)", self.key)
-        } else {
-            format!("max({})::text", self.key)
-        }
+    /// The last dead job's key (the end of a redrive), in text.
+    pub(super) fn last_key_query(&self, queue_clause: &str) -> String {
+        format!(
+            "SELECT {} FROM {} WHERE {}{queue_clause} ORDER BY {} LIMIT 1",
+            self.key.text("j."),
+            self.from,
+            self.dead,
+            self.key.order("j.", " DESC")
+        )
     }
 
     pub(super) fn select_list(&self) -> String {
         format!(
-            "{key}::text AS id, {body} AS body, {kind}::text AS kind, {queue}::text AS queue, ({attempt})::int8 AS attempt, ({max})::int8 AS max_attempts, ({error})::text AS error, ({enq})::timestamptz AS enqueued_at, ({dead})::timestamptz AS dead_at, ({extra})::jsonb AS extra",
-            key = self.key,
+            "{key} AS id, {body} AS body, {kind}::text AS kind, {queue}::text AS queue, ({attempt})::int8 AS attempt, ({max})::int8 AS max_attempts, ({error})::text AS error, ({enq})::timestamptz AS enqueued_at, ({dead})::timestamptz AS dead_at, ({extra})::jsonb AS extra",
+            key = self.key.text("j."),
             body = self.body,
             kind = self.kind,
             queue = self.queue,
@@ -203,7 +293,7 @@ impl System {
             }
         }
         let mut m = Message {
-            id: key.clone(),
+            id: self.key.job_id(&key).to_string(),
             native_id: key,
             body: row.try_get("body")?,
             attributes,
@@ -224,5 +314,36 @@ impl System {
         }
         crate::backend::apply_id_source(&mut m, id);
         Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Key;
+
+    #[test]
+    fn a_two_column_key_is_compared_as_a_row_and_keeps_the_job_id() {
+        let k = Key::name_and_uuid("name", "id");
+        assert_eq!(k.text("j."), "(j.name::text || ':' || j.id::text)");
+        assert_eq!(
+            k.cmp("j.", ">", 1),
+            "(j.name, j.id) > (left($1::text, -37)::text, right($1::text, 36)::uuid)"
+        );
+        assert_eq!(
+            k.any("", 1),
+            "(name, id) IN (SELECT left(k::text, -37)::text, right(k::text, 36)::uuid FROM unnest($1::text[]) k)"
+        );
+        assert_eq!(k.order("j.", " DESC"), "j.name DESC, j.id DESC");
+        let key = "billing:charge:00000000-0000-0000-0000-000000000005";
+        assert_eq!(k.job_id(key), "00000000-0000-0000-0000-000000000005");
+    }
+
+    #[test]
+    fn a_one_column_key_is_the_column() {
+        let k = Key::one("id", "bigint");
+        assert_eq!(k.text("j."), "j.id::text");
+        assert_eq!(k.cmp("j.", "<=", 2), "j.id <= $2::text::bigint");
+        assert_eq!(k.any("", 1), "id = ANY($1::text[]::bigint[])");
+        assert_eq!(k.job_id("42"), "42");
     }
 }

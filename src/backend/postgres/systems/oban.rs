@@ -3,7 +3,7 @@
 use sqlx::PgPool;
 
 use super::catalog::{columns, enum_has, exists, missing_table, need, or_null, refuse, rel};
-use super::{ErrorFormat, System};
+use super::{ErrorFormat, Key, System};
 use crate::backend::postgres::layout::quote_ident;
 use crate::error::Result;
 
@@ -48,8 +48,7 @@ pub(super) async fn detect(pool: &PgPool, schema: &str) -> Result<System> {
         detected: format!("oban ({schema}.oban_jobs)"),
         from: format!("{t} j"),
         dead: "j.state = 'discarded'".into(),
-        key: "j.id".into(),
-        key_type: "bigint",
+        key: Key::one("id", "bigint"),
         body: "convert_to(j.args::text, 'UTF8')".into(),
         kind: "j.worker".into(),
         queue: "j.queue".into(),

@@ -3,8 +3,10 @@
 use sqlx::PgPool;
 use std::time::Duration;
 
-use super::catalog::{columns, enum_has, exists, missing_table, need, or_null, refuse, rel};
-use super::{ErrorFormat, System};
+use super::catalog::{
+    columns, enum_has, exists, missing_table, need, or_null, refuse, rel, unique_on,
+};
+use super::{ErrorFormat, Key, System};
 use crate::backend::postgres::layout::quote_ident;
 use crate::error::Result;
 
@@ -26,6 +28,13 @@ pub(super) async fn detect(pool: &PgPool, schema: &str) -> Result<System> {
         ));
     }
     let cols = columns(pool, &t).await?;
+    // pg-boss 10 and later key jobs by (name, id) (the table is partitioned by name): a key on
+    // id alone would find nothing by index.
+    let key = if unique_on(pool, &t, &["id"]).await? {
+        Key::one("id", "uuid")
+    } else {
+        Key::name_and_uuid("name", "id")
+    };
     need(
         &cols,
         "pg-boss",
@@ -48,8 +57,18 @@ pub(super) async fn detect(pool: &PgPool, schema: &str) -> Result<System> {
         detected: format!("pg-boss ({schema}.job)"),
         from: format!("{t} j"),
         dead: "j.state = 'failed'".into(),
-        key: "j.id".into(),
-        key_type: "uuid",
+        // boss.retry(): back to 'retry' with one more attempt allowed.
+        retry: format!(
+            "UPDATE {t} SET state = 'retry', retry_limit = retry_limit + 1, completed_on = NULL, start_after = now() WHERE {} AND state = 'failed' RETURNING {}",
+            key.any("", 1),
+            key.text("")
+        ),
+        delete: format!(
+            "DELETE FROM {t} WHERE {} AND state = 'failed' RETURNING {}",
+            key.any("", 1),
+            key.text("")
+        ),
+        key,
         body: "convert_to(COALESCE(j.data, 'null'::jsonb)::text, 'UTF8')".into(),
         kind: "j.name".into(),
         queue: "j.name".into(),
@@ -65,13 +84,6 @@ pub(super) async fn detect(pool: &PgPool, schema: &str) -> Result<System> {
             or_null(&cols, "priority", "j.priority", "int")
         ),
         lock_of: "j",
-        // boss.retry(): back to 'retry' with one more attempt allowed.
-        retry: format!(
-            "UPDATE {t} SET state = 'retry', retry_limit = retry_limit + 1, completed_on = NULL, start_after = now() WHERE id = ANY($1::text[]::uuid[]) AND state = 'failed' RETURNING id::text"
-        ),
-        delete: format!(
-            "DELETE FROM {t} WHERE id = ANY($1::text[]::uuid[]) AND state = 'failed' RETURNING id::text"
-        ),
         pruning: (
             Some(Duration::from_secs(7 * 86400)),
             "pg-boss deletes completed jobs (failed is a completed state) after 7 days by default",

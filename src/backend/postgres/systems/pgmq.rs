@@ -3,7 +3,7 @@
 use sqlx::PgPool;
 
 use super::catalog::{columns, exists, need, refuse, rel};
-use super::{ErrorFormat, System};
+use super::{ErrorFormat, Key, System};
 use crate::backend::postgres::pg_err;
 use crate::error::{Error, Result};
 
@@ -69,8 +69,7 @@ pub(super) async fn detect(pool: &PgPool, queue: Option<&str>) -> Result<System>
         ),
         from: format!("{dead_t} j"),
         dead: "true".into(),
-        key: "j.msg_id".into(),
-        key_type: "bigint",
+        key: Key::one("msg_id", "bigint"),
         body: "convert_to(j.message::text, 'UTF8')".into(),
         kind: "NULL::text".into(),
         queue: format!("'{}'::text", q.replace('\'', "''")),

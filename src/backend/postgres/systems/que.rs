@@ -3,7 +3,7 @@
 use sqlx::PgPool;
 
 use super::catalog::{columns, exists, missing_table, need, or_null, rel};
-use super::{ErrorFormat, System};
+use super::{ErrorFormat, Key, System};
 use crate::error::Result;
 
 pub(super) async fn detect(pool: &PgPool, schema: &str) -> Result<System> {
@@ -39,8 +39,7 @@ pub(super) async fn detect(pool: &PgPool, schema: &str) -> Result<System> {
         ),
         from: format!("{t} j"),
         dead: "j.expired_at IS NOT NULL".into(),
-        key: "j.id".into(),
-        key_type: "bigint",
+        key: Key::one("id", "bigint"),
         body: if cols.contains("kwargs") {
             "convert_to(jsonb_build_object('args', j.args, 'kwargs', j.kwargs)::text, 'UTF8')"
                 .into()

@@ -4,7 +4,7 @@ use sqlx::{AssertSqlSafe, PgPool};
 use std::time::Duration;
 
 use super::catalog::{columns, enum_has, exists, missing_table, need, refuse, rel};
-use super::{ErrorFormat, System};
+use super::{ErrorFormat, Key, System};
 use crate::backend::postgres::layout::quote_ident;
 use crate::backend::postgres::pg_err;
 use crate::error::Result;
@@ -66,8 +66,7 @@ pub(super) async fn detect(pool: &PgPool, schema: &str) -> Result<System> {
         ),
         from: format!("{t} j"),
         dead: "j.state = 'discarded'".into(),
-        key: "j.id".into(),
-        key_type: "bigint",
+        key: Key::one("id", "bigint"),
         body: "convert_to(j.args::text, 'UTF8')".into(),
         kind: "j.kind".into(),
         queue: "j.queue".into(),

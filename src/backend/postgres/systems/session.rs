@@ -25,16 +25,10 @@ pub(super) struct SystemMoveSession<'a> {
 impl<'a> SystemMoveSession<'a> {
     pub(super) async fn begin(b: &'a JobSystemBackend) -> Result<SystemMoveSession<'a>> {
         let s = &b.sys;
-        let sql = format!(
-            "SELECT {} FROM {} WHERE {}{}",
-            s.max_key(),
-            s.from,
-            s.dead,
-            b.queue_clause(1)
-        );
+        let sql = s.last_key_query(&b.queue_clause(1));
         let end: Option<String> = sqlx::query_scalar(AssertSqlSafe(sql))
             .bind(b.queue_param())
-            .fetch_one(&b.pool)
+            .fetch_optional(&b.pool)
             .await
             .map_err(|e| b.err(e))?;
         Ok(SystemMoveSession {
@@ -46,77 +40,89 @@ impl<'a> SystemMoveSession<'a> {
         })
     }
 
-    /// Run `sql` for `keys`; on a unique violation (an active twin), again key by key under
-    /// savepoints so only the conflicting jobs are skipped.
+    /// Run `sql` for `keys` (claimed in the open transaction) as one statement. On a unique
+    /// violation (an active twin) the statement fails and takes the transaction with it: the
+    /// batch is rolled back and done again key by key (`one_by_one`), so that only the
+    /// conflicting jobs are left. The common case costs one statement and no savepoint.
     async fn run_each(
         &mut self,
         sql: &str,
         keys: &[String],
     ) -> Result<(HashSet<String>, HashSet<String>)> {
         let tx = self.tx.as_mut().expect("a claimed batch");
-        sqlx::query("SAVEPOINT dlqctl_batch")
-            .execute(&mut **tx)
-            .await
-            .map_err(|e| self.b.err(e))?;
         match sqlx::query_scalar::<_, String>(AssertSqlSafe(sql.to_string()))
             .bind(keys)
             .fetch_all(&mut **tx)
             .await
         {
-            Ok(done) => {
-                sqlx::query("RELEASE SAVEPOINT dlqctl_batch")
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(|e| self.b.err(e))?;
-                Ok((done.into_iter().collect(), HashSet::new()))
-            }
-            Err(e)
-                if e.as_database_error()
-                    .and_then(|d| d.code())
-                    .is_some_and(|c| c == "23505") =>
-            {
-                sqlx::query("ROLLBACK TO SAVEPOINT dlqctl_batch")
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(|e| self.b.err(e))?;
-                let mut done = HashSet::new();
-                let mut conflicts = HashSet::new();
-                for k in keys {
-                    sqlx::query("SAVEPOINT dlqctl_one")
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(|e| self.b.err(e))?;
-                    match sqlx::query_scalar::<_, String>(AssertSqlSafe(sql.to_string()))
-                        .bind(std::slice::from_ref(k))
-                        .fetch_all(&mut **tx)
-                        .await
-                    {
-                        Ok(d) => {
-                            sqlx::query("RELEASE SAVEPOINT dlqctl_one")
-                                .execute(&mut **tx)
-                                .await
-                                .map_err(|e| self.b.err(e))?;
-                            done.extend(d);
-                        }
-                        Err(e)
-                            if e.as_database_error()
-                                .and_then(|d| d.code())
-                                .is_some_and(|c| c == "23505") =>
-                        {
-                            sqlx::query("ROLLBACK TO SAVEPOINT dlqctl_one")
-                                .execute(&mut **tx)
-                                .await
-                                .map_err(|e| self.b.err(e))?;
-                            conflicts.insert(k.clone());
-                        }
-                        Err(e) => return Err(self.b.err(e)),
-                    }
-                }
-                Ok((done, conflicts))
+            Ok(done) => Ok((done.into_iter().collect(), HashSet::new())),
+            Err(e) if is_unique_violation(&e) => {
+                tracing::debug!("a unique violation in the batch: again key by key");
+                let tx = self.tx.take().expect("a claimed batch");
+                tx.rollback().await.map_err(|e| self.b.err(e))?;
+                self.one_by_one(sql, keys).await
             }
             Err(e) => Err(self.b.err(e)),
         }
     }
+
+    /// Claim `keys` again in a new transaction (skipping the ones that are locked or no longer
+    /// dead now) and run `sql` for each under a savepoint of its own: a job whose unique key an
+    /// active twin holds is left as it is, the others go.
+    async fn one_by_one(
+        &mut self,
+        sql: &str,
+        keys: &[String],
+    ) -> Result<(HashSet<String>, HashSet<String>)> {
+        let s = &self.b.sys;
+        let claim = format!(
+            "SELECT {} FROM {} WHERE {} AND {} ORDER BY {} FOR UPDATE OF {lock} SKIP LOCKED",
+            s.key.text("j."),
+            s.from,
+            s.dead,
+            s.key.any("j.", 1),
+            s.key.order("j.", ""),
+            lock = s.lock_of
+        );
+        let mut tx = self.b.pool.begin().await.map_err(|e| self.b.err(e))?;
+        let claimed: Vec<String> = sqlx::query_scalar(AssertSqlSafe(claim))
+            .bind(keys)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| self.b.err(e))?;
+        let mut done = HashSet::new();
+        let mut conflicts = HashSet::new();
+        for k in &claimed {
+            sqlx::query("SAVEPOINT dlqctl_one")
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.b.err(e))?;
+            match sqlx::query_scalar::<_, String>(AssertSqlSafe(sql.to_string()))
+                .bind(std::slice::from_ref(k))
+                .fetch_all(&mut *tx)
+                .await
+            {
+                Ok(d) => {
+                    sqlx::query("RELEASE SAVEPOINT dlqctl_one")
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| self.b.err(e))?;
+                    done.extend(d);
+                }
+                Err(e) if is_unique_violation(&e) => {
+                    sqlx::query("ROLLBACK TO SAVEPOINT dlqctl_one")
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| self.b.err(e))?;
+                    conflicts.insert(k.clone());
+                }
+                Err(e) => return Err(self.b.err(e)),
+            }
+        }
+        self.tx = Some(tx);
+        Ok((done, conflicts))
+    }
+
     /// Claim the next rows (up to `n`, skipping locked ones) in a new transaction, selecting
     /// `columns`. Empty when the session's range is exhausted.
     async fn claim(&mut self, n: usize, columns: &str) -> Result<Vec<PgRow>> {
@@ -125,12 +131,13 @@ impl<'a> SystemMoveSession<'a> {
         };
         let s = &self.b.sys;
         let sql = format!(
-            "SELECT {columns} FROM {} WHERE {} AND ($1::text IS NULL OR {key} > $1::text::{ty}) AND {key} <= $2::text::{ty}{} ORDER BY {key} LIMIT $4 FOR UPDATE OF {lock} SKIP LOCKED",
+            "SELECT {columns} FROM {} WHERE {} AND ($1::text IS NULL OR {}) AND {}{} ORDER BY {} LIMIT $4 FOR UPDATE OF {lock} SKIP LOCKED",
             s.from,
             s.dead,
+            s.key.cmp("j.", ">", 1),
+            s.key.cmp("j.", "<=", 2),
             self.b.queue_clause(3),
-            key = s.key,
-            ty = s.key_type,
+            s.key.order("j.", ""),
             lock = s.lock_of
         );
         let mut tx = self.b.pool.begin().await.map_err(|e| self.b.err(e))?;
@@ -191,11 +198,10 @@ impl<'a> SystemMoveSession<'a> {
     async fn ids_of(&mut self, keys: &[String]) -> Result<Vec<String>> {
         let s = &self.b.sys;
         let sql = format!(
-            "SELECT {} FROM {} WHERE {key} = ANY($1::text[]::{ty}[])",
+            "SELECT {} FROM {} WHERE {}",
             s.select_list(),
             s.from,
-            key = s.key,
-            ty = s.key_type,
+            s.key.any("j.", 1),
         );
         let tx = self.tx.as_mut().expect("a claimed batch");
         let rows = sqlx::query(AssertSqlSafe(sql))
@@ -215,6 +221,12 @@ impl<'a> SystemMoveSession<'a> {
             .map(|k| by_key.remove(k).unwrap_or_else(|| k.clone()))
             .collect())
     }
+}
+
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|c| c == "23505")
 }
 
 #[async_trait]
@@ -261,8 +273,8 @@ impl MoveSession for SystemMoveSession<'_> {
         _target: &Address,
         n: usize,
     ) -> Result<Option<LocalBatch>> {
-        let key = self.b.sys.key.clone();
-        let rows = self.claim(n, &format!("{key}::text AS id")).await?;
+        let key = self.b.sys.key.text("j.");
+        let rows = self.claim(n, &format!("{key} AS id")).await?;
         if rows.is_empty() {
             return Ok(None);
         }

@@ -3,7 +3,7 @@
 use sqlx::PgPool;
 
 use super::catalog::{columns, exists, need, or_null, refuse, rel};
-use super::{ErrorFormat, System};
+use super::{ErrorFormat, Key, System};
 use crate::error::Result;
 
 pub(super) async fn detect(pool: &PgPool, schema: &str) -> Result<System> {
@@ -34,8 +34,7 @@ pub(super) async fn detect(pool: &PgPool, schema: &str) -> Result<System> {
         detected: format!("solid_queue ({schema})"),
         from: format!("{jobs} j JOIN {failed} f ON f.job_id = j.id"),
         dead: "true".into(),
-        key: "j.id".into(),
-        key_type: "bigint",
+        key: Key::one("id", "bigint"),
         body: "convert_to(j.arguments::text, 'UTF8')".into(),
         kind: "j.class_name".into(),
         queue: "j.queue_name".into(),
