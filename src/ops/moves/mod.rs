@@ -285,7 +285,10 @@ impl Setup {
 
         let local = fixed.as_ref().is_some_and(|f| source.can_move_locally(f))
             && (req.headers.is_empty() || req.exactly_once);
-        let backlog = if req.mode == Mode::Redrive || req.filter.is_empty() {
+        // The count is for people (the plan, the progress bar): a run that shows neither
+        // does not pay for it (a count(*) over a large table).
+        let shown = p.is_table() || p.progress_enabled() || (!req.dry_run && !req.yes);
+        let backlog = if shown && (req.mode == Mode::Redrive || req.filter.is_empty()) {
             source
                 .backlog(req.mode == Mode::Redrive)
                 .await

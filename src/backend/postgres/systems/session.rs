@@ -56,8 +56,8 @@ impl<'a> SystemMoveSession<'a> {
             .await
         {
             Ok(done) => Ok((done.into_iter().collect(), HashSet::new())),
-            Err(e) if is_unique_violation(&e) => {
-                tracing::debug!("a unique violation in the batch: again key by key");
+            Err(e) if is_unique_violation(&e) || is_lock_timeout(&e) => {
+                tracing::debug!(error = %e, "the batch as one statement failed: again key by key");
                 let tx = self.tx.take().expect("a claimed batch");
                 tx.rollback().await.map_err(|e| self.b.err(e))?;
                 self.one_by_one(sql, keys).await
@@ -126,21 +126,40 @@ impl<'a> SystemMoveSession<'a> {
     /// Claim the next rows (up to `n`, skipping locked ones) in a new transaction, selecting
     /// `columns`. Empty when the session's range is exhausted.
     async fn claim(&mut self, n: usize, columns: &str) -> Result<Vec<PgRow>> {
+        self.select(n, columns, true).await
+    }
+
+    /// The next rows after the cursor, in a new transaction; `lock`: claim them
+    /// (`FOR UPDATE … SKIP LOCKED`), else only read their keys (the unfiltered retry, whose
+    /// statement locks each row itself and re-checks that it is dead).
+    async fn select(&mut self, n: usize, columns: &str, lock: bool) -> Result<Vec<PgRow>> {
         let Some(end) = self.end.clone() else {
             return Ok(Vec::new());
         };
         let s = &self.b.sys;
         let sql = format!(
-            "SELECT {columns} FROM {} WHERE {} AND ($1::text IS NULL OR {}) AND {}{} ORDER BY {} LIMIT $4 FOR UPDATE OF {lock} SKIP LOCKED",
+            "SELECT {columns} FROM {} WHERE {} AND ($1::text IS NULL OR {}) AND {}{} ORDER BY {} LIMIT $4{}",
             s.from,
             s.dead,
             s.key.cmp("j.", ">", 1),
             s.key.cmp("j.", "<=", 2),
             self.b.queue_clause(3),
             s.key.order("j.", ""),
-            lock = s.lock_of
+            if lock {
+                format!(" FOR UPDATE OF {} SKIP LOCKED", s.lock_of)
+            } else {
+                String::new()
+            }
         );
         let mut tx = self.b.pool.begin().await.map_err(|e| self.b.err(e))?;
+        if !lock {
+            // A job a worker holds is not waited on for long: the statement fails (55P03)
+            // and the batch goes the careful way, which skips it.
+            sqlx::query("SET LOCAL lock_timeout = '200ms'")
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.b.err(e))?;
+        }
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(self.cursor.as_deref())
             .bind(&end)
@@ -223,6 +242,13 @@ impl<'a> SystemMoveSession<'a> {
     }
 }
 
+/// `lock_timeout` expired (55P03): a row of the batch is held by someone else.
+fn is_lock_timeout(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|c| c == "55P03")
+}
+
 fn is_unique_violation(e: &sqlx::Error) -> bool {
     e.as_database_error()
         .and_then(|d| d.code())
@@ -274,7 +300,7 @@ impl MoveSession for SystemMoveSession<'_> {
         n: usize,
     ) -> Result<Option<LocalBatch>> {
         let key = self.b.sys.key.text("j.");
-        let rows = self.claim(n, &format!("{key} AS id")).await?;
+        let rows = self.select(n, &format!("{key} AS id"), false).await?;
         if rows.is_empty() {
             return Ok(None);
         }
