@@ -8,13 +8,16 @@
 //! 4. A filter moves what it selects; the rest stays (Kafka: is committed past, its documented
 //!    semantics for a filtered redrive; `replay` is the way to copy a subset there).
 //! 5. An interrupted run (SIGINT) finishes its batch, exits 130, and a re-run moves the rest.
+//!
+//! A JSON Lines file (an export) is a source for replay only: the same contract, read as
+//! "copies" (`a_json_lines_file_keeps_the_replay_contract`).
 
 use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::faults::check;
 use crate::harness::Sandbox;
-use crate::pair::{KafkaPair, Pair, PgSameDb, PgTwoDb, River, SqsPair, spawn_redrive};
+use crate::pair::{JobSystem, KafkaPair, Pair, PgSameDb, PgTwoDb, SqsPair, spawn_redrive};
 
 const N: usize = 10;
 
@@ -156,8 +159,43 @@ async fn pg_two_databases_keep_the_contract() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_job_system_keeps_the_contract() {
-    contract(&mut River::new(), false).await;
+async fn river_keeps_the_contract() {
+    contract(&mut JobSystem::new("river"), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oban_keeps_the_contract() {
+    contract(&mut JobSystem::new("oban"), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pgmq_keeps_the_contract() {
+    contract(&mut JobSystem::new("pgmq"), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn graphile_worker_keeps_the_contract() {
+    contract(&mut JobSystem::new("graphile-worker"), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn solid_queue_keeps_the_contract() {
+    contract(&mut JobSystem::new("solid_queue"), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn good_job_keeps_the_contract() {
+    contract(&mut JobSystem::new("good_job"), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn que_keeps_the_contract() {
+    contract(&mut JobSystem::new("que"), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pg_boss_keeps_the_contract() {
+    contract(&mut JobSystem::new("pg-boss"), false).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -175,4 +213,70 @@ async fn kafka_keeps_the_contract() {
     // A filtered Kafka redrive commits past what it skips (one offset covers everything
     // before it): docs/kafka.md.
     contract(&mut KafkaPair::new(), true).await;
+}
+
+/// A JSON Lines file as the source: a replay copies every message once with its id, a dry run
+/// copies nothing, `--max` and filters copy what they select, and the file never changes.
+#[tokio::test]
+async fn a_json_lines_file_keeps_the_replay_contract() {
+    let mut p = PgSameDb::new();
+    let ids = p.fresh(N).await;
+    let (dlq, queue) = p.urls();
+    let sb = Sandbox::new();
+    let file = sb.path("dead.jsonl");
+    let file = file.to_str().unwrap();
+    sb.run(&["export", &dlq, "-o", file]).ok();
+    let before = std::fs::read(file).unwrap();
+    // The table's copies are the fixture's: only the file is read from now on.
+    p.exec("DELETE FROM {s}.dead_letters").await;
+
+    let replay = |extra: &[&str]| {
+        let mut a = vec![
+            "replay",
+            file,
+            "--to",
+            queue.as_str(),
+            "--yes",
+            "--output",
+            "json",
+        ];
+        a.extend_from_slice(extra);
+        sb.run(&a).ok().json()
+    };
+    let r = replay(&["--dry-run"]);
+    assert_eq!(r["moved"], N as u64, "{r}");
+    assert_eq!(p.copies().await, 0, "a dry run copies nothing");
+
+    let r = replay(&["--max", "4"]);
+    assert_eq!(r["moved"], 4, "{r}");
+    assert_eq!(p.copies().await, 4);
+    p.exec("DELETE FROM {s}.queue_messages").await;
+
+    let r = replay(&["--id", &ids[2], "--id", &ids[7]]);
+    assert_eq!(
+        (r["moved"].as_u64(), r["skipped"].as_u64()),
+        (Some(2), Some(N as u64 - 2)),
+        "{r}"
+    );
+    let got: HashSet<String> = p.target_ids().await.into_iter().flatten().collect();
+    assert_eq!(got, [ids[2].clone(), ids[7].clone()].into_iter().collect());
+    p.exec("DELETE FROM {s}.queue_messages").await;
+
+    let r = replay(&[]);
+    assert_eq!(r["moved"], N as u64, "{r}");
+    let mut got: Vec<String> = p
+        .target_ids()
+        .await
+        .into_iter()
+        .map(|i| i.expect("every copy has its id"))
+        .collect();
+    got.sort();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(got, want, "every message once, with its id");
+    assert_eq!(
+        std::fs::read(file).unwrap(),
+        before,
+        "a replay never changes its file"
+    );
 }

@@ -130,6 +130,11 @@ impl PgSameDb {
         self.db.as_ref().expect("fresh() first")
     }
 
+    /// The dead-letter table's and the queue table's addresses.
+    pub fn urls(&self) -> (String, String) {
+        (self.db().dlq(), self.db().table_url("queue_messages"))
+    }
+
     /// Change the tables behind dlqctl's back (`{s}` is the schema).
     pub async fn exec(&self, sql: &str) {
         self.db().exec(sql).await;
@@ -242,15 +247,133 @@ impl Pair for PgTwoDb {
     }
 }
 
-/// Dead River jobs, retried in place (a job is discarded or available, never both).
-pub struct River {
+/// One job system's dead jobs, seeded `n` at a time, and what "retried" means to it.
+struct SystemCase {
+    system: &'static str,
+    ddl: &'static str,
+    /// `n` dead jobs whose keys are 1..=n (uuid systems: the uuid ending in n); `{n}`.
+    seed: &'static str,
+    /// Dead jobs left.
+    dead: &'static str,
+    /// The stable id of every retried job (a "copy").
+    retried: &'static str,
+    /// uuid keys: `00000000-0000-0000-0000-00000000000n`.
+    uuid: bool,
+}
+
+const UUID: &str = "('00000000-0000-0000-0000-' || lpad(g::text, 12, '0'))::uuid";
+
+fn system_case(system: &'static str) -> SystemCase {
+    let c = |ddl, seed, dead, retried, uuid| SystemCase {
+        system,
+        ddl,
+        seed,
+        dead,
+        retried,
+        uuid,
+    };
+    match system {
+        "river" => c(
+            crate::systems::RIVER_DDL,
+            "INSERT INTO {s}.river_job (state, attempt, max_attempts, attempted_at, finalized_at, args, errors, kind, queue)
+             SELECT 'discarded', 25, 25, now(), now(), jsonb_build_object('order_id', g),
+                    ARRAY[jsonb_build_object('at', now(), 'attempt', 25, 'error', 'upstream timed out', 'trace', 'main.go:12')],
+                    'charge_card', 'payments' FROM generate_series(1, {n}) g",
+            "SELECT count(*) FROM {s}.river_job WHERE state = 'discarded'",
+            "SELECT id::text FROM {s}.river_job WHERE state = 'available'",
+            false,
+        ),
+        "oban" => c(
+            include_str!("../data/systems/oban.sql"),
+            "INSERT INTO {s}.oban_jobs (state, worker, queue, args, errors, attempt, max_attempts, discarded_at)
+             SELECT 'discarded', 'MyApp.ChargeCard', 'payments', jsonb_build_object('order_id', g),
+                    ARRAY[jsonb_build_object('at', now(), 'attempt', 20, 'error', '** (RuntimeError) upstream timed out')],
+                    20, 20, timezone('UTC', now()) FROM generate_series(1, {n}) g",
+            "SELECT count(*) FROM {s}.oban_jobs WHERE state = 'discarded'",
+            "SELECT id::text FROM {s}.oban_jobs WHERE state = 'available'",
+            false,
+        ),
+        "pgmq" => c(
+            include_str!("../data/systems/pgmq.sql"),
+            "INSERT INTO pgmq.\"a_{q}\" (msg_id, read_ct, enqueued_at, archived_at, vt, message, headers)
+             SELECT g, 5, now(), now(), now(), jsonb_build_object('order_id', g), jsonb_build_object('error', 'upstream timed out')
+             FROM generate_series(1, {n}) g",
+            "SELECT count(*) FROM pgmq.\"a_{q}\"",
+            "SELECT headers->>'dlqctl-stable-id' FROM pgmq.\"q_{q}\"",
+            false,
+        ),
+        "graphile-worker" => c(
+            include_str!("../data/systems/graphile-worker.sql"),
+            "INSERT INTO {s}._private_tasks (identifier) VALUES ('charge_card');
+             INSERT INTO {s}._private_job_queues (queue_name) VALUES ('payments');
+             INSERT INTO {s}._private_jobs (job_queue_id, task_id, payload, attempts, max_attempts, last_error)
+             SELECT 1, 1, json_build_object('order_id', g), 25, 25, 'Error: upstream timed out' FROM generate_series(1, {n}) g",
+            "SELECT count(*) FROM {s}._private_jobs WHERE attempts >= max_attempts",
+            "SELECT id::text FROM {s}._private_jobs WHERE attempts = 0",
+            false,
+        ),
+        "solid_queue" => c(
+            include_str!("../data/systems/solid_queue.sql"),
+            "INSERT INTO {s}.solid_queue_jobs (queue_name, class_name, arguments, active_job_id, created_at, updated_at)
+             SELECT 'payments', 'ChargeCardJob', json_build_array(g)::text, md5(g::text), now(), now() FROM generate_series(1, {n}) g;
+             INSERT INTO {s}.solid_queue_failed_executions (job_id, error, created_at)
+             SELECT id, json_build_object('exception_class', 'Net::ReadTimeout', 'message', 'upstream timed out')::text, now() FROM {s}.solid_queue_jobs",
+            "SELECT count(*) FROM {s}.solid_queue_failed_executions",
+            "SELECT job_id::text FROM {s}.solid_queue_ready_executions",
+            false,
+        ),
+        "good_job" => c(
+            include_str!("../data/systems/good_job.sql"),
+            "INSERT INTO {s}.good_jobs (id, queue_name, priority, serialized_params, performed_at, finished_at, error, created_at, updated_at, active_job_id, executions_count, job_class, error_event)
+             SELECT {uuid}, 'payments', 0, jsonb_build_object('job_class', 'ChargeCardJob', 'arguments', jsonb_build_array(g)),
+                    now(), now(), 'Net::ReadTimeout: upstream timed out', now(), now(), gen_random_uuid(), 5, 'ChargeCardJob', 3
+             FROM generate_series(1, {n}) g",
+            "SELECT count(*) FROM {s}.good_jobs WHERE finished_at IS NOT NULL",
+            "SELECT id::text FROM {s}.good_jobs WHERE finished_at IS NULL",
+            true,
+        ),
+        "que" => c(
+            include_str!("../data/systems/que.sql"),
+            "INSERT INTO {s}.que_jobs (job_class, queue, error_count, last_error_message, expired_at, args, job_schema_version)
+             SELECT 'ChargeCard', 'payments', 15, 'upstream timed out', now(), jsonb_build_array(g), 2 FROM generate_series(1, {n}) g",
+            "SELECT count(*) FROM {s}.que_jobs WHERE expired_at IS NOT NULL",
+            "SELECT id::text FROM {s}.que_jobs WHERE expired_at IS NULL",
+            false,
+        ),
+        "pg-boss" => c(
+            include_str!("../data/systems/pg-boss.sql"),
+            "INSERT INTO {s}.job (id, name, data, state, retry_limit, retry_count, started_on, completed_on, output)
+             SELECT {uuid}, 'charge-card', jsonb_build_object('order_id', g), 'failed', 2, 2, now(), now(),
+                    jsonb_build_object('name', 'Error', 'message', 'upstream timed out') FROM generate_series(1, {n}) g",
+            "SELECT count(*) FROM {s}.job WHERE state = 'failed'",
+            "SELECT id::text FROM {s}.job WHERE state = 'retry'",
+            true,
+        ),
+        other => panic!("no job system {other}"),
+    }
+}
+
+/// Dead jobs of a job system, retried in place (a job is dead or retried, never both).
+pub struct JobSystem {
+    case: SystemCase,
     db: Option<Db>,
     port: u16,
 }
 
+/// Dead River jobs (the job system the fault suite uses).
+pub struct River;
+
 impl River {
-    pub fn new() -> River {
-        River {
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new() -> JobSystem {
+        JobSystem::new("river")
+    }
+}
+
+impl JobSystem {
+    pub fn new(system: &'static str) -> JobSystem {
+        JobSystem {
+            case: system_case(system),
             db: None,
             port: pg_port(&pg_url()),
         }
@@ -258,59 +381,73 @@ impl River {
     fn db(&self) -> &Db {
         self.db.as_ref().expect("fresh() first")
     }
+    fn queue(&self) -> String {
+        format!("{}_q", self.db().schema)
+    }
+    fn fill(&self, sql: &str) -> String {
+        sql.replace("{q}", &self.queue())
+            .replace("{uuid}", UUID)
+            .replace("{s}", &self.db().schema)
+    }
+    async fn query(&self, sql: &str) -> Vec<Option<String>> {
+        sqlx::query_scalar::<_, Option<String>>(AssertSqlSafe(self.fill(sql)))
+            .fetch_all(&self.db().pool)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}: {sql}", self.case.system))
+    }
 }
 
-impl Pair for River {
+impl Pair for JobSystem {
     fn name(&self) -> String {
-        "river".into()
+        self.case.system.into()
     }
     async fn fresh(&mut self, n: usize) -> Vec<String> {
-        let db = Db::new("pairriver").await;
-        db.exec(crate::systems::RIVER_DDL).await;
-        db.exec(&format!(
-            "INSERT INTO {{s}}.river_job (state, attempt, max_attempts, attempted_at, finalized_at, args, errors, kind, queue)
-             SELECT 'discarded', 25, 25, now(), now(), jsonb_build_object('order_id', g),
-                    ARRAY[jsonb_build_object('at', now(), 'attempt', 25, 'error', 'upstream timed out', 'trace', 'main.go:12')],
-                    'charge_card', 'payments' FROM generate_series(1, {n}) g"
-        ))
-        .await;
+        let db = Db::new(&format!("pair{}", self.case.system.replace('-', ""))).await;
         self.db = Some(db);
-        (1..=n).map(|i| i.to_string()).collect()
+        let ddl = self.fill(self.case.ddl);
+        let seed = self.fill(&self.case.seed.replace("{n}", &n.to_string()));
+        sqlx::raw_sql(AssertSqlSafe(ddl))
+            .execute(&self.db().pool)
+            .await
+            .unwrap_or_else(|e| panic!("{}: ddl: {e}", self.case.system));
+        sqlx::raw_sql(AssertSqlSafe(seed))
+            .execute(&self.db().pool)
+            .await
+            .unwrap_or_else(|e| panic!("{}: seed: {e}", self.case.system));
+        (1..=n)
+            .map(|i| {
+                if self.case.uuid {
+                    format!("00000000-0000-0000-0000-{i:012}")
+                } else {
+                    i.to_string()
+                }
+            })
+            .collect()
     }
     fn redrive(&self) -> Vec<String> {
         let url = with_port(&pg_url(), pg_port(&pg_url()), self.port);
-        vec![
-            "redrive".into(),
-            format!("{url}?system=river&schema={}", self.db().schema),
-        ]
+        let params = if self.case.system == "pgmq" {
+            format!("system=pgmq&queue={}", self.queue())
+        } else {
+            format!("system={}&schema={}", self.case.system, self.db().schema)
+        };
+        vec!["redrive".into(), format!("{url}?{params}")]
     }
     fn env(&self, _sb: &Sandbox) -> Vec<(String, String)> {
         Vec::new()
     }
     async fn remaining(&self) -> u64 {
-        let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
-            "SELECT count(*) FROM {}.river_job WHERE state = 'discarded'",
-            self.db().schema
-        )))
-        .fetch_one(&self.db().pool)
-        .await
-        .unwrap();
+        let n: i64 = sqlx::query_scalar(AssertSqlSafe(self.fill(self.case.dead)))
+            .fetch_one(&self.db().pool)
+            .await
+            .unwrap();
         n as u64
     }
     async fn copies(&self) -> u64 {
         self.target_ids().await.len() as u64
     }
     async fn target_ids(&self) -> Vec<Option<String>> {
-        sqlx::query_scalar::<_, String>(AssertSqlSafe(format!(
-            "SELECT id::text FROM {}.river_job WHERE state = 'available'",
-            self.db().schema
-        )))
-        .fetch_all(&self.db().pool)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(Some)
-        .collect()
+        self.query(self.case.retried).await
     }
     fn may_duplicate(&self) -> bool {
         false
