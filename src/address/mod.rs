@@ -88,16 +88,60 @@ pub enum FileAddress {
     Stdin,
 }
 
-pub const JOB_SYSTEMS: &[&str] = &[
-    "river",
-    "oban",
-    "pgmq",
-    "graphile-worker",
-    "solid_queue",
-    "good_job",
-    "que",
-    "pg-boss",
+/// A PostgreSQL job system dlqctl knows. This is the one list: address parsing, `--help`, and
+/// the backend's detection (`backend::postgres::systems`, one file per system) all read it.
+pub struct JobSystem {
+    /// `?system=NAME`.
+    pub name: &'static str,
+    /// The schema its tables are in unless `&schema=` says otherwise (None: not configurable;
+    /// pgmq's tables are in schema `pgmq`, one per `&queue=`).
+    pub default_schema: Option<&'static str>,
+}
+
+pub const JOB_SYSTEMS: &[JobSystem] = &[
+    JobSystem {
+        name: "river",
+        default_schema: Some("public"),
+    },
+    JobSystem {
+        name: "oban",
+        default_schema: Some("public"),
+    },
+    JobSystem {
+        name: "pgmq",
+        default_schema: None,
+    },
+    JobSystem {
+        name: "graphile-worker",
+        default_schema: Some("graphile_worker"),
+    },
+    JobSystem {
+        name: "solid_queue",
+        default_schema: Some("public"),
+    },
+    JobSystem {
+        name: "good_job",
+        default_schema: Some("public"),
+    },
+    JobSystem {
+        name: "que",
+        default_schema: Some("public"),
+    },
+    JobSystem {
+        name: "pg-boss",
+        default_schema: Some("pgboss"),
+    },
 ];
+
+/// The job systems' names, in the list's order.
+pub fn job_system_names() -> impl Iterator<Item = &'static str> {
+    JOB_SYSTEMS.iter().map(|s| s.name)
+}
+
+/// The job system called `name`.
+pub fn job_system(name: &str) -> Option<&'static JobSystem> {
+    JOB_SYSTEMS.iter().find(|s| s.name == name)
+}
 
 /// An address error: the input trimmed and redacted, and control characters in it and in the
 /// reason escaped, so that the error stays on one line whatever was pasted or decoded.

@@ -1,7 +1,7 @@
 //! The PostgreSQL form: `postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE` or
 //! `…?system=NAME[&queue=NAME]`, and what a parsed one answers.
 
-use super::{Address, JOB_SYSTEMS, PgAddress, PgTarget, invalid};
+use super::{Address, PgAddress, PgTarget, invalid, job_system, job_system_names};
 use crate::error::Result;
 
 /// Query parameters that belong to dlqctl, not to the database driver.
@@ -30,7 +30,7 @@ pub(super) fn parse_postgres(input: &str) -> Result<Address> {
         (None, None) => {
             return Err(bad(format!(
                 "say what to read: ?table=SCHEMA.TABLE for a dead-letter table, or ?system={}",
-                JOB_SYSTEMS.join("|")
+                job_system_names().collect::<Vec<_>>().join("|")
             )));
         }
         (Some(t), None) => {
@@ -42,13 +42,13 @@ pub(super) fn parse_postgres(input: &str) -> Result<Address> {
                 .to_ascii_lowercase()
                 .replace("graphile_worker", "graphile-worker")
                 .replace("pg_boss", "pg-boss");
-            if !JOB_SYSTEMS.contains(&s.as_str()) {
-                let hint = crate::pgconn::closest(&s, JOB_SYSTEMS.iter().copied())
+            if job_system(&s).is_none() {
+                let hint = crate::pgconn::closest(&s, job_system_names())
                     .map(|c| format!("did you mean `{c}`? "))
                     .unwrap_or_default();
                 return Err(bad(format!(
                     "unknown system `{s}` ({hint}known: {})",
-                    JOB_SYSTEMS.join(", ")
+                    job_system_names().collect::<Vec<_>>().join(", ")
                 )));
             }
             PgTarget::System(s)

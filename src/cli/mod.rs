@@ -33,19 +33,27 @@ Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache K
 Redrive and replay keep every message's stable id, so idempotent consumers turn repeats into
 no-ops, and no command deletes a message before its copy is accepted by the target.";
 
-const AFTER_HELP: &str = "\
+/// The addresses and exit codes under `--help` (the job systems from the one list).
+fn after_help() -> String {
+    let systems = crate::address::job_system_names()
+        .collect::<Vec<_>>()
+        .join("|");
+    format!(
+        "\
 QUEUE is a URL or the name of a [queues.NAME] entry in dlqctl.toml:
   sqs://NAME | https://sqs.REGION.amazonaws.com/ACCOUNT/NAME | arn:aws:sqs:REGION:ACCOUNT:NAME
   kafka://HOST:PORT[,HOST:PORT...]/TOPIC
   postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE[&queue=NAME][&source=SCHEMA.TABLE]
-  postgres://USER@HOST:PORT/DB?system=river|oban|pgmq|graphile-worker|solid_queue|good_job|que|pg-boss[&queue=NAME]
+  postgres://USER@HOST:PORT/DB?system={systems}[&queue=NAME]
   FILE.jsonl | file:PATH | -   (a file written by `dlqctl export`, for replay)
 
 Exit codes: 0 success, 1 a check failed or some messages were not moved, 2 usage or config
-error, 3 backend unreachable / not found / permission denied, 130 interrupted.";
+error, 3 backend unreachable / not found / permission denied, 130 interrupted."
+    )
+}
 
 #[derive(Parser, Debug)]
-#[command(name = "dlqctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "dlqctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = after_help())]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,

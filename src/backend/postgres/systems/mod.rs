@@ -174,16 +174,22 @@ impl System {
         schema: Option<&str>,
         queue: Option<&str>,
     ) -> Result<System> {
-        match name {
-            "river" => river::detect(pool, schema.unwrap_or("public")).await,
-            "oban" => oban::detect(pool, schema.unwrap_or("public")).await,
+        let Some(info) = crate::address::job_system(name) else {
+            return Err(catalog::refuse(name, "unknown system".into()));
+        };
+        let schema = schema.or(info.default_schema).unwrap_or("public");
+        match info.name {
+            "river" => river::detect(pool, schema).await,
+            "oban" => oban::detect(pool, schema).await,
             "pgmq" => pgmq::detect(pool, queue).await,
-            "graphile-worker" => graphile::detect(pool, schema.unwrap_or("graphile_worker")).await,
-            "solid_queue" => solid_queue::detect(pool, schema.unwrap_or("public")).await,
-            "good_job" => good_job::detect(pool, schema.unwrap_or("public")).await,
-            "que" => que::detect(pool, schema.unwrap_or("public")).await,
-            "pg-boss" => pg_boss::detect(pool, schema.unwrap_or("pgboss")).await,
-            other => Err(catalog::refuse(other, "unknown system".into())),
+            "graphile-worker" => graphile::detect(pool, schema).await,
+            "solid_queue" => solid_queue::detect(pool, schema).await,
+            "good_job" => good_job::detect(pool, schema).await,
+            "que" => que::detect(pool, schema).await,
+            "pg-boss" => pg_boss::detect(pool, schema).await,
+            other => unreachable!(
+                "{other} is in address::JOB_SYSTEMS but has no file here (see the test below)"
+            ),
         }
     }
 
@@ -320,6 +326,18 @@ impl System {
 #[cfg(test)]
 mod tests {
     use super::Key;
+
+    /// Every system in the one list has a description here (the dispatch in `detect`).
+    #[test]
+    fn every_listed_system_has_a_file() {
+        let source = include_str!("mod.rs");
+        for name in crate::address::job_system_names() {
+            assert!(
+                source.contains(&format!("            \"{name}\" => ")),
+                "{name} is in address::JOB_SYSTEMS but System::detect does not dispatch it"
+            );
+        }
+    }
 
     #[test]
     fn a_two_column_key_is_compared_as_a_row_and_keeps_the_job_id() {
