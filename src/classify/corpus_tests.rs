@@ -1,7 +1,8 @@
 //! The built-in rules against the labelled corpus in tests/data/errors (real error texts from
 //! nine ecosystems; labelling rule in its README). Fails when an ecosystem is below 95 % right,
 //! when any case lands in the opposite class, or when any ambiguous case is classified. The
-//! accuracy table is printed and kept up to date in docs/classification.md.
+//! accuracy table is printed and kept up to date in docs/classification.md, with the table of
+//! built-in rules.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -36,8 +37,6 @@ struct Tally {
 }
 
 const MIN_RIGHT: f64 = 0.95;
-const BEGIN: &str = "<!-- corpus-table:begin -->";
-const END: &str = "<!-- corpus-table:end -->";
 
 fn load() -> BTreeMap<String, Vec<Case>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/errors");
@@ -84,17 +83,41 @@ fn table(tallies: &BTreeMap<String, Tally>) -> String {
     t
 }
 
-/// Replace the table between the markers in docs/classification.md when it changed.
+/// The built-in rules as a table: name, kind, reason, in order.
+fn rules_table() -> String {
+    let mut t = String::from("| # | rule | kind | reason |\n|---:|---|---|---|\n");
+    for (i, r) in Classifier::builtin().rules().iter().enumerate() {
+        let kind = match r.kind {
+            Kind::Unclassified => "ambiguous".to_string(),
+            k => k.to_string(),
+        };
+        let reason = r.reason.as_deref().unwrap_or_default().replace('|', "\\|");
+        let _ = writeln!(t, "| {} | `{}` | {kind} | {reason} |", i + 1, r.name);
+    }
+    t
+}
+
+/// Replace `text` between the `name` markers.
+fn replace_between(doc: &str, name: &str, text: &str) -> String {
+    let (begin, end) = (
+        format!("<!-- {name}:begin -->"),
+        format!("<!-- {name}:end -->"),
+    );
+    let (Some(b), Some(e)) = (doc.find(&begin), doc.find(&end)) else {
+        panic!("docs/classification.md lacks the {begin} … {end} markers");
+    };
+    format!("{}{begin}\n{text}{}", &doc[..b], &doc[e..])
+}
+
+/// Replace the tables between the markers in docs/classification.md when they changed.
 fn update_docs(table: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/classification.md");
     let doc = std::fs::read_to_string(&path).expect("docs/classification.md");
-    let (Some(b), Some(e)) = (doc.find(BEGIN), doc.find(END)) else {
-        panic!("docs/classification.md lacks the {BEGIN} … {END} markers");
-    };
-    let new = format!("{}{BEGIN}\n{table}{}", &doc[..b], &doc[e..]);
+    let new = replace_between(&doc, "corpus-table", table);
+    let new = replace_between(&new, "rules-table", &rules_table());
     if new != doc {
         std::fs::write(&path, new).expect("write docs/classification.md");
-        eprintln!("updated the table in docs/classification.md");
+        eprintln!("updated the tables in docs/classification.md");
     }
 }
 
