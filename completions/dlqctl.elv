@@ -89,6 +89,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --dedup-id 'How copies sent to a FIFO queue get their MessageDeduplicationId'
             cand --visibility-timeout 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]'
             cand --parallel 'SQS requests in flight at once'
+            cand --explain 'Per message: the rule that gave its class, the text it matched and the rules before it'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'
             cand -v 'More diagnostics on stderr (-v, -vv)'
@@ -131,6 +132,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'dlqctl;classify'= {
+            cand --test 'Classify this error text instead of a queue''s messages'
             cand --dedupe 'Dedupe table: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id]'
             cand --max 'Look at no more than N messages'
             cand --class 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)'
@@ -151,6 +153,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --dedup-id 'How copies sent to a FIFO queue get their MessageDeduplicationId'
             cand --visibility-timeout 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]'
             cand --parallel 'SQS requests in flight at once'
+            cand --explain 'Per message: the rule that matched, the text it matched and the rules before it'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'
             cand -v 'More diagnostics on stderr (-v, -vv)'

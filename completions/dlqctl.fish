@@ -104,6 +104,7 @@ keep\t'The message\'s own deduplication id if it has one, else its stable id (in
 stable-id\t'Always the stable id (same caveat as keep)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l parallel -d 'SQS requests in flight at once' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l explain -d 'Per message: the rule that gave its class, the text it matched and the rules before it'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l no-progress -d 'Never draw progress bars'
@@ -143,6 +144,7 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -s v -l verbose -d '
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l no-progress -d 'Never draw progress bars'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l test -d 'Classify this error text instead of a queue\'s messages' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l dedupe -d 'Dedupe table: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l max -d 'Look at no more than N messages' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
@@ -170,6 +172,7 @@ keep\t'The message\'s own deduplication id if it has one, else its stable id (in
 stable-id\t'Always the stable id (same caveat as keep)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l parallel -d 'SQS requests in flight at once' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l explain -d 'Per message: the rule that matched, the text it matched and the rules before it'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l no-progress -d 'Never draw progress bars'

@@ -113,6 +113,9 @@ pub struct ClassifyConfig {
 pub struct RuleConfig {
     pub name: String,
     pub kind: RuleKind,
+    /// One line on why a match means this kind (shown by `classify --test` and `--explain`).
+    #[serde(default)]
+    pub reason: Option<String>,
     #[serde(rename = "match")]
     pub matcher: RuleMatch,
 }
@@ -122,6 +125,9 @@ pub struct RuleConfig {
 pub enum RuleKind {
     Transient,
     Permanent,
+    /// The text alone cannot decide: a match leaves the message unclassified (and stops the
+    /// rules after it from guessing).
+    Ambiguous,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -8,11 +8,20 @@ use crate::settings::Ctx;
 /// Uses the error data each ecosystem records, user rules (config and --rules) ahead of the
 /// built-in ones. With a dedupe table (--dedupe, or [queues.NAME.dedupe]) it also counts the
 /// messages whose id is already recorded as processed: replaying those is a no-op.
+///
+/// With --test 'TEXT' it classifies that error text alone, without a queue (for writing rules):
+/// the class, the rule, its reason and what it matched. docs/classification.md has the rules.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Queue URL or name from dlqctl.toml
-    #[arg(value_name = "QUEUE")]
-    pub queue: String,
+    #[arg(value_name = "QUEUE", required_unless_present = "test")]
+    pub queue: Option<String>,
+    /// Classify this error text instead of a queue's messages
+    #[arg(long, value_name = "TEXT", conflicts_with_all = ["queue", "dedupe", "max", "explain"])]
+    pub test: Option<String>,
+    /// Per message: the rule that matched, the text it matched and the rules before it
+    #[arg(long)]
+    pub explain: bool,
     /// Dedupe table: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id]
     #[arg(long, value_name = "URL")]
     pub dedupe: Option<String>,
@@ -24,8 +33,12 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
-    let queue = ctx.queue(&a.queue)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
+    let Some(queue) = &a.queue else {
+        let text = a.test.as_deref().unwrap_or_default();
+        return crate::ops::classify::test_text(ctx, &classifier, text);
+    };
+    let queue = ctx.queue(queue)?;
     let dedupe = match &a.dedupe {
         Some(url) => Some(crate::dedupe::config_for_url(url)),
         None => queue.cfg.dedupe.clone(),
@@ -38,6 +51,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             classifier,
             dedupe,
             max: a.max,
+            explain: a.explain,
         },
     )
     .await

@@ -38,6 +38,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
                 filter,
                 classifier,
                 max: a.max,
+                explain: false,
             },
             output: a.output_file,
             force: a.force,

@@ -16,6 +16,9 @@ pub struct Args {
     /// How many messages to show
     #[arg(short = 'n', long = "count", default_value_t = 10, value_name = "N")]
     pub count: u64,
+    /// Per message: the rule that gave its class, the text it matched and the rules before it
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     pub filters: FilterArgs,
 }
@@ -33,6 +36,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             filter,
             classifier,
             max: Some(a.count),
+            explain: a.explain,
         },
     )
     .await

@@ -53,6 +53,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
                 filter,
                 classifier,
                 max: a.max,
+                explain: false,
             },
             from_start: a.from_start,
             idle_timeout,

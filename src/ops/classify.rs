@@ -8,7 +8,7 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use crate::backend::{self, ScanOptions};
-use crate::classify::{Classifier, Kind};
+use crate::classify::{Classifier, Explanation, Kind};
 use crate::config::DedupeConfig;
 use crate::dedupe::DedupeTable;
 use crate::error::{Result, exit};
@@ -22,6 +22,8 @@ pub struct ClassifyRequest {
     pub classifier: Classifier,
     pub dedupe: Option<DedupeConfig>,
     pub max: Option<u64>,
+    /// Say per message which rule matched, what it matched and which rules did not.
+    pub explain: bool,
 }
 
 #[derive(Serialize)]
@@ -32,6 +34,17 @@ pub struct ClassifyReport {
     pub classes: Vec<ClassRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dedupe: Option<DedupeSummary>,
+    /// With --explain: one entry per message, in the order read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanations: Option<Vec<MessageExplanation>>,
+}
+
+/// `--explain`: a message's id and how it got its class.
+#[derive(Serialize)]
+pub struct MessageExplanation {
+    pub id: String,
+    #[serde(flatten)]
+    pub explanation: Explanation,
 }
 
 #[derive(Serialize)]
@@ -94,6 +107,7 @@ async fn classify_with(
     let mut total = 0u64;
     let mut pending: Vec<(String, (Kind, String))> = Vec::new();
     let mut processed_total = 0u64;
+    let mut explanations = req.explain.then(Vec::new);
     while let Some(m) = stream.next().await {
         if ctx.interrupt.is_set() {
             break;
@@ -107,7 +121,14 @@ async fn classify_with(
         }
         total += 1;
         bar.inc(1);
-        let class = req.classifier.classify(&m);
+        let explained = req.classifier.explain(&m);
+        let class = explained.class();
+        if let Some(list) = &mut explanations {
+            list.push(MessageExplanation {
+                id: m.id.clone(),
+                explanation: explained,
+            });
+        }
         let key = (class.kind, class.rule.clone());
         add(&mut rows, &key, &m, dedupe.is_some());
         if let Some(d) = &dedupe {
@@ -140,6 +161,7 @@ async fn classify_with(
             processed: processed_total,
             not_processed: total - processed_total,
         }),
+        explanations,
     };
     render(ctx, &report)?;
     Ok(if ctx.interrupt.is_set() {
@@ -241,6 +263,12 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
     if !p.is_table() {
         return p.json(r);
     }
+    for e in r.explanations.iter().flatten() {
+        p.line(&format!("── {}", e.id))?;
+        for l in explanation_lines(&e.explanation) {
+            p.line(&format!("  {l}"))?;
+        }
+    }
     let t = classes_table(r, p.table());
     p.line(&t.to_string())?;
     let k = |kind| r.kinds.get(&kind).copied().unwrap_or(0);
@@ -258,6 +286,54 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
         ))?;
     }
     Ok(())
+}
+
+/// `classify --test TEXT`: the class of an error text alone, and why.
+pub fn test_text(ctx: &Ctx, classifier: &Classifier, text: &str) -> Result<i32> {
+    let p = &ctx.printer;
+    let e = classifier.explain_text(text);
+    if !p.is_table() {
+        p.json(&e)?;
+        return Ok(exit::OK);
+    }
+    for l in explanation_lines(&e) {
+        p.line(&l)?;
+    }
+    Ok(exit::OK)
+}
+
+/// An explanation for people: the class and rule, its reason, what it matched, the rules
+/// before it.
+pub fn explanation_lines(e: &Explanation) -> Vec<String> {
+    let mut lines = vec![format!("class {}/{}", e.kind, e.rule)];
+    if let Some(r) = &e.reason {
+        lines.push(format!("reason: {r}"));
+    }
+    if let Some(s) = &e.span {
+        let place = if e.in_cause {
+            " in the innermost cause"
+        } else {
+            ""
+        };
+        let builtin = if e.builtin == Some(true) {
+            "built-in"
+        } else {
+            "user"
+        };
+        lines.push(format!(
+            "matched ({builtin} rule, {}{place}, bytes {}..{}): {}",
+            s.field,
+            s.start,
+            s.end,
+            crate::address::escape_controls(&s.text)
+        ));
+    } else {
+        lines.push("no rule matched".into());
+    }
+    if !e.not_matched.is_empty() {
+        lines.push(format!("did not match: {}", e.not_matched.join(", ")));
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -285,6 +361,7 @@ mod tests {
             kinds: BTreeMap::new(),
             classes: vec![row("downstream-payments-timeout")],
             dedupe: None,
+            explanations: None,
         };
         let mut t = comfy_table::Table::new();
         t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
@@ -292,5 +369,28 @@ mod tests {
         let text = classes_table(&r, t).to_string();
         assert!(text.contains("downstream-payments-timeout"), "{text}");
         assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    }
+
+    #[test]
+    fn an_explanation_names_the_rule_the_match_and_the_rules_before() {
+        let e = Classifier::builtin().explain_text(
+            "org.x.Wrapper: failed\nCaused by: java.net.SocketException: Connection reset",
+        );
+        let lines = explanation_lines(&e);
+        assert_eq!(lines[0], "class transient/connection", "{lines:?}");
+        assert!(lines[1].starts_with("reason: "), "{lines:?}");
+        assert!(
+            lines[2].contains("innermost cause") && lines[2].ends_with(": Connection reset"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[3].starts_with("did not match: lock-conflict, "),
+            "{lines:?}"
+        );
+        let none = Classifier::builtin().explain_text("the flux capacitor hiccuped");
+        assert_eq!(
+            explanation_lines(&none)[..2],
+            ["class unclassified/unrecognised-error", "no rule matched"]
+        );
     }
 }

@@ -20,6 +20,8 @@ pub struct ReadRequest {
     pub filter: Filter,
     pub classifier: Classifier,
     pub max: Option<u64>,
+    /// peek --explain: say which rule gave each message its class, and what it matched.
+    pub explain: bool,
 }
 
 fn warn_side_effects(ctx: &Ctx, b: &dyn backend::QueueBackend) {
@@ -77,7 +79,7 @@ async fn peek_with(ctx: &Ctx, req: &ReadRequest, b: &dyn backend::QueueBackend) 
             continue;
         }
         shown += 1;
-        emit(ctx, &m, &req.classifier, shown, json_array)?;
+        emit(ctx, &m, &req.classifier, shown, json_array, req.explain)?;
     }
     if json_array {
         p.line(if shown == 0 { "]" } else { "\n]" })?;
@@ -92,16 +94,47 @@ async fn peek_with(ctx: &Ctx, req: &ReadRequest, b: &dyn backend::QueueBackend) 
     })
 }
 
-fn emit(ctx: &Ctx, m: &Message, c: &Classifier, n: u64, json_array: bool) -> Result<()> {
+fn emit(
+    ctx: &Ctx,
+    m: &Message,
+    c: &Classifier,
+    n: u64,
+    json_array: bool,
+    explain: bool,
+) -> Result<()> {
     let p = &ctx.printer;
+    if p.format == OutputFormat::Table {
+        let mut text = card(m, c, p.color);
+        if explain {
+            // The explanation goes under the header line and the facts.
+            let lines: String = crate::ops::classify::explanation_lines(&c.explain(m))
+                .into_iter()
+                .skip(1)
+                .map(|l| format!("  {l}\n"))
+                .collect();
+            let at = text
+                .match_indices('\n')
+                .nth(1)
+                .map_or(text.len(), |(i, _)| i + 1);
+            text.insert_str(at, &lines);
+        }
+        return p.write(&text);
+    }
+    // JSON: the export record, with an `explain` object under --explain.
+    let mut record = serde_json::to_value(m.to_record()).expect("serialisable");
+    if explain && let serde_json::Value::Object(o) = &mut record {
+        o.insert(
+            "explain".into(),
+            serde_json::to_value(c.explain(m)).expect("serialisable"),
+        );
+    }
     match p.format {
         OutputFormat::Json if json_array => {
-            let text = serde_json::to_string_pretty(&m.to_record()).expect("serialisable");
+            let text = serde_json::to_string_pretty(&record).expect("serialisable");
             p.write(if n == 1 { "\n" } else { ",\n" })?;
             p.write(&text)
         }
-        OutputFormat::Table => p.write(&card(m, c, p.color)),
-        _ => p.jsonl(&m.to_record()),
+        _ => p.jsonl(&record),
     }
 }
 

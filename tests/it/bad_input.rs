@@ -794,6 +794,7 @@ fn rule_config() -> BoxedStrategy<RuleConfig> {
             } else {
                 RuleKind::Permanent
             },
+            reason: None,
             matcher: RuleMatch {
                 error,
                 body,
@@ -1545,6 +1546,7 @@ fn inputs_the_properties_found() {
     let vague = RuleConfig {
         name: "\n".into(),
         kind: RuleKind::Permanent,
+        reason: None,
         matcher: RuleMatch::default(),
     };
     let e = Classifier::new(&[vague], None, None)

@@ -149,3 +149,152 @@ async fn the_plan_says_how_many_and_what_happens() {
         assert_snapshot!("summary_postgres_dry_run", dry.stdout);
     });
 }
+
+/// `classify --test` needs no queue: the class, the rule, its reason and the match span, with
+/// user rules ahead of the built-in ones (docs/json.md#classify---test-and---explain).
+#[test]
+fn classify_test_explains_one_text() {
+    let sb = Sandbox::new();
+    sb.write(
+        "dlqctl.toml",
+        "[[classify.rules]]\nname = \"inventory-down\"\nkind = \"transient\"\nreason = \"the inventory service restarts nightly\"\nmatch = { error = \"(?i)inventory-service\" }\n",
+    );
+    let text =
+        "org.x.Wrapper: listener failed\nCaused by: java.net.SocketException: Connection reset";
+    let e = sb
+        .run(&["classify", "--test", text, "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(e["kind"], "transient");
+    assert_eq!(e["rule"], "connection");
+    assert_eq!(e["builtin"], true);
+    assert_eq!(e["in_cause"], true);
+    assert!(e["reason"].as_str().is_some_and(|r| !r.is_empty()), "{e}");
+    let (start, end) = (
+        e["match"]["start"].as_u64().unwrap() as usize,
+        e["match"]["end"].as_u64().unwrap() as usize,
+    );
+    assert_eq!(&text[start..end], e["match"]["text"]);
+    assert_eq!(e["match"]["field"], "error");
+    let tried = e["not_matched"].as_array().unwrap();
+    assert_eq!(tried[0], "inventory-down", "user rules come first: {e}");
+
+    let user = sb
+        .run(&[
+            "classify",
+            "--test",
+            "inventory-service: 502",
+            "--output",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(user["rule"], "inventory-down");
+    assert_eq!(user["builtin"], false);
+    assert_eq!(user["reason"], "the inventory service restarts nightly");
+
+    let none = sb
+        .run(&[
+            "classify",
+            "--test",
+            "the flux capacitor hiccuped",
+            "--output",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(none["kind"], "unclassified");
+    assert_eq!(none["rule"], "unrecognised-error");
+    assert!(
+        none["match"].is_null() && none["reason"].is_null(),
+        "{none}"
+    );
+
+    let people = sb
+        .run(&[
+            "classify",
+            "--test",
+            "ERROR: deadlock detected (SQLSTATE 40P01)",
+            "--output",
+            "table",
+        ])
+        .ok();
+    assert!(
+        people
+            .stdout
+            .starts_with("class transient/lock-conflict\nreason: "),
+        "{}",
+        people.stdout
+    );
+    // A queue and --test together is a usage error.
+    sb.run(&["classify", "orders", "--test", "x"]).code(2);
+}
+
+/// `--explain` on classify and peek: per message, the rule, what it matched, the rules before.
+#[tokio::test]
+async fn explain_says_why_each_message_has_its_class() {
+    let db = Db::new("explain").await;
+    db.seed(4).await;
+    let sb = Sandbox::new();
+    let report = sb
+        .run(&["classify", &db.dlq(), "--explain", "--output", "json"])
+        .ok()
+        .json();
+    let list = report["explanations"].as_array().expect("explanations");
+    assert_eq!(list.len(), 4, "{report}");
+    for e in list {
+        assert!(
+            e["id"].as_str().is_some_and(|id| id.starts_with("ord-")),
+            "{e}"
+        );
+        assert!(
+            e["match"]["text"].as_str().is_some_and(|t| !t.is_empty()),
+            "{e}"
+        );
+        assert!(e["not_matched"].is_array() && e["in_cause"] == false, "{e}");
+    }
+    let timeout = list.iter().find(|e| e["id"] == "ord-4").expect("ord-4");
+    assert_eq!(timeout["rule"], "timeout");
+    assert_eq!(timeout["match"]["text"], "timed out");
+    // Without --explain the report has no explanations.
+    let plain = sb
+        .run(&["classify", &db.dlq(), "--output", "json"])
+        .ok()
+        .json();
+    assert!(plain.get("explanations").is_none(), "{plain}");
+
+    let records = sb
+        .run(&[
+            "peek",
+            &db.dlq(),
+            "-n",
+            "2",
+            "--explain",
+            "--output",
+            "jsonl",
+        ])
+        .ok()
+        .jsonl();
+    assert_eq!(records.len(), 2);
+    for r in &records {
+        assert!(r["explain"]["rule"].is_string(), "{r}");
+        assert!(r["explain"]["match"]["end"].is_u64(), "{r}");
+    }
+    let cards = sb
+        .run(&[
+            "peek",
+            &db.dlq(),
+            "-n",
+            "1",
+            "--explain",
+            "--output",
+            "table",
+        ])
+        .ok();
+    assert!(cards.stdout.contains("  reason: "), "{}", cards.stdout);
+    assert!(
+        cards.stdout.contains("  did not match: "),
+        "{}",
+        cards.stdout
+    );
+}
