@@ -191,13 +191,19 @@ impl Classifier {
     }
 
     pub fn classify(&self, m: &Message) -> Class {
-        self.explain(m).class()
+        self.decide(m, false).class()
     }
 
     /// The class of `m` and how it was found. User rules look at the whole error text; the
     /// built-in rules look at the innermost cause of a wrapped error first (see
     /// [`cause::innermost`]), then at the whole text. The first match wins.
     pub fn explain(&self, m: &Message) -> Explanation {
+        self.decide(m, true)
+    }
+
+    /// The first rule that matches; `misses`: also name the rules before it that did not
+    /// (for `--explain`; plain classification skips that work, once per message).
+    fn decide(&self, m: &Message, misses: bool) -> Explanation {
         let error = m.error_text();
         let body = String::from_utf8_lossy(&m.body);
         let error = error.as_deref();
@@ -212,21 +218,23 @@ impl Classifier {
             span: Some(span),
             not_matched,
         };
-        let (user, builtin): (Vec<&Rule>, Vec<&Rule>) = self.rules.iter().partition(|r| !r.builtin);
-        for r in user {
+        for r in self.rules.iter().filter(|r| !r.builtin) {
             match r.find(m, error, error, &body) {
                 Some(span) => return found(r, span, false, not_matched),
-                None => not_matched.push(r.name.clone()),
+                None if misses => not_matched.push(r.name.clone()),
+                None => {}
             }
         }
         for (part, in_cause) in [(cause, true), (error, false)] {
             if in_cause && part.is_none() {
                 continue;
             }
-            for r in &builtin {
+            for r in self.rules.iter().filter(|r| r.builtin) {
                 match r.find(m, error, part, &body) {
                     Some(span) => return found(r, span, in_cause, not_matched),
-                    None if !not_matched.contains(&r.name) => not_matched.push(r.name.clone()),
+                    None if misses && !not_matched.contains(&r.name) => {
+                        not_matched.push(r.name.clone())
+                    }
                     None => {}
                 }
             }

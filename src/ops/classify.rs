@@ -121,14 +121,18 @@ async fn classify_with(
         }
         total += 1;
         bar.inc(1);
-        let explained = req.classifier.explain(&m);
-        let class = explained.class();
-        if let Some(list) = &mut explanations {
-            list.push(MessageExplanation {
-                id: m.id.clone(),
-                explanation: explained,
-            });
-        }
+        let class = match &mut explanations {
+            Some(list) => {
+                let explained = req.classifier.explain(&m);
+                let class = explained.class();
+                list.push(MessageExplanation {
+                    id: m.id.clone(),
+                    explanation: explained,
+                });
+                class
+            }
+            None => req.classifier.classify(&m),
+        };
         let key = (class.kind, class.rule.clone());
         add(&mut rows, &key, &m, dedupe.is_some());
         if let Some(d) = &dedupe {
