@@ -6,6 +6,7 @@
 
 pub mod address;
 pub mod backend;
+pub mod body_error;
 pub mod classify;
 pub mod cli;
 pub mod config;

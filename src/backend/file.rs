@@ -97,7 +97,7 @@ impl QueueBackend for FileBackend {
                 let input_err = |reason: String| Error::Input { what: what.clone(), line: line_no, reason };
                 let rec: Record = serde_json::from_str(&line).map_err(|e| input_err(e.to_string()))?;
                 let mut m = Message::from_record(rec).map_err(input_err)?;
-                super::apply_id_source(&mut m, id.as_ref());
+                super::finish_read(&mut m, id.as_ref());
                 n += 1;
                 yield m;
             }

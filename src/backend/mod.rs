@@ -517,6 +517,16 @@ fn not_built(backend: &'static str) -> Error {
     }
 }
 
+/// What every backend does last to a message it read: the configured stable-id location,
+/// and, where no carrier recorded an error, an error the body embeds
+/// ([`crate::body_error::error_in_body`]).
+pub fn finish_read(m: &mut Message, id: Option<&IdSource>) {
+    apply_id_source(m, id);
+    if m.error.is_none() {
+        m.error = crate::body_error::error_in_body(&m.body);
+    }
+}
+
 /// Apply the configured stable-id location to a message read from a backend.
 pub fn apply_id_source(m: &mut Message, id: Option<&IdSource>) {
     let Some(id) = id else { return };

@@ -958,3 +958,96 @@ async fn the_dlq_as_its_own_target_is_refused() {
     assert!(r.stderr.contains("is the queue being read"), "{}", r.stderr);
     assert_eq!(q.visible(&dlq).await, 3);
 }
+
+/// The failure reason AWS services record: Lambda's asynchronous-invocation DLQ attributes
+/// (`RequestID`, `ErrorCode`, `ErrorMessage`), EventBridge's and SNS's (`ERROR_CODE`,
+/// `ERROR_MESSAGE`, `RULE_ARN`, `TARGET_ARN`), and a Lambda destination's failure record in
+/// the body; each is classified by what it says.
+#[tokio::test]
+async fn the_error_data_aws_services_record_is_read_and_classified() {
+    let q = Sqs::new("carriers").await;
+    let (url, _) = q.create("dlq", &[]).await;
+    let send = |body: &'static str, attrs: Vec<(&'static str, MessageAttributeValue)>| {
+        let mut req = q.client.send_message().queue_url(&url).message_body(body);
+        for (k, v) in attrs {
+            req = req.message_attributes(k, v);
+        }
+        req.send()
+    };
+    send(
+        r#"{"order": 1}"#,
+        vec![
+            ("RequestID", attr("String", "c1a2b3")),
+            ("ErrorCode", attr("Number", "200")),
+            (
+                "ErrorMessage",
+                attr("String", "connect ECONNREFUSED 10.0.0.7:5432"),
+            ),
+        ],
+    )
+    .await
+    .unwrap();
+    send(
+        r#"{"detail-type": "OrderPlaced"}"#,
+        vec![
+            (
+                "RULE_ARN",
+                attr(
+                    "String",
+                    "arn:aws:events:eu-west-1:123456789012:rule/orders",
+                ),
+            ),
+            (
+                "TARGET_ARN",
+                attr(
+                    "String",
+                    "arn:aws:lambda:eu-west-1:123456789012:function:ship",
+                ),
+            ),
+            ("ERROR_CODE", attr("String", "THROTTLING")),
+            (
+                "ERROR_MESSAGE",
+                attr("String", "Rate exceeded for the target"),
+            ),
+        ],
+    )
+    .await
+    .unwrap();
+    send(
+        r#"{"requestContext": {"condition": "RetriesExhausted"}, "responsePayload": {"errorType": "ValidationError", "errorMessage": "amount must be positive"}}"#,
+        vec![],
+    )
+    .await
+    .unwrap();
+    let sb = Sandbox::new();
+    let env = q.env(&sb);
+    let dlq = format!("sqs://{}", q.name("dlq"));
+    let recs = sb
+        .run_with(&["peek", &dlq, "-n", "3", "--output", "jsonl"], &env)
+        .ok()
+        .jsonl();
+    let error_of = |needle: &str| {
+        recs.iter()
+            .find(|r| r["body"].as_str().unwrap().contains(needle))
+            .unwrap_or_else(|| panic!("no {needle}: {recs:?}"))["error"]
+            .clone()
+    };
+    // Lambda's 2xx ErrorCode says nothing about the failure: only the message is kept.
+    assert_eq!(error_of("order")["class"], serde_json::Value::Null);
+    assert_eq!(
+        error_of("order")["message"],
+        "connect ECONNREFUSED 10.0.0.7:5432"
+    );
+    assert_eq!(error_of("OrderPlaced")["class"], "THROTTLING");
+    assert_eq!(error_of("responsePayload")["class"], "ValidationError");
+    let j = sb
+        .run_with(&["classify", &dlq, "--output", "json"], &env)
+        .ok()
+        .json();
+    assert_eq!(j["total"], 3, "{j}");
+    assert_eq!(
+        j["kinds"]["transient"], 2,
+        "refused connection, throttling: {j}"
+    );
+    assert_eq!(j["kinds"]["permanent"], 1, "a validation error: {j}");
+}

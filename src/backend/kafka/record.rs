@@ -88,6 +88,6 @@ pub(super) fn decode(m: &rdkafka::message::BorrowedMessage<'_>, id: Option<&IdSo
     if msg.id.is_empty() {
         msg.id = msg.native_id.clone();
     }
-    crate::backend::apply_id_source(&mut msg, id);
+    crate::backend::finish_read(&mut msg, id);
     msg
 }

@@ -230,7 +230,7 @@ pub(crate) fn row_to_message(
     };
     m.meta
         .insert("table", serde_json::Value::String(layout.display.clone()));
-    super::apply_id_source(&mut m, id);
+    super::finish_read(&mut m, id);
     Ok(m)
 }
 

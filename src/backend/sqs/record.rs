@@ -8,7 +8,9 @@ use serde_json::Value;
 use super::{STABLE_ID_ATTRIBUTE, SqsBackend};
 use crate::message::{AttrValue, Attribute, ErrorInfo, Message};
 
-/// Attributes read as the failure reason, when an application records one.
+/// Attributes read as the failure reason, when an application records one (compared in
+/// lower case). `ErrorMessage` is what Lambda's asynchronous-invocation DLQ sets;
+/// `ERROR_MESSAGE` what EventBridge's and SNS's DLQs set.
 const ERROR_ATTRS: &[&str] = &[
     "error",
     "error_message",
@@ -29,6 +31,10 @@ const ERROR_CLASS_ATTRS: &[&str] = &[
     "exception_type",
     "x-error-class",
 ];
+/// Error codes, read as the class when no class is recorded: EventBridge's and SNS's
+/// `ERROR_CODE` (`THROTTLING`, `NO_PERMISSIONS`, …), Lambda's `ErrorCode` (the invocation's
+/// HTTP status; a 2xx there says nothing about the failure and is left out).
+const ERROR_CODE_ATTRS: &[&str] = &["error_code", "errorcode"];
 
 fn system_attr(m: &aws_sdk_sqs::types::Message, k: MessageSystemAttributeName) -> Option<&str> {
     m.attributes().and_then(|a| a.get(&k)).map(String::as_str)
@@ -77,7 +83,8 @@ impl SqsBackend {
                 .find(|a| names.contains(&a.name.to_ascii_lowercase().as_str()))
                 .map(|a| a.value.display())
         };
-        let error = match (find(ERROR_CLASS_ATTRS), find(ERROR_ATTRS)) {
+        let code = find(ERROR_CODE_ATTRS).filter(|c| !c.starts_with('2') || c.len() != 3);
+        let error = match (find(ERROR_CLASS_ATTRS).or(code), find(ERROR_ATTRS)) {
             (None, None) => None,
             (class, message) => Some(ErrorInfo {
                 class,
@@ -117,7 +124,7 @@ impl SqsBackend {
         {
             msg.id = value.display();
         }
-        crate::backend::apply_id_source(&mut msg, self.id.as_ref());
+        crate::backend::finish_read(&mut msg, self.id.as_ref());
         msg
     }
 }

@@ -318,7 +318,7 @@ impl System {
         {
             m.id = id.clone();
         }
-        crate::backend::apply_id_source(&mut m, id);
+        crate::backend::finish_read(&mut m, id);
         Ok(m)
     }
 }
