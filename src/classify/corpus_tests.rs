@@ -86,7 +86,7 @@ fn table(tallies: &BTreeMap<String, Tally>) -> String {
 /// The built-in rules as a table: name, kind, reason, in order.
 fn rules_table() -> String {
     let mut t = String::from("| # | rule | kind | reason |\n|---:|---|---|---|\n");
-    for (i, r) in Classifier::builtin().rules().iter().enumerate() {
+    for (i, r) in Classifier::builtin().rules().enumerate() {
         let kind = match r.kind {
             Kind::Unclassified => "ambiguous".to_string(),
             k => k.to_string(),

@@ -73,8 +73,11 @@ struct BuiltinFile {
     rules: Vec<RuleConfig>,
 }
 
+/// The user's rules, compiled when the classifier is built (a bad one is an error before
+/// anything is read), and the built-in rules, compiled on first use (a run that classifies
+/// nothing does not pay for them).
 pub struct Classifier {
-    rules: Vec<Rule>,
+    user: Vec<Rule>,
 }
 
 #[derive(Deserialize)]
@@ -170,16 +173,16 @@ impl Classifier {
         for r in &user {
             rules.push(Rule::compile(r, false).map_err(bad)?);
         }
-        rules.extend(builtin_rules());
-        Ok(Classifier { rules })
+        Ok(Classifier { user: rules })
     }
 
     pub fn builtin() -> Classifier {
         Classifier::new(&[], None, None).expect("built-in rules compile")
     }
 
-    pub fn rules(&self) -> &[Rule] {
-        &self.rules
+    /// Every rule, in the order they are tried: the user's, then the built-in ones.
+    pub fn rules(&self) -> impl Iterator<Item = &Rule> {
+        self.user.iter().chain(builtin_rules())
     }
 
     /// Knows this class or rule name (for `--class`).
@@ -187,7 +190,7 @@ impl Classifier {
         matches!(
             name,
             "transient" | "permanent" | "unclassified" | "unrecognised-error" | "no-error-recorded"
-        ) || self.rules.iter().any(|r| r.name == name)
+        ) || self.rules().any(|r| r.name == name)
     }
 
     pub fn classify(&self, m: &Message) -> Class {
@@ -218,7 +221,7 @@ impl Classifier {
             span: Some(span),
             not_matched,
         };
-        for r in self.rules.iter().filter(|r| !r.builtin) {
+        for r in &self.user {
             match r.find(m, error, error, &body) {
                 Some(span) => return found(r, span, false, not_matched),
                 None if misses => not_matched.push(r.name.clone()),
@@ -229,7 +232,7 @@ impl Classifier {
             if in_cause && part.is_none() {
                 continue;
             }
-            for r in self.rules.iter().filter(|r| r.builtin) {
+            for r in builtin_rules() {
                 match r.find(m, error, part, &body) {
                     Some(span) => return found(r, span, in_cause, not_matched),
                     None if misses && !not_matched.contains(&r.name) => {
@@ -268,8 +271,8 @@ impl Classifier {
     }
 }
 
-/// The built-in rules, compiled once.
-fn builtin_rules() -> Vec<Rule> {
+/// The built-in rules, compiled once, on first use.
+fn builtin_rules() -> &'static [Rule] {
     static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         toml::from_str::<BuiltinFile>(BUILTIN_RULES)
             .expect("src/classify/rules.toml parses")
@@ -278,7 +281,7 @@ fn builtin_rules() -> Vec<Rule> {
             .map(|r| Rule::compile(r, true).expect("built-in rule compiles"))
             .collect()
     });
-    RULES.clone()
+    &RULES
 }
 
 impl Rule {
@@ -503,7 +506,7 @@ mod tests {
             .unwrap();
             let cfg: crate::config::Config = toml::from_str(&text).unwrap();
             let user = Classifier::new(&cfg.classify.rules, None, None).unwrap();
-            assert_eq!(user.rules()[0].name, r.name);
+            assert_eq!(user.rules().next().unwrap().name, r.name);
         }
     }
 

@@ -215,7 +215,7 @@ impl FilterArgs {
             if !classifier.knows(c) {
                 let known = ["transient", "permanent", "unclassified"]
                     .into_iter()
-                    .chain(classifier.rules().iter().map(|r| r.name.as_str()));
+                    .chain(classifier.rules().map(|r| r.name.as_str()));
                 let guess = crate::pgconn::closest(c, known)
                     .map(|g| format!(" (did you mean `{g}`?)"))
                     .unwrap_or_default();
@@ -225,7 +225,6 @@ impl FilterArgs {
                         "`{c}` is neither transient, permanent, unclassified nor a rule name{guess} (rules: {})",
                         classifier
                             .rules()
-                            .iter()
                             .map(|r| r.name.as_str())
                             .collect::<Vec<_>>()
                             .join(", ")
