@@ -25,6 +25,9 @@ struct Case {
     text: String,
     source: String,
     why: String,
+    /// Whether the text was found at `source` (tests/data/errors/README.md, "Verification").
+    #[allow(dead_code)]
+    verified: Option<bool>,
 }
 
 #[derive(Default)]
