@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::{
-    Backlog, Capabilities, Fact, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
-    QueueBackend, ScanOptions, SendOutcome, TailOptions, VerifyFacts,
+    Backlog, Capabilities, Claim, Fact, Inspection, MessageStream, MoveOptions, MoveSession,
+    OpenOptions, QueueBackend, ScanOptions, SendOutcome, TailOptions, Ticket, VerifyFacts,
 };
 use crate::address::Address;
 use crate::config::QueueConfig;
@@ -177,7 +177,7 @@ struct MemorySession {
 
 #[async_trait]
 impl MoveSession for MemorySession {
-    async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>> {
+    async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
         let q = self.q.lock().unwrap();
         // Settled messages left the list: `next` counts the ones kept before it.
         let upto = (self.next + n).min(self.end).min(q.messages.len());
@@ -186,10 +186,15 @@ impl MoveSession for MemorySession {
         }
         let batch = q.messages[self.next..upto].to_vec();
         self.claimed = batch.iter().map(|m| m.native_id.clone()).collect();
-        Ok(Some(batch))
+        Ok(Some(Claim::new(batch)))
     }
 
-    async fn settle(&mut self, accepted: &[usize], _failed: &[usize]) -> Result<()> {
+    async fn settle(
+        &mut self,
+        _ticket: Ticket,
+        accepted: &[usize],
+        _failed: &[usize],
+    ) -> Result<()> {
         let gone: Vec<&String> = accepted.iter().map(|&i| &self.claimed[i]).collect();
         let mut q = self.q.lock().unwrap();
         q.messages.retain(|m| !gone.contains(&&m.native_id));

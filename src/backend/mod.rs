@@ -170,6 +170,30 @@ pub struct LocalBatch {
     pub others: Vec<(String, SendOutcome)>,
 }
 
+/// A batch a [`MoveSession`] claimed: its messages, and the ticket that settles it.
+pub struct Claim {
+    pub messages: Vec<Message>,
+    pub ticket: Ticket,
+}
+
+/// The right to settle one claimed batch. Only a session (in `crate::backend`) can issue one,
+/// with the batch it claims; `settle` and `move_locally` take it by value. So a batch that was
+/// not claimed cannot be settled, and one that was cannot be settled twice: what the sessions'
+/// open transactions and offsets rely on is checked by the compiler, not at run time.
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "a claimed batch is settled with its ticket"]
+pub struct Ticket(());
+
+impl Claim {
+    /// A batch a session claimed (only sessions make claims).
+    pub(in crate::backend) fn new(messages: Vec<Message>) -> Claim {
+        Claim {
+            messages,
+            ticket: Ticket(()),
+        }
+    }
+}
+
 /// A redrive in progress on the dead-letter side. Claimed messages are invisible to other
 /// movers until [`MoveSession::settle`]; nothing is deleted except what `settle` is told was
 /// accepted by the target.
@@ -177,14 +201,15 @@ pub struct LocalBatch {
 pub trait MoveSession: Send {
     /// Claim the next batch of up to `n` messages. `None` when the queue, as it stood when the
     /// session began, is exhausted.
-    async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>>;
+    async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>>;
 
-    /// Settle the oldest claimed batch that is not settled yet: remove the messages at
-    /// `accepted` (indices into that batch), whose copies were accepted. `failed` were offered
+    /// Settle the batch `ticket` came with (batches are settled in the order they were
+    /// claimed): remove the messages at `accepted` (indices into that batch), whose copies
+    /// were accepted. `failed` were offered
     /// and refused; the rest were skipped by the filters. Queues that delete one message keep
     /// both failed and skipped ones; Kafka, which can only commit an offset, consumes the
     /// skipped ones and stops committing at the first failure.
-    async fn settle(&mut self, accepted: &[usize], failed: &[usize]) -> Result<()>;
+    async fn settle(&mut self, ticket: Ticket, accepted: &[usize], failed: &[usize]) -> Result<()>;
 
     /// How many claimed batches may wait for their copies' outcomes at once (settled in claim
     /// order). 1: each batch is settled before the next is claimed. More only where claiming
@@ -232,6 +257,7 @@ pub trait MoveSession: Send {
     /// Returns one outcome per selected index.
     async fn move_locally(
         &mut self,
+        _ticket: Ticket,
         _target: &Address,
         _selected: &[usize],
     ) -> Result<Vec<SendOutcome>> {

@@ -11,6 +11,7 @@ use rdkafka::consumer::BaseConsumer;
 
 use super::reader::{ReadBatch, Reading};
 use super::*;
+use crate::backend::{Claim, Ticket};
 
 /// How many claimed batches may wait for their delivery reports at once.
 const IN_FLIGHT: usize = 4;
@@ -131,7 +132,7 @@ impl<'a> KafkaMoveSession<'a> {
 
 #[async_trait]
 impl MoveSession for KafkaMoveSession<'_> {
-    async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>> {
+    async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
         let mut batch = match self.leftover.take() {
             Some(b) => b,
             None => match self.reading.next().await {
@@ -153,10 +154,15 @@ impl MoveSession for KafkaMoveSession<'_> {
                 self.headers.apply(m);
             }
         }
-        Ok(Some(batch.msgs))
+        Ok(Some(Claim::new(batch.msgs)))
     }
 
-    async fn settle(&mut self, _accepted: &[usize], failed: &[usize]) -> Result<()> {
+    async fn settle(
+        &mut self,
+        _ticket: Ticket,
+        _accepted: &[usize],
+        failed: &[usize],
+    ) -> Result<()> {
         let Some(batch) = self.claimed.pop_front() else {
             return Ok(());
         };
@@ -222,6 +228,7 @@ impl MoveSession for KafkaMoveSession<'_> {
 
     async fn move_locally(
         &mut self,
+        _ticket: Ticket,
         target: &Address,
         selected: &[usize],
     ) -> Result<Vec<SendOutcome>> {

@@ -15,7 +15,7 @@ use futures::stream::FuturesUnordered;
 
 use super::journal::Journal;
 use super::{SqsBackend, sdk_err};
-use crate::backend::{MessageStream, MoveSession};
+use crate::backend::{Claim, MessageStream, MoveSession, Ticket};
 use crate::error::{Error, Result};
 use crate::message::Message;
 
@@ -308,7 +308,7 @@ impl Drop for SqsMoveSession<'_> {
 
 #[async_trait]
 impl MoveSession for SqsMoveSession<'_> {
-    async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>> {
+    async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
         if let Some(cause) = self
             .heartbeat_failed
             .lock()
@@ -400,11 +400,16 @@ impl MoveSession for SqsMoveSession<'_> {
             let (claimed, msgs): (Vec<Claimed>, Vec<Message>) = out.into_iter().unzip();
             *self.current.lock().unwrap_or_else(|p| p.into_inner()) = claimed.clone();
             self.batch = claimed;
-            return Ok(Some(msgs));
+            return Ok(Some(Claim::new(msgs)));
         }
     }
 
-    async fn settle(&mut self, accepted: &[usize], _failed: &[usize]) -> Result<()> {
+    async fn settle(
+        &mut self,
+        _ticket: Ticket,
+        accepted: &[usize],
+        _failed: &[usize],
+    ) -> Result<()> {
         let batch = std::mem::take(&mut self.batch);
         let acc: HashSet<usize> = accepted.iter().copied().collect();
         let sent: Vec<Claimed> = batch

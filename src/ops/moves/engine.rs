@@ -11,7 +11,7 @@ use super::copy::{destination_of, keep_first, record};
 use super::targets::Tally;
 use super::{MoveSummary, Run};
 use crate::address::Address;
-use crate::backend::{MoveOptions, MoveSession, SendOutcome};
+use crate::backend::{Claim, MoveOptions, MoveSession, SendOutcome, Ticket};
 use crate::error::{Error, Result};
 use crate::message::Message;
 
@@ -60,6 +60,8 @@ pub(super) async fn move_loop(run: &mut Run<'_>, backlog: Option<u64>) -> Result
 /// A batch whose copies are on their way. Batches land (are settled) in the order they were
 /// claimed, once every outcome of theirs is known.
 struct Flight {
+    /// What settles the batch once its outcomes are in.
+    ticket: Ticket,
     /// The stable id of each message of the batch (the messages themselves are dropped once
     /// their copies are handed over: the target holds what it still needs).
     ids: Vec<String>,
@@ -155,7 +157,11 @@ async fn move_batches(
                 land(f, session, s, tally, bar).await?;
             }
             let read_at = Instant::now();
-            let Some(batch) = session.next_batch(n).await? else {
+            let Some(Claim {
+                messages: batch,
+                ticket,
+            }) = session.next_batch(n).await?
+            else {
                 break;
             };
             let read = read_at.elapsed();
@@ -171,7 +177,7 @@ async fn move_batches(
             s.matched += selected.len() as u64;
 
             if let Some(dest) = local {
-                let outcomes = session.move_locally(dest, &selected).await?;
+                let outcomes = session.move_locally(ticket, dest, &selected).await?;
                 let key = dest.to_string();
                 for (&i, o) in selected.iter().zip(&outcomes) {
                     record(s, tally, &key, &batch[i].id, o);
@@ -181,6 +187,7 @@ async fn move_batches(
                 continue;
             }
             let mut f = Flight {
+                ticket,
                 ids: Vec::new(),
                 sends: Vec::new(),
                 failed: Vec::new(),
@@ -321,7 +328,7 @@ async fn land(
         }
     }
     let waited = waited.elapsed();
-    session.settle(&accepted, &failed).await?;
+    session.settle(f.ticket, &accepted, &failed).await?;
     bar.inc(f.ids.len() as u64);
     tracing::debug!(
         records = f.ids.len(),

@@ -9,13 +9,14 @@ use sqlx::AssertSqlSafe;
 use super::{PgMoveSession, payload_compatible, pg_err, write};
 use crate::address::Address;
 use crate::backend::postgres::layout::{Layout, PayloadKind};
-use crate::backend::{MoveSession, SendOutcome};
+use crate::backend::{MoveSession, SendOutcome, Ticket};
 use crate::error::Result;
 use crate::message::Message;
 
 impl PgMoveSession<'_> {
     pub(super) async fn move_claimed_locally(
         &mut self,
+        ticket: Ticket,
         target: &Address,
         selected: &[usize],
     ) -> Result<Vec<SendOutcome>> {
@@ -52,7 +53,7 @@ impl PgMoveSession<'_> {
                 .filter(|(_, o)| **o == SendOutcome::Sent)
                 .map(|(&i, _)| i)
                 .collect();
-            self.settle(&accepted, &[]).await?;
+            self.settle(ticket, &accepted, &[]).await?;
             return Ok(res);
         }
 

@@ -25,7 +25,7 @@ use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 use super::layout::{Layout, PayloadKind, QUEUE_COLUMNS};
 use super::{PgBackend, pg_err, row_to_message, write};
 use crate::address::Address;
-use crate::backend::{LocalBatch, MoveOptions, MoveSession, SendOutcome};
+use crate::backend::{Claim, LocalBatch, MoveOptions, MoveSession, SendOutcome, Ticket};
 use crate::error::{Error, Result};
 use crate::message::Message;
 
@@ -197,7 +197,7 @@ fn payload_compatible(src: PayloadKind, tgt: PayloadKind) -> bool {
 
 #[async_trait]
 impl MoveSession for PgMoveSession<'_> {
-    async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>> {
+    async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
         assert!(self.tx.is_none(), "settle the last batch first");
         let Some(end) = self.end.clone() else {
             return Ok(None);
@@ -272,10 +272,15 @@ impl MoveSession for PgMoveSession<'_> {
         self.cursor = batch.last().map(|c| c.native_id.clone());
         self.batch = batch;
         self.tx = Some(tx);
-        Ok(Some(out))
+        Ok(Some(Claim::new(out)))
     }
 
-    async fn settle(&mut self, accepted: &[usize], _failed: &[usize]) -> Result<()> {
+    async fn settle(
+        &mut self,
+        _ticket: Ticket,
+        accepted: &[usize],
+        _failed: &[usize],
+    ) -> Result<()> {
         let mut tx = self.tx.take().expect("a claimed batch");
         if !accepted.is_empty() {
             let l = &self.b.layout;
@@ -379,11 +384,15 @@ impl MoveSession for PgMoveSession<'_> {
                 return Ok(b);
             }
         }
-        let Some(batch) = self.next_batch(n).await? else {
+        let Some(Claim {
+            messages: batch,
+            ticket,
+        }) = self.next_batch(n).await?
+        else {
             return Ok(None);
         };
         let all: Vec<usize> = (0..batch.len()).collect();
-        let outcomes = self.move_locally(target, &all).await?;
+        let outcomes = self.move_locally(ticket, target, &all).await?;
         let mut out = LocalBatch {
             examined: batch.len() as u64,
             ..LocalBatch::default()
@@ -400,9 +409,10 @@ impl MoveSession for PgMoveSession<'_> {
 
     async fn move_locally(
         &mut self,
+        ticket: Ticket,
         target: &Address,
         selected: &[usize],
     ) -> Result<Vec<SendOutcome>> {
-        self.move_claimed_locally(target, selected).await
+        self.move_claimed_locally(ticket, target, selected).await
     }
 }

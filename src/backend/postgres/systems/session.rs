@@ -9,7 +9,7 @@ use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 
 use super::backend::JobSystemBackend;
 use crate::address::Address;
-use crate::backend::{LocalBatch, MoveSession, QueueBackend, SendOutcome};
+use crate::backend::{Claim, LocalBatch, MoveSession, QueueBackend, SendOutcome, Ticket};
 use crate::error::Result;
 use crate::message::Message;
 
@@ -257,7 +257,7 @@ fn is_unique_violation(e: &sqlx::Error) -> bool {
 
 #[async_trait]
 impl MoveSession for SystemMoveSession<'_> {
-    async fn next_batch(&mut self, n: usize) -> Result<Option<Vec<Message>>> {
+    async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
         let rows = self.claim(n, &self.b.sys.select_list()).await?;
         if rows.is_empty() {
             return Ok(None);
@@ -273,10 +273,15 @@ impl MoveSession for SystemMoveSession<'_> {
             .collect::<Result<_>>()?;
         self.keys = msgs.iter().map(|m| m.native_id.clone()).collect();
         self.cursor = self.keys.last().cloned();
-        Ok(Some(msgs))
+        Ok(Some(Claim::new(msgs)))
     }
 
-    async fn settle(&mut self, accepted: &[usize], _failed: &[usize]) -> Result<()> {
+    async fn settle(
+        &mut self,
+        _ticket: Ticket,
+        accepted: &[usize],
+        _failed: &[usize],
+    ) -> Result<()> {
         if !accepted.is_empty() {
             let keys: Vec<String> = accepted.iter().map(|&i| self.keys[i].clone()).collect();
             let sql = self.b.sys.delete.clone();
@@ -337,6 +342,7 @@ impl MoveSession for SystemMoveSession<'_> {
 
     async fn move_locally(
         &mut self,
+        _ticket: Ticket,
         _target: &Address,
         selected: &[usize],
     ) -> Result<Vec<SendOutcome>> {
