@@ -170,6 +170,17 @@ pub struct LocalBatch {
     pub others: Vec<(String, SendOutcome)>,
 }
 
+/// What [`MoveSession::move_next_locally`] did.
+#[derive(Debug)]
+pub enum LocalNext {
+    /// A batch was claimed and moved.
+    Moved(LocalBatch),
+    /// Nothing is left (of what the session began with).
+    Exhausted,
+    /// Not in one step for this session or target: claim, then `move_locally`.
+    ClaimFirst,
+}
+
 /// A batch a [`MoveSession`] claimed: its messages, and the ticket that settles it.
 pub struct Claim {
     pub messages: Vec<Message>,
@@ -231,19 +242,12 @@ pub trait MoveSession: Send {
         None
     }
 
-    /// With no filter: claim and move the next batch of up to `n` into `target` in one step,
-    /// when the backend can (see [`MoveSession::can_move_batches`]). `None` when exhausted.
-    async fn move_next_locally(
-        &mut self,
-        _target: &Address,
-        _n: usize,
-    ) -> Result<Option<LocalBatch>> {
-        Ok(None)
-    }
-
-    /// Can [`MoveSession::move_next_locally`] serve moves into `target`?
-    fn can_move_batches(&self, _target: &Address) -> bool {
-        false
+    /// With no filter: claim and move the next batch of up to `n` into `target` (one the
+    /// backend said it [moves into itself](QueueBackend::can_move_locally)) in one step.
+    /// [`LocalNext::ClaimFirst`] where this session cannot (then the engine claims each batch
+    /// with `next_batch` and moves it with `move_locally`).
+    async fn move_next_locally(&mut self, _target: &Address, _n: usize) -> Result<LocalNext> {
+        Ok(LocalNext::ClaimFirst)
     }
 
     /// The run is over: release whatever is still held (SQS: messages kept hidden so that a

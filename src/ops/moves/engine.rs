@@ -11,7 +11,7 @@ use super::copy::{destination_of, keep_first, record};
 use super::targets::Tally;
 use super::{MoveSummary, Run};
 use crate::address::Address;
-use crate::backend::{Claim, MoveOptions, MoveSession, SendOutcome, Ticket};
+use crate::backend::{Claim, LocalNext, MoveOptions, MoveSession, SendOutcome, Ticket};
 use crate::error::{Error, Result};
 use crate::message::Message;
 
@@ -119,6 +119,9 @@ async fn move_batches(
         session.pipeline_depth().max(1)
     };
     let mut flights: std::collections::VecDeque<Flight> = std::collections::VecDeque::new();
+    // Whether to ask the session to claim and move each batch in one step (until it says it
+    // cannot).
+    let mut one_step = true;
     let result = async {
         loop {
             if ctx.interrupt.is_set() {
@@ -131,10 +134,16 @@ async fn move_batches(
             let n = (req.batch_size as u64).min(room) as usize;
             if let Some(dest) = local
                 && req.filter.is_empty()
-                && session.can_move_batches(dest)
+                && one_step
             {
-                let Some(b) = session.move_next_locally(dest, n).await? else {
-                    break;
+                let b = match session.move_next_locally(dest, n).await? {
+                    LocalNext::Moved(b) => b,
+                    LocalNext::Exhausted => break,
+                    LocalNext::ClaimFirst => {
+                        // This session claims first: from now on, batch by batch below.
+                        one_step = false;
+                        continue;
+                    }
                 };
                 let key = dest.to_string();
                 s.examined += b.examined;

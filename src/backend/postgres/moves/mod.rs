@@ -24,8 +24,8 @@ use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 
 use super::layout::{Layout, PayloadKind, QUEUE_COLUMNS};
 use super::{PgBackend, pg_err, row_to_message, write};
-use crate::address::Address;
-use crate::backend::{Claim, LocalBatch, MoveOptions, MoveSession, SendOutcome, Ticket};
+use crate::address::{Address, PgAddress};
+use crate::backend::{Claim, LocalBatch, LocalNext, MoveOptions, MoveSession, SendOutcome, Ticket};
 use crate::error::{Error, Result};
 use crate::message::Message;
 
@@ -195,6 +195,104 @@ fn payload_compatible(src: PayloadKind, tgt: PayloadKind) -> bool {
         || (matches!(tgt, Jsonb | Json) && matches!(src, Jsonb | Json))
 }
 
+impl PgMoveSession<'_> {
+    /// The unfiltered move into a table of this database: a key range where the target
+    /// holds every row as is, else claimed rows (`SKIP LOCKED`), else the rows one by one.
+    async fn next_local(
+        &mut self,
+        target: &Address,
+        t: &PgAddress,
+        n: usize,
+    ) -> Result<Option<LocalBatch>> {
+        let Some(end) = self.end.clone() else {
+            return Ok(None);
+        };
+        let table = t.table().expect("a table target").to_string();
+        let pool = self.b.pool.clone();
+        let tl = self.target_layout(&table, t.queue.is_some(), &pool).await?;
+        let src = self.b.layout.clone();
+        // Whole-range statements copy ids unseen: only into a column that stores every id as
+        // it is (a varchar(8) or uuid column is checked id by id, below).
+        let holds_everything = write::stores_text_as_is(&tl.cols["message_id"].ty)
+            && payload_compatible(src.payload(), tl.payload())
+            && (src.col("payload_bytes").is_none()
+                || tl.payload() == PayloadKind::Bytea
+                || (tl.col("payload_bytes").is_some() && !tl.cols["payload"].not_null))
+            && (src.col("headers").is_none() || tl.col("headers").is_some())
+            && !(tl.col("queue").is_some_and(|c| c.not_null)
+                && t.queue.is_none()
+                && src.col("queue").is_none());
+        if holds_everything {
+            if self.conflicts.is_none() {
+                let (cols, _) = copy_columns(&src, &tl, t.queue.is_some());
+                let names: Vec<String> = cols
+                    .iter()
+                    .map(|c| c.trim_matches('"').replace("\"\"", "\""))
+                    .collect();
+                let can: bool = sqlx::query_scalar(
+                    "SELECT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = $1::int8::oid AND i.indisunique
+                       AND (i.indexprs IS NOT NULL OR EXISTS (SELECT 1 FROM unnest(i.indkey::int2[]) k
+                             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k WHERE a.attname = ANY($2))))",
+                )
+                .bind(tl.oid as i64)
+                .bind(&names)
+                .fetch_one(&self.b.pool)
+                .await
+                .map_err(|e| pg_err(&tl.display, e))?;
+                self.conflicts = Some(can);
+            }
+            let mut undecided = false;
+            if self.range_moves {
+                match self
+                    .range_move(&src, &tl, t.queue.as_deref(), &end, n)
+                    .await?
+                {
+                    RangeMove::Moved(b) => return Ok(Some(b)),
+                    RangeMove::Done => return Ok(None),
+                    RangeMove::Undecided => undecided = true,
+                    RangeMove::Locked => {
+                        self.lock_timeouts += 1;
+                        if self.lock_timeouts >= MAX_LOCK_TIMEOUTS {
+                            tracing::debug!(
+                                "range moves met held rows {MAX_LOCK_TIMEOUTS} times; claiming with SKIP LOCKED from now on"
+                            );
+                            self.range_moves = false;
+                        }
+                    }
+                }
+            }
+            if !undecided
+                && let Some(b) = self
+                    .claimed_move(&src, &tl, t.queue.as_deref(), &end, n)
+                    .await?
+            {
+                return Ok(b);
+            }
+        }
+        let Some(Claim {
+            messages: batch,
+            ticket,
+        }) = self.next_batch(n).await?
+        else {
+            return Ok(None);
+        };
+        let all: Vec<usize> = (0..batch.len()).collect();
+        let outcomes = self.move_locally(ticket, target, &all).await?;
+        let mut out = LocalBatch {
+            examined: batch.len() as u64,
+            ..LocalBatch::default()
+        };
+        for (m, o) in batch.iter().zip(outcomes) {
+            if o == SendOutcome::Sent {
+                out.moved += 1;
+            } else {
+                out.others.push((m.id.clone(), o));
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
 #[async_trait]
 impl MoveSession for PgMoveSession<'_> {
     async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
@@ -305,106 +403,16 @@ impl MoveSession for PgMoveSession<'_> {
         Ok(())
     }
 
-    fn can_move_batches(&self, target: &Address) -> bool {
+    async fn move_next_locally(&mut self, target: &Address, n: usize) -> Result<LocalNext> {
         // Only where no row can need a per-row decision: no configured id, and a target that
         // holds every source row as is.
-        matches!(target, Address::Postgres(_)) && self.b.id.is_none()
-    }
-
-    async fn move_next_locally(
-        &mut self,
-        target: &Address,
-        n: usize,
-    ) -> Result<Option<LocalBatch>> {
-        let Address::Postgres(t) = target else {
-            unreachable!("checked by can_move_batches")
+        let (Address::Postgres(t), None) = (target, &self.b.id) else {
+            return Ok(LocalNext::ClaimFirst);
         };
-        let Some(end) = self.end.clone() else {
-            return Ok(None);
-        };
-        let table = t.table().expect("a table target").to_string();
-        let pool = self.b.pool.clone();
-        let tl = self.target_layout(&table, t.queue.is_some(), &pool).await?;
-        let src = self.b.layout.clone();
-        // Whole-range statements copy ids unseen: only into a column that stores every id as
-        // it is (a varchar(8) or uuid column is checked id by id, below).
-        let holds_everything = write::stores_text_as_is(&tl.cols["message_id"].ty)
-            && payload_compatible(src.payload(), tl.payload())
-            && (src.col("payload_bytes").is_none()
-                || tl.payload() == PayloadKind::Bytea
-                || (tl.col("payload_bytes").is_some() && !tl.cols["payload"].not_null))
-            && (src.col("headers").is_none() || tl.col("headers").is_some())
-            && !(tl.col("queue").is_some_and(|c| c.not_null)
-                && t.queue.is_none()
-                && src.col("queue").is_none());
-        if holds_everything {
-            if self.conflicts.is_none() {
-                let (cols, _) = copy_columns(&src, &tl, t.queue.is_some());
-                let names: Vec<String> = cols
-                    .iter()
-                    .map(|c| c.trim_matches('"').replace("\"\"", "\""))
-                    .collect();
-                let can: bool = sqlx::query_scalar(
-                    "SELECT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = $1::int8::oid AND i.indisunique
-                       AND (i.indexprs IS NOT NULL OR EXISTS (SELECT 1 FROM unnest(i.indkey::int2[]) k
-                             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k WHERE a.attname = ANY($2))))",
-                )
-                .bind(tl.oid as i64)
-                .bind(&names)
-                .fetch_one(&self.b.pool)
-                .await
-                .map_err(|e| pg_err(&tl.display, e))?;
-                self.conflicts = Some(can);
-            }
-            let mut undecided = false;
-            if self.range_moves {
-                match self
-                    .range_move(&src, &tl, t.queue.as_deref(), &end, n)
-                    .await?
-                {
-                    RangeMove::Moved(b) => return Ok(Some(b)),
-                    RangeMove::Done => return Ok(None),
-                    RangeMove::Undecided => undecided = true,
-                    RangeMove::Locked => {
-                        self.lock_timeouts += 1;
-                        if self.lock_timeouts >= MAX_LOCK_TIMEOUTS {
-                            tracing::debug!(
-                                "range moves met held rows {MAX_LOCK_TIMEOUTS} times; claiming with SKIP LOCKED from now on"
-                            );
-                            self.range_moves = false;
-                        }
-                    }
-                }
-            }
-            if !undecided
-                && let Some(b) = self
-                    .claimed_move(&src, &tl, t.queue.as_deref(), &end, n)
-                    .await?
-            {
-                return Ok(b);
-            }
-        }
-        let Some(Claim {
-            messages: batch,
-            ticket,
-        }) = self.next_batch(n).await?
-        else {
-            return Ok(None);
-        };
-        let all: Vec<usize> = (0..batch.len()).collect();
-        let outcomes = self.move_locally(ticket, target, &all).await?;
-        let mut out = LocalBatch {
-            examined: batch.len() as u64,
-            ..LocalBatch::default()
-        };
-        for (m, o) in batch.iter().zip(outcomes) {
-            if o == SendOutcome::Sent {
-                out.moved += 1;
-            } else {
-                out.others.push((m.id.clone(), o));
-            }
-        }
-        Ok(Some(out))
+        Ok(match self.next_local(target, t, n).await? {
+            Some(b) => LocalNext::Moved(b),
+            None => LocalNext::Exhausted,
+        })
     }
 
     async fn move_locally(

@@ -9,7 +9,9 @@ use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 
 use super::backend::JobSystemBackend;
 use crate::address::Address;
-use crate::backend::{Claim, LocalBatch, MoveSession, QueueBackend, SendOutcome, Ticket};
+use crate::backend::{
+    Claim, LocalBatch, LocalNext, MoveSession, QueueBackend, SendOutcome, Ticket,
+};
 use crate::error::Result;
 use crate::message::Message;
 
@@ -295,19 +297,14 @@ impl MoveSession for SystemMoveSession<'_> {
     /// An unfiltered redrive in place: each batch is one claim of keys (no content read) and
     /// the system's retry as one statement; only a batch that meets a unique violation goes
     /// key by key (`run_each`).
-    fn can_move_batches(&self, target: &Address) -> bool {
-        *target == *self.b.address()
-    }
-
-    async fn move_next_locally(
-        &mut self,
-        _target: &Address,
-        n: usize,
-    ) -> Result<Option<LocalBatch>> {
+    async fn move_next_locally(&mut self, target: &Address, n: usize) -> Result<LocalNext> {
+        if *target != *self.b.address() {
+            return Ok(LocalNext::ClaimFirst);
+        }
         let key = self.b.sys.key.text("j.");
         let rows = self.select(n, &format!("{key} AS id"), false).await?;
         if rows.is_empty() {
-            return Ok(None);
+            return Ok(LocalNext::Exhausted);
         }
         let keys: Vec<String> = rows
             .iter()
@@ -329,7 +326,7 @@ impl MoveSession for SystemMoveSession<'_> {
         };
         let tx = self.tx.take().expect("a claimed batch");
         tx.commit().await.map_err(|e| self.b.err(e))?;
-        Ok(Some(LocalBatch {
+        Ok(LocalNext::Moved(LocalBatch {
             examined: keys.len() as u64,
             moved: done.len() as u64,
             others: left
