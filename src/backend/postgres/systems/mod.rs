@@ -3,8 +3,10 @@
 //! for its error data, and the retry its own tools perform, run in short batched transactions
 //! that skip running and locked rows.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
+use regex::Regex;
 use serde_json::Value;
 use sqlx::postgres::PgRow;
 use sqlx::{PgPool, Row};
@@ -139,7 +141,8 @@ impl Key {
         }
     }
 
-    fn columns(&self, p: &str) -> String {
+    /// The key's column(s) of the row `p`: `j.id`, or `(j.name, j.id)`.
+    pub(super) fn columns(&self, p: &str) -> String {
         match self.cols.as_slice() {
             [(c, _)] => format!("{p}{c}"),
             _ => format!("({})", self.order(p, "")),
@@ -191,6 +194,28 @@ impl System {
                 "{other} is in address::JOB_SYSTEMS but has no file here (see the test below)"
             ),
         }
+    }
+
+    /// The retry for a key range instead of a list of keys: `$1` the last key before the range
+    /// (NULL: from the start), `$2` the last key in it. Derived from the retry where its keys
+    /// are one column's (`COL = ANY($1::text[]::TYPE[])`); None otherwise (graphile-worker's
+    /// function takes a list; pg-boss 10's two-column key).
+    pub(super) fn retry_range(&self) -> Option<String> {
+        static ANY: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"\b([a-z_]+) = ANY\(\$1::text\[\]::([a-z]+)\[\]\)").expect("regex")
+        });
+        let mut found = ANY.find_iter(&self.retry);
+        let m = found.next()?;
+        if found.next().is_some() {
+            return None;
+        }
+        let c = ANY.captures(m.as_str())?;
+        let (col, ty) = (&c[1], &c[2]);
+        Some(format!(
+            "{}($1::text IS NULL OR {col} > $1::text::{ty}) AND {col} <= $2::text::{ty}{}",
+            &self.retry[..m.start()],
+            &self.retry[m.end()..]
+        ))
     }
 
     /// The last dead job's key (the end of a redrive), in text.

@@ -22,6 +22,9 @@ pub(super) struct SystemMoveSession<'a> {
     end: Option<String>,
     tx: Option<Transaction<'static, Postgres>>,
     keys: Vec<String>,
+    /// The retry for a key range, where the system's retry allows one and no `&queue=`
+    /// narrows the jobs (`System::retry_range`).
+    range: Option<String>,
 }
 
 impl<'a> SystemMoveSession<'a> {
@@ -39,6 +42,11 @@ impl<'a> SystemMoveSession<'a> {
             end,
             tx: None,
             keys: Vec::new(),
+            range: if b.queue_param().is_none() {
+                s.retry_range()
+            } else {
+                None
+            },
         })
     }
 
@@ -46,23 +54,34 @@ impl<'a> SystemMoveSession<'a> {
     /// violation (an active twin) the statement fails and takes the transaction with it: the
     /// batch is rolled back and done again key by key (`one_by_one`), so that only the
     /// conflicting jobs are left. The common case costs one statement and no savepoint.
-    async fn run_each(
-        &mut self,
-        sql: &str,
-        keys: &[String],
-    ) -> Result<(HashSet<String>, HashSet<String>)> {
+    /// Returns the keys retried, the ones that met an active twin, and the ones skipped
+    /// because someone held them when the batch went key by key.
+    async fn run_each(&mut self, sql: &str, keys: &[String]) -> Result<Retried> {
         let tx = self.tx.as_mut().expect("a claimed batch");
         match sqlx::query_scalar::<_, String>(AssertSqlSafe(sql.to_string()))
             .bind(keys)
             .fetch_all(&mut **tx)
             .await
         {
-            Ok(done) => Ok((done.into_iter().collect(), HashSet::new())),
+            Ok(done) => Ok(Retried {
+                done: done.into_iter().collect(),
+                ..Retried::default()
+            }),
             Err(e) if is_unique_violation(&e) || is_lock_timeout(&e) => {
                 tracing::debug!(error = %e, "the batch as one statement failed: again key by key");
                 let tx = self.tx.take().expect("a claimed batch");
                 tx.rollback().await.map_err(|e| self.b.err(e))?;
-                self.one_by_one(sql, keys).await
+                let (done, conflicts, claimed) = self.one_by_one(sql, keys).await?;
+                let claimed: HashSet<&String> = claimed.iter().collect();
+                Ok(Retried {
+                    done,
+                    conflicts,
+                    skipped: keys
+                        .iter()
+                        .filter(|k| !claimed.contains(k))
+                        .cloned()
+                        .collect(),
+                })
             }
             Err(e) => Err(self.b.err(e)),
         }
@@ -75,7 +94,7 @@ impl<'a> SystemMoveSession<'a> {
         &mut self,
         sql: &str,
         keys: &[String],
-    ) -> Result<(HashSet<String>, HashSet<String>)> {
+    ) -> Result<(HashSet<String>, HashSet<String>, Vec<String>)> {
         let s = &self.b.sys;
         let claim = format!(
             "SELECT {} FROM {} WHERE {} AND {} ORDER BY {} FOR UPDATE OF {lock} SKIP LOCKED",
@@ -122,7 +141,7 @@ impl<'a> SystemMoveSession<'a> {
             }
         }
         self.tx = Some(tx);
-        Ok((done, conflicts))
+        Ok((done, conflicts, claimed))
     }
 
     /// Claim the next rows (up to `n`, skipping locked ones) in a new transaction, selecting
@@ -178,18 +197,111 @@ impl<'a> SystemMoveSession<'a> {
         Ok(rows)
     }
 
+    /// The next `n` dead jobs retried as a key range, in one statement: `(cursor, bound]`,
+    /// where `bound` is the key of the n-th dead job after the cursor. The statement re-checks
+    /// that each row is dead and locks it; a row a worker holds (55P03 after 200 ms) or a
+    /// unique violation sends the range key by key (`one_by_one`), which skips held jobs and
+    /// leaves conflicting ones.
+    async fn retry_next_range(&mut self, range: &str, n: usize) -> Result<LocalNext> {
+        let Some(end) = self.end.clone() else {
+            return Ok(LocalNext::Exhausted);
+        };
+        let s = &self.b.sys;
+        let k = s.key.columns("j.");
+        let after = s.key.cmp("j.", ">", 1);
+        let upto = s.key.cmp("j.", "<=", 2);
+        let bound = format!(
+            "SELECT o::text FROM (SELECT {k} AS o FROM {} WHERE {} AND ($1::text IS NULL OR {after}) AND {upto} ORDER BY {k} LIMIT $3) s ORDER BY o DESC LIMIT 1",
+            s.from, s.dead
+        );
+        let in_range = format!(
+            "SELECT {} FROM {} WHERE {} AND ($1::text IS NULL OR {after}) AND {upto} ORDER BY {k}",
+            s.key.text("j."),
+            s.from,
+            s.dead
+        );
+        let mut tx = self.b.pool.begin().await.map_err(|e| self.b.err(e))?;
+        sqlx::query("SET LOCAL lock_timeout = '200ms'")
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.b.err(e))?;
+        let hi: Option<String> = sqlx::query_scalar(AssertSqlSafe(bound))
+            .bind(self.cursor.as_deref())
+            .bind(&end)
+            .bind(n as i64)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.b.err(e))?;
+        let Some(hi) = hi else {
+            tx.commit().await.map_err(|e| self.b.err(e))?;
+            return Ok(LocalNext::Exhausted);
+        };
+        let lo = self.cursor.replace(hi.clone());
+        match sqlx::query_scalar::<_, String>(AssertSqlSafe(range.to_string()))
+            .bind(lo.as_deref())
+            .bind(&hi)
+            .fetch_all(&mut *tx)
+            .await
+        {
+            Ok(done) => {
+                tx.commit().await.map_err(|e| self.b.err(e))?;
+                let n = done.len() as u64;
+                Ok(LocalNext::Moved(LocalBatch {
+                    examined: n,
+                    moved: n,
+                    others: Vec::new(),
+                }))
+            }
+            Err(e) if is_unique_violation(&e) || is_lock_timeout(&e) => {
+                tracing::debug!(error = %e, "the range as one statement failed: key by key");
+                tx.rollback().await.map_err(|e| self.b.err(e))?;
+                let keys: Vec<String> = sqlx::query_scalar(AssertSqlSafe(in_range))
+                    .bind(lo.as_deref())
+                    .bind(&hi)
+                    .fetch_all(&self.b.pool)
+                    .await
+                    .map_err(|e| self.b.err(e))?;
+                let sql = self.b.sys.retry.clone();
+                // Jobs a worker holds are not claimed: skipped, as a claim skips them.
+                let (done, conflicts, keys) = self.one_by_one(&sql, &keys).await?;
+                let left: Vec<String> = keys
+                    .iter()
+                    .filter(|k| !done.contains(*k))
+                    .cloned()
+                    .collect();
+                let ids = if left.is_empty() {
+                    Vec::new()
+                } else {
+                    self.ids_of(&left).await?
+                };
+                let tx = self.tx.take().expect("one_by_one's transaction");
+                tx.commit().await.map_err(|e| self.b.err(e))?;
+                Ok(LocalNext::Moved(LocalBatch {
+                    examined: keys.len() as u64,
+                    moved: done.len() as u64,
+                    others: left
+                        .iter()
+                        .zip(ids)
+                        .map(|(k, id)| (id, self.outcome(k, &done, &conflicts)))
+                        .collect(),
+                }))
+            }
+            Err(e) => Err(self.b.err(e)),
+        }
+    }
+
     /// Retry `keys` (claimed) in place and commit: which were retried, and which met an
     /// active twin.
     async fn retry(&mut self, keys: &[String]) -> Result<(HashSet<String>, HashSet<String>)> {
         let sql = self.b.sys.retry.clone();
-        let (done, conflicts) = if keys.is_empty() {
-            Default::default()
+        let r = if keys.is_empty() {
+            Retried::default()
         } else {
             self.run_each(&sql, keys).await?
         };
         let tx = self.tx.take().expect("a claimed batch");
         tx.commit().await.map_err(|e| self.b.err(e))?;
-        Ok((done, conflicts))
+        Ok((r.done, r.conflicts))
     }
 
     fn outcome(
@@ -242,6 +354,15 @@ impl<'a> SystemMoveSession<'a> {
             .map(|k| by_key.remove(k).unwrap_or_else(|| k.clone()))
             .collect())
     }
+}
+
+/// What a batch's retry did, key by key.
+#[derive(Default)]
+struct Retried {
+    done: HashSet<String>,
+    conflicts: HashSet<String>,
+    /// Held by someone when the batch went key by key: skipped, as a claim skips them.
+    skipped: HashSet<String>,
 }
 
 /// `lock_timeout` expired (55P03): a row of the batch is held by someone else.
@@ -301,6 +422,9 @@ impl MoveSession for SystemMoveSession<'_> {
         if *target != *self.b.address() {
             return Ok(LocalNext::ClaimFirst);
         }
+        if let Some(range) = self.range.clone() {
+            return self.retry_next_range(&range, n).await;
+        }
         let key = self.b.sys.key.text("j.");
         let rows = self.select(n, &format!("{key} AS id"), false).await?;
         if rows.is_empty() {
@@ -313,7 +437,14 @@ impl MoveSession for SystemMoveSession<'_> {
             .map_err(|e| self.b.err(e))?;
         self.cursor = keys.last().cloned();
         let sql = self.b.sys.retry.clone();
-        let (done, conflicts) = self.run_each(&sql, &keys).await?;
+        let Retried {
+            done,
+            conflicts,
+            skipped,
+        } = self.run_each(&sql, &keys).await?;
+        // Jobs held by someone when the batch went key by key are skipped, as a claim skips
+        // them: neither examined nor counted.
+        let keys: Vec<String> = keys.into_iter().filter(|k| !skipped.contains(k)).collect();
         let left: Vec<String> = keys
             .iter()
             .filter(|k| !done.contains(*k))
