@@ -7,7 +7,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 use super::{
     Capabilities, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions, QueueBackend,
-    ScanOptions, SendOutcome, TailOptions, VerifyFacts,
+    ScanOptions, TailOptions, VerifyFacts,
 };
 use crate::address::{Address, FileAddress};
 use crate::config::{IdSource, QueueConfig};
@@ -110,14 +110,6 @@ impl QueueBackend for FileBackend {
 
     async fn begin_move(&self, _opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {
         Err(self.unsupported("redrive"))
-    }
-
-    async fn send(&self, _batch: &[Message]) -> Result<Vec<SendOutcome>> {
-        Err(Error::Unsupported {
-            backend: "a JSON Lines file",
-            operation: "writing copies",
-            reason: "use `dlqctl export QUEUE -o FILE` to write a file".into(),
-        })
     }
 
     async fn destination(&self, _m: &Message) -> Result<Option<Address>> {

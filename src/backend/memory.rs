@@ -10,7 +10,8 @@ use async_trait::async_trait;
 
 use super::{
     Backlog, Capabilities, Claim, Fact, Inspection, MessageStream, MoveOptions, MoveSession,
-    OpenOptions, QueueBackend, ScanOptions, SendOutcome, TailOptions, Ticket, VerifyFacts,
+    OpenOptions, QueueBackend, QueueSink, ScanOptions, SendOutcome, TailOptions, Ticket,
+    VerifyFacts,
 };
 use crate::address::Address;
 use crate::config::QueueConfig;
@@ -119,6 +120,32 @@ impl QueueBackend for MemoryBackend {
         }))
     }
 
+    async fn identity(&self) -> Result<Option<String>> {
+        Ok(Some(format!("memory:{}", self.addr)))
+    }
+
+    async fn backlog(&self, _for_redrive: bool) -> Result<Option<Backlog>> {
+        Ok(Some(Backlog {
+            messages: self.q.lock().unwrap().messages.len() as u64,
+            exact: true,
+        }))
+    }
+
+    async fn destination(&self, _m: &Message) -> Result<Option<Address>> {
+        Ok(None)
+    }
+
+    async fn verify_facts(&self, _cfg: &QueueConfig) -> Result<VerifyFacts> {
+        Ok(VerifyFacts::default())
+    }
+
+    fn sink(&self) -> Option<&dyn QueueSink> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl QueueSink for MemoryBackend {
     async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
         let mut q = self.q.lock().unwrap();
         let mut out = Vec::with_capacity(batch.len());
@@ -144,25 +171,6 @@ impl QueueBackend for MemoryBackend {
             }
         }
         Ok(out)
-    }
-
-    async fn identity(&self) -> Result<Option<String>> {
-        Ok(Some(format!("memory:{}", self.addr)))
-    }
-
-    async fn backlog(&self, _for_redrive: bool) -> Result<Option<Backlog>> {
-        Ok(Some(Backlog {
-            messages: self.q.lock().unwrap().messages.len() as u64,
-            exact: true,
-        }))
-    }
-
-    async fn destination(&self, _m: &Message) -> Result<Option<Address>> {
-        Ok(None)
-    }
-
-    async fn verify_facts(&self, _cfg: &QueueConfig) -> Result<VerifyFacts> {
-        Ok(VerifyFacts::default())
     }
 }
 

@@ -358,15 +358,10 @@ pub trait QueueBackend: Send + Sync {
     }
     /// Begin a redrive from this queue.
     async fn begin_move(&self, opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>>;
-    /// Accept copies of `batch`; one outcome per message, in order. An `Err` means the target
-    /// itself failed (nothing in this batch may be assumed sent).
-    async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>>;
-    /// Hand copies of `batch` to the target and return their outcomes to come, so that the next
-    /// batch can be read while the target answers (Kafka's producer queues records and reports
-    /// each delivery later). The default sends now, as [`QueueBackend::send`] does.
-    async fn send_start(&self, batch: &[Message]) -> Result<PendingSend> {
-        let outcomes = self.send(batch).await;
-        Ok(Box::pin(futures::future::ready(outcomes)))
+    /// The writing side, where this queue accepts copies (a redrive's or replay's target).
+    /// None: it cannot be a target (a job system, a JSON Lines file).
+    fn sink(&self) -> Option<&dyn QueueSink> {
+        None
     }
     /// What this queue resolves to, whatever URL named it (SQS: the queue's ARN; Kafka: the
     /// cluster and topic; PostgreSQL: the server instance, database and table). Two backends
@@ -394,6 +389,21 @@ pub trait QueueBackend: Send + Sync {
     /// Give back whatever reads still hold (SQS: make browsed messages visible again).
     async fn close(&self) -> Result<()> {
         Ok(())
+    }
+}
+
+/// The writing side of a queue: it accepts copies.
+#[async_trait]
+pub trait QueueSink: Send + Sync {
+    /// Accept copies of `batch`; one outcome per message, in order. An `Err` means the target
+    /// itself failed (nothing in this batch may be assumed sent).
+    async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>>;
+    /// Hand copies of `batch` to the target and return their outcomes to come, so that the next
+    /// batch can be read while the target answers (Kafka's producer queues records and reports
+    /// each delivery later). The default sends now, as [`QueueSink::send`] does.
+    async fn send_start(&self, batch: &[Message]) -> Result<PendingSend> {
+        let outcomes = self.send(batch).await;
+        Ok(Box::pin(futures::future::ready(outcomes)))
     }
 }
 

@@ -23,7 +23,7 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use super::{
     Capabilities, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions, PendingSend,
-    QueueBackend, ScanOptions, SendOutcome, TailOptions, VerifyFacts,
+    QueueBackend, QueueSink, ScanOptions, SendOutcome, TailOptions, VerifyFacts,
 };
 use crate::address::{Address, KafkaAddress};
 use crate::config::{IdSource, QueueConfig};
@@ -292,20 +292,6 @@ impl QueueBackend for KafkaBackend {
         )?))
     }
 
-    async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
-        self.send_start(batch).await?.await
-    }
-
-    /// Queue the copies and return at once; each outcome follows its delivery report.
-    async fn send_start(&self, batch: &[Message]) -> Result<PendingSend> {
-        let producer = self.producer().await?;
-        let warm = self.warm.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(h) = warm {
-            let _ = blocking(|| h.join());
-        }
-        Ok(produce::enqueue(producer, &self.k.topic, &self.shown(), batch).await)
-    }
-
     async fn backlog(&self, for_redrive: bool) -> Result<Option<super::Backlog>> {
         let Some(o) = &self.opener else {
             return Ok(None);
@@ -393,5 +379,26 @@ impl QueueBackend for KafkaBackend {
             n += (first_newer - lo).max(0) as u64;
         }
         Ok(Some(n))
+    }
+
+    fn sink(&self) -> Option<&dyn QueueSink> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl QueueSink for KafkaBackend {
+    async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
+        self.send_start(batch).await?.await
+    }
+
+    /// Queue the copies and return at once; each outcome follows its delivery report.
+    async fn send_start(&self, batch: &[Message]) -> Result<PendingSend> {
+        let producer = self.producer().await?;
+        let warm = self.warm.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = warm {
+            let _ = blocking(|| h.join());
+        }
+        Ok(produce::enqueue(producer, &self.k.topic, &self.shown(), batch).await)
     }
 }

@@ -11,7 +11,7 @@ use sqlx::{AssertSqlSafe, Row};
 
 use super::{
     Capabilities, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions, QueueBackend,
-    ScanOptions, SendOutcome, TailOptions, VerifyFacts,
+    QueueSink, ScanOptions, SendOutcome, TailOptions, VerifyFacts,
 };
 use crate::address::{Address, PgAddress, PgTarget};
 use crate::config::{IdSource, QueueConfig};
@@ -314,15 +314,6 @@ impl QueueBackend for PgBackend {
         Ok(Box::new(moves::PgMoveSession::begin(self, opts).await?))
     }
 
-    async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
-        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        let out = write::insert_messages(&mut tx, &self.layout, self.pg.queue.as_deref(), batch)
-            .await
-            .map_err(|e| self.err(e))?;
-        tx.commit().await.map_err(|e| self.err(e))?;
-        Ok(out)
-    }
-
     async fn backlog(&self, _for_redrive: bool) -> Result<Option<super::Backlog>> {
         let sql = format!(
             "SELECT count(*)::int8 FROM {} WHERE true{}",
@@ -381,5 +372,21 @@ impl QueueBackend for PgBackend {
             .await
             .map_err(|e| self.err(e))?;
         Ok(Some(n as u64))
+    }
+
+    fn sink(&self) -> Option<&dyn QueueSink> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl QueueSink for PgBackend {
+    async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+        let out = write::insert_messages(&mut tx, &self.layout, self.pg.queue.as_deref(), batch)
+            .await
+            .map_err(|e| self.err(e))?;
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(out)
     }
 }

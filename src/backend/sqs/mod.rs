@@ -20,7 +20,7 @@ use tokio::sync::OnceCell;
 
 use super::{
     AwsOptions, Capabilities, Inspection, MessageStream, MoveOptions, MoveSession, NativeMoves,
-    OpenOptions, QueueBackend, ScanOptions, SendOutcome, TailOptions, VerifyFacts,
+    OpenOptions, QueueBackend, QueueSink, ScanOptions, SendOutcome, TailOptions, VerifyFacts,
 };
 use crate::address::{Address, SqsAddress};
 use crate::config::{IdSource, QueueConfig};
@@ -258,10 +258,6 @@ impl QueueBackend for SqsBackend {
         Ok(Box::new(session::SqsMoveSession::begin(self).await?))
     }
 
-    async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
-        send::send(self, batch).await
-    }
-
     async fn backlog(&self, _for_redrive: bool) -> Result<Option<super::Backlog>> {
         // What a receive can get now: in-flight and delayed messages are not read by a run.
         Ok(Some(super::Backlog {
@@ -303,6 +299,17 @@ impl QueueBackend for SqsBackend {
 
     fn native_moves(&self) -> Option<&dyn NativeMoves> {
         Some(self)
+    }
+
+    fn sink(&self) -> Option<&dyn QueueSink> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl QueueSink for SqsBackend {
+    async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
+        send::send(self, batch).await
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::{FailureGroup, Mode};
 use crate::address::Address;
-use crate::backend::{self, OpenOptions, QueueBackend};
+use crate::backend::{self, OpenOptions, QueueBackend, QueueSink};
 use crate::error::{Error, Result};
 
 #[derive(Default)]
@@ -47,11 +47,11 @@ pub(super) struct Targets {
 impl Targets {
     /// Open `addr` once, as a target. Errors when it cannot take copies: missing, not
     /// writable, or the very queue being read (whatever URL names it).
-    pub(super) async fn get(&mut self, addr: &Address) -> Result<&dyn QueueBackend> {
+    pub(super) async fn get(&mut self, addr: &Address) -> Result<&dyn QueueSink> {
         let key = addr.to_string();
         if !self.open.contains_key(&key) {
             let b = self.opener.open(addr, &self.options).await?;
-            if !b.capabilities().write {
+            if b.sink().is_none() {
                 return Err(Error::Unsupported {
                     backend: addr.backend_name(),
                     operation: "accepting copies",
@@ -82,7 +82,9 @@ impl Targets {
             }
             self.open.insert(key.clone(), b);
         }
-        Ok(self.open[&key].as_ref())
+        Ok(self.open[&key]
+            .sink()
+            .expect("opened targets are checked to have a sink"))
     }
 
     /// A destination a message names (SQS `DeadLetterQueueSourceArn`, Kafka's original-topic

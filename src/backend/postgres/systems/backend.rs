@@ -14,7 +14,7 @@ use crate::address::{Address, PgAddress, PgTarget};
 use crate::backend::postgres::{connect, pg_err};
 use crate::backend::{
     Capabilities, Check, Fact, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
-    QueueBackend, ScanOptions, SendOutcome, Status, Table, TailOptions, Term, VerifyFacts,
+    QueueBackend, ScanOptions, Status, Table, TailOptions, Term, VerifyFacts,
 };
 use crate::config::{IdSource, QueueConfig, Retention};
 use crate::error::{Error, Result};
@@ -283,14 +283,6 @@ impl QueueBackend for JobSystemBackend {
             });
         }
         Ok(Box::new(SystemMoveSession::begin(self).await?))
-    }
-
-    async fn send(&self, _batch: &[Message]) -> Result<Vec<SendOutcome>> {
-        Err(Error::Unsupported {
-            backend: "postgres",
-            operation: "writing into a job system",
-            reason: "job systems are sources; replay into a table, queue or topic".into(),
-        })
     }
 
     async fn destination(&self, _m: &Message) -> Result<Option<Address>> {
