@@ -39,6 +39,10 @@ pub struct ClassifyReport {
     pub explanations: Option<Vec<MessageExplanation>>,
 }
 
+/// How many messages `classify --explain` explains (the rest are counted as usual): the
+/// explanations are kept until the report is printed.
+const EXPLAINED_AT_MOST: usize = 10_000;
+
 /// `--explain`: a message's id and how it got its class.
 #[derive(Serialize)]
 pub struct MessageExplanation {
@@ -122,7 +126,8 @@ async fn classify_with(
         total += 1;
         bar.inc(1);
         let class = match &mut explanations {
-            Some(list) => {
+            // Memory stays bounded: the first EXPLAINED_AT_MOST are explained, the rest counted.
+            Some(list) if list.len() < EXPLAINED_AT_MOST => {
                 let explained = req.classifier.explain(&m);
                 let class = explained.class();
                 list.push(MessageExplanation {
@@ -131,7 +136,7 @@ async fn classify_with(
                 });
                 class
             }
-            None => req.classifier.classify(&m),
+            _ => req.classifier.classify(&m),
         };
         let key = (class.kind, class.rule.clone());
         add(&mut rows, &key, &m, dedupe.is_some());
