@@ -172,7 +172,7 @@ keep\t'The message\'s own deduplication id if it has one, else its stable id (in
 stable-id\t'Always the stable id (same caveat as keep)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l parallel -d 'SQS requests in flight at once' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l explain -d 'Per message: the rule that matched, the text it matched and the rules before it'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l explain -d 'Per message (the first 10,000): the rule that matched, the text it matched and the rules before it'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l no-progress -d 'Never draw progress bars'

@@ -19,7 +19,7 @@ pub struct Args {
     /// Classify this error text instead of a queue's messages
     #[arg(long, value_name = "TEXT", conflicts_with_all = ["queue", "dedupe", "max", "explain"])]
     pub test: Option<String>,
-    /// Per message: the rule that matched, the text it matched and the rules before it
+    /// Per message (the first 10,000): the rule that matched, the text it matched and the rules before it
     #[arg(long)]
     pub explain: bool,
     /// Dedupe table: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id]
