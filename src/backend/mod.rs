@@ -142,6 +142,9 @@ pub struct MoveOptions {
     /// The run retries the messages where they are (a job system's own retry), not copies
     /// them elsewhere.
     pub in_place: bool,
+    /// `--max`: no batch may move more than it was asked for (a job system's key-range retry,
+    /// which would also retry a job that died inside the range meanwhile, is not used then).
+    pub max: Option<u64>,
 }
 
 /// The result of offering one message to a target.

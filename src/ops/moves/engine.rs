@@ -34,6 +34,7 @@ pub(super) async fn move_loop(run: &mut Run<'_>, backlog: Option<u64>) -> Result
             headers: req.headers.clone(),
             batch_size: req.batch_size,
             in_place: local.as_ref() == Some(&req.source.address),
+            max: req.max,
         })
         .await?;
     if ctx.printer.progress_enabled() {

@@ -282,7 +282,7 @@ impl QueueBackend for JobSystemBackend {
                 ),
             });
         }
-        Ok(Box::new(SystemMoveSession::begin(self).await?))
+        Ok(Box::new(SystemMoveSession::begin(self, &opts).await?))
     }
 
     async fn destination(&self, _m: &Message) -> Result<Option<Address>> {

@@ -10,7 +10,7 @@ use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 use super::backend::JobSystemBackend;
 use crate::address::Address;
 use crate::backend::{
-    Claim, LocalBatch, LocalNext, MoveSession, QueueBackend, SendOutcome, Ticket,
+    Claim, LocalBatch, LocalNext, MoveOptions, MoveSession, QueueBackend, SendOutcome, Ticket,
 };
 use crate::error::Result;
 use crate::message::Message;
@@ -28,7 +28,10 @@ pub(super) struct SystemMoveSession<'a> {
 }
 
 impl<'a> SystemMoveSession<'a> {
-    pub(super) async fn begin(b: &'a JobSystemBackend) -> Result<SystemMoveSession<'a>> {
+    pub(super) async fn begin(
+        b: &'a JobSystemBackend,
+        opts: &MoveOptions,
+    ) -> Result<SystemMoveSession<'a>> {
         let s = &b.sys;
         let sql = s.last_key_query(&b.queue_clause(1));
         let end: Option<String> = sqlx::query_scalar(AssertSqlSafe(sql))
@@ -42,7 +45,7 @@ impl<'a> SystemMoveSession<'a> {
             end,
             tx: None,
             keys: Vec::new(),
-            range: if b.queue_param().is_none() {
+            range: if b.queue_param().is_none() && opts.max.is_none() {
                 s.retry_range()
             } else {
                 None
