@@ -267,30 +267,41 @@ impl<'a> SystemMoveSession<'a> {
                 let sql = self.b.sys.retry.clone();
                 // Jobs a worker holds are not claimed: skipped, as a claim skips them.
                 let (done, conflicts, keys) = self.one_by_one(&sql, &keys).await?;
-                let left: Vec<String> = keys
-                    .iter()
-                    .filter(|k| !done.contains(*k))
-                    .cloned()
-                    .collect();
-                let ids = if left.is_empty() {
-                    Vec::new()
-                } else {
-                    self.ids_of(&left).await?
-                };
-                let tx = self.tx.take().expect("one_by_one's transaction");
-                tx.commit().await.map_err(|e| self.b.err(e))?;
-                Ok(LocalNext::Moved(LocalBatch {
-                    examined: keys.len() as u64,
-                    moved: done.len() as u64,
-                    others: left
-                        .iter()
-                        .zip(ids)
-                        .map(|(k, id)| (id, self.outcome(k, &done, &conflicts)))
-                        .collect(),
-                }))
+                self.commit_batch(&keys, &done, &conflicts).await
             }
             Err(e) => Err(self.b.err(e)),
         }
+    }
+
+    /// Commit the open batch whose `keys` were examined: what it moved, and for each job it
+    /// left, its stable id (read before the commit) and why.
+    async fn commit_batch(
+        &mut self,
+        keys: &[String],
+        done: &HashSet<String>,
+        conflicts: &HashSet<String>,
+    ) -> Result<LocalNext> {
+        let left: Vec<String> = keys
+            .iter()
+            .filter(|k| !done.contains(*k))
+            .cloned()
+            .collect();
+        let ids = if left.is_empty() {
+            Vec::new()
+        } else {
+            self.ids_of(&left).await?
+        };
+        let tx = self.tx.take().expect("a claimed batch");
+        tx.commit().await.map_err(|e| self.b.err(e))?;
+        Ok(LocalNext::Moved(LocalBatch {
+            examined: keys.len() as u64,
+            moved: done.len() as u64,
+            others: left
+                .iter()
+                .zip(ids)
+                .map(|(k, id)| (id, self.outcome(k, done, conflicts)))
+                .collect(),
+        }))
     }
 
     /// Retry `keys` (claimed) in place and commit: which were retried, and which met an
@@ -448,27 +459,7 @@ impl MoveSession for SystemMoveSession<'_> {
         // Jobs held by someone when the batch went key by key are skipped, as a claim skips
         // them: neither examined nor counted.
         let keys: Vec<String> = keys.into_iter().filter(|k| !skipped.contains(k)).collect();
-        let left: Vec<String> = keys
-            .iter()
-            .filter(|k| !done.contains(*k))
-            .cloned()
-            .collect();
-        let ids = if left.is_empty() {
-            Vec::new()
-        } else {
-            self.ids_of(&left).await?
-        };
-        let tx = self.tx.take().expect("a claimed batch");
-        tx.commit().await.map_err(|e| self.b.err(e))?;
-        Ok(LocalNext::Moved(LocalBatch {
-            examined: keys.len() as u64,
-            moved: done.len() as u64,
-            others: left
-                .iter()
-                .zip(ids)
-                .map(|(k, id)| (id, self.outcome(k, &done, &conflicts)))
-                .collect(),
-        }))
+        self.commit_batch(&keys, &done, &conflicts).await
     }
 
     async fn move_locally(
