@@ -48,12 +48,14 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('replay', 'replay', [CompletionResultType]::ParameterValue, 'Send copies of messages to a target; nothing is removed from the source')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write messages as JSON Lines, losslessly, without removing them')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check queue configuration for CI')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Check the state of queues now, for cron, alerting and CI')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('generate-artifacts', 'generate-artifacts', [CompletionResultType]::ParameterValue, 'Write (or check) the generated files')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'dlqctl;inspect' {
+            [CompletionResult]::new('--scan-max', '--scan-max', [CompletionResultType]::ParameterName, 'Read at most N messages for the arrivals over time and the per-fingerprint counts (0: read none)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
@@ -63,6 +65,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--dedup-id', '--dedup-id', [CompletionResultType]::ParameterName, 'How copies sent to a FIFO queue get their MessageDeduplicationId')
             [CompletionResult]::new('--visibility-timeout', '--visibility-timeout', [CompletionResultType]::ParameterName, 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]')
             [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'SQS requests in flight at once')
+            [CompletionResult]::new('--scan', '--scan', [CompletionResultType]::ParameterName, 'Read them on SQS too, where each read counts as a receive')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
@@ -84,6 +87,8 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--newer-than', '--newer-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued more recently than DURATION')
             [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'Only these stable or native ids (repeatable)')
             [CompletionResult]::new('--ids-from', '--ids-from', [CompletionResultType]::ParameterName, 'Only the ids listed in FILE, one per line (- for stdin)')
+            [CompletionResult]::new('--fingerprint', '--fingerprint', [CompletionResultType]::ParameterName, 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)')
+            [CompletionResult]::new('--where', '--where', [CompletionResultType]::ParameterName, 'Only messages for which the jq expression JQ is true, over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000''')
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
@@ -117,6 +122,8 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--newer-than', '--newer-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued more recently than DURATION')
             [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'Only these stable or native ids (repeatable)')
             [CompletionResult]::new('--ids-from', '--ids-from', [CompletionResultType]::ParameterName, 'Only the ids listed in FILE, one per line (- for stdin)')
+            [CompletionResult]::new('--fingerprint', '--fingerprint', [CompletionResultType]::ParameterName, 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)')
+            [CompletionResult]::new('--where', '--where', [CompletionResultType]::ParameterName, 'Only messages for which the jq expression JQ is true, over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000''')
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
@@ -141,6 +148,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
         'dlqctl;classify' {
             [CompletionResult]::new('--test', '--test', [CompletionResultType]::ParameterName, 'Classify this error text instead of a queue''s messages')
             [CompletionResult]::new('--dedupe', '--dedupe', [CompletionResultType]::ParameterName, 'Dedupe table: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id]')
+            [CompletionResult]::new('--by', '--by', [CompletionResultType]::ParameterName, 'Group by KEY[,KEY…]: class, rule, fingerprint, source, key (Kafka key or ordering group), attr:NAME, hour, day (of the dead-letter time)')
             [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Look at no more than N messages')
             [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
             [CompletionResult]::new('--match', '--match', [CompletionResultType]::ParameterName, 'Only messages whose body matches REGEX')
@@ -150,6 +158,8 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--newer-than', '--newer-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued more recently than DURATION')
             [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'Only these stable or native ids (repeatable)')
             [CompletionResult]::new('--ids-from', '--ids-from', [CompletionResultType]::ParameterName, 'Only the ids listed in FILE, one per line (- for stdin)')
+            [CompletionResult]::new('--fingerprint', '--fingerprint', [CompletionResultType]::ParameterName, 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)')
+            [CompletionResult]::new('--where', '--where', [CompletionResultType]::ParameterName, 'Only messages for which the jq expression JQ is true, over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000''')
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
@@ -184,6 +194,8 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--newer-than', '--newer-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued more recently than DURATION')
             [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'Only these stable or native ids (repeatable)')
             [CompletionResult]::new('--ids-from', '--ids-from', [CompletionResultType]::ParameterName, 'Only the ids listed in FILE, one per line (- for stdin)')
+            [CompletionResult]::new('--fingerprint', '--fingerprint', [CompletionResultType]::ParameterName, 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)')
+            [CompletionResult]::new('--where', '--where', [CompletionResultType]::ParameterName, 'Only messages for which the jq expression JQ is true, over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000''')
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--keep-header', '--keep-header', [CompletionResultType]::ParameterName, 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied')
             [CompletionResult]::new('--strip-header', '--strip-header', [CompletionResultType]::ParameterName, 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. ''kafka_dlt-*''')
@@ -226,6 +238,8 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--newer-than', '--newer-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued more recently than DURATION')
             [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'Only these stable or native ids (repeatable)')
             [CompletionResult]::new('--ids-from', '--ids-from', [CompletionResultType]::ParameterName, 'Only the ids listed in FILE, one per line (- for stdin)')
+            [CompletionResult]::new('--fingerprint', '--fingerprint', [CompletionResultType]::ParameterName, 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)')
+            [CompletionResult]::new('--where', '--where', [CompletionResultType]::ParameterName, 'Only messages for which the jq expression JQ is true, over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000''')
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--keep-header', '--keep-header', [CompletionResultType]::ParameterName, 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied')
             [CompletionResult]::new('--strip-header', '--strip-header', [CompletionResultType]::ParameterName, 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. ''kafka_dlt-*''')
@@ -263,6 +277,8 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--newer-than', '--newer-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued more recently than DURATION')
             [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'Only these stable or native ids (repeatable)')
             [CompletionResult]::new('--ids-from', '--ids-from', [CompletionResultType]::ParameterName, 'Only the ids listed in FILE, one per line (- for stdin)')
+            [CompletionResult]::new('--fingerprint', '--fingerprint', [CompletionResultType]::ParameterName, 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)')
+            [CompletionResult]::new('--where', '--where', [CompletionResultType]::ParameterName, 'Only messages for which the jq expression JQ is true, over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000''')
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
@@ -285,6 +301,33 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             break
         }
         'dlqctl;verify' {
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
+            [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
+            [CompletionResult]::new('--endpoint-url', '--endpoint-url', [CompletionResultType]::ParameterName, 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]')
+            [CompletionResult]::new('--dedup-id', '--dedup-id', [CompletionResultType]::ParameterName, 'How copies sent to a FIFO queue get their MessageDeduplicationId')
+            [CompletionResult]::new('--visibility-timeout', '--visibility-timeout', [CompletionResultType]::ParameterName, 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]')
+            [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'SQS requests in flight at once')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('--allow-onward-redrive', '--allow-onward-redrive', [CompletionResultType]::ParameterName, 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;check' {
+            [CompletionResult]::new('--max-messages', '--max-messages', [CompletionResultType]::ParameterName, 'At most N messages')
+            [CompletionResult]::new('--max-age', '--max-age', [CompletionResultType]::ParameterName, 'No message first enqueued longer ago than DURATION (e.g. 6h, 2d)')
+            [CompletionResult]::new('--max-in-flight', '--max-in-flight', [CompletionResultType]::ParameterName, 'SQS: at most N messages in flight')
+            [CompletionResult]::new('--max-class', '--max-class', [CompletionResultType]::ParameterName, 'At most N messages of CLASS (transient, permanent, unclassified or a rule name), e.g. permanent=0 (repeatable)')
+            [CompletionResult]::new('--baseline', '--baseline', [CompletionResultType]::ParameterName, 'A `classify --by fingerprint --output json` file: a fingerprint not in it fails')
+            [CompletionResult]::new('--scan-max', '--scan-max', [CompletionResultType]::ParameterName, 'Read at most N messages for the class and baseline checks [default: all]')
+            [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
@@ -355,6 +398,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('replay', 'replay', [CompletionResultType]::ParameterValue, 'Send copies of messages to a target; nothing is removed from the source')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write messages as JSON Lines, losslessly, without removing them')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check queue configuration for CI')
+            [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Check the state of queues now, for cron, alerting and CI')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('generate-artifacts', 'generate-artifacts', [CompletionResultType]::ParameterValue, 'Write (or check) the generated files')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -382,6 +426,9 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             break
         }
         'dlqctl;help;verify' {
+            break
+        }
+        'dlqctl;help;check' {
             break
         }
         'dlqctl;help;completions' {

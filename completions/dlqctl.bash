@@ -16,6 +16,9 @@ _dlqctl() {
             ",$1")
                 cmd="dlqctl"
                 ;;
+            dlqctl,check)
+                cmd="dlqctl__subcmd__check"
+                ;;
             dlqctl,classify)
                 cmd="dlqctl__subcmd__classify"
                 ;;
@@ -48,6 +51,9 @@ _dlqctl() {
                 ;;
             dlqctl,verify)
                 cmd="dlqctl__subcmd__verify"
+                ;;
+            dlqctl__subcmd__help,check)
+                cmd="dlqctl__subcmd__help__subcmd__check"
                 ;;
             dlqctl__subcmd__help,classify)
                 cmd="dlqctl__subcmd__help__subcmd__classify"
@@ -89,14 +95,92 @@ _dlqctl() {
 
     case "${cmd}" in
         dlqctl)
-            opts="-q -v -h -V --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help --version inspect peek tail classify redrive replay export verify completions generate-artifacts help"
+            opts="-q -v -h -V --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help --version inspect peek tail classify redrive replay export verify check completions generate-artifacts help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --region)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endpoint-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dedup-id)
+                    COMPREPLY=($(compgen -W "per-run keep stable-id" -- "${cur}"))
+                    return 0
+                    ;;
+                --visibility-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dlqctl__subcmd__check)
+            opts="-q -v -h --max-messages --max-age --max-in-flight --max-class --baseline --scan-max --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --max-messages)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-age)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-in-flight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-class)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --baseline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scan-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -139,7 +223,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__classify)
-            opts="-q -v -h --test --explain --dedupe --max --class --match --error --attr --older-than --newer-than --id --ids-from --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-q -v -h --test --explain --dedupe --by --max --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -150,6 +234,10 @@ _dlqctl() {
                     return 0
                     ;;
                 --dedupe)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --by)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -189,12 +277,20 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --where)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --rules)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -244,7 +340,7 @@ _dlqctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -287,7 +383,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__export)
-            opts="-o -q -v -h --output-file --max --force --class --match --error --attr --older-than --newer-than --id --ids-from --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-o -q -v -h --output-file --max --force --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -337,12 +433,20 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --where)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --rules)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -396,7 +500,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -439,8 +543,22 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__help)
-            opts="inspect peek tail classify redrive replay export verify completions generate-artifacts help"
+            opts="inspect peek tail classify redrive replay export verify check completions generate-artifacts help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dlqctl__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -607,14 +725,18 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__inspect)
-            opts="-q -v -h --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-q -v -h --scan-max --scan --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --scan-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -657,7 +779,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__peek)
-            opts="-n -q -v -h --count --explain --class --match --error --attr --older-than --newer-than --id --ids-from --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-n -q -v -h --count --explain --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -703,12 +825,20 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --where)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --rules)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -751,7 +881,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__redrive)
-            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --native --cancel --no-wait --exactly-once --class --match --error --attr --older-than --newer-than --id --ids-from --rules --keep-header --strip-header --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --native --cancel --no-wait --exactly-once --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --keep-header --strip-header --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -805,6 +935,14 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --where)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --rules)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -818,7 +956,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -861,7 +999,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__replay)
-            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --class --match --error --attr --older-than --newer-than --id --ids-from --rules --keep-header --strip-header --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --keep-header --strip-header --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -915,6 +1053,14 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --where)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --rules)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -928,7 +1074,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -971,7 +1117,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__tail)
-            opts="-q -v -h --from-start --max --idle-timeout --poll-interval --class --match --error --attr --older-than --newer-than --id --ids-from --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-q -v -h --from-start --max --idle-timeout --poll-interval --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1021,12 +1167,20 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --where)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --rules)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -1076,7 +1230,7 @@ _dlqctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)

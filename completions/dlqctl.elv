@@ -45,11 +45,13 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand replay 'Send copies of messages to a target; nothing is removed from the source'
             cand export 'Write messages as JSON Lines, losslessly, without removing them'
             cand verify 'Check queue configuration for CI'
+            cand check 'Check the state of queues now, for cron, alerting and CI'
             cand completions 'Print a shell completion script'
             cand generate-artifacts 'Write (or check) the generated files'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'dlqctl;inspect'= {
+            cand --scan-max 'Read at most N messages for the arrivals over time and the per-fingerprint counts (0: read none)'
             cand --output 'Output format [default: table at a terminal, json otherwise]'
             cand --config 'Config file [default: ./dlqctl.toml, then the user config dir]'
             cand --color 'When to use colour'
@@ -59,6 +61,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --dedup-id 'How copies sent to a FIFO queue get their MessageDeduplicationId'
             cand --visibility-timeout 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]'
             cand --parallel 'SQS requests in flight at once'
+            cand --scan 'Read them on SQS too, where each read counts as a receive'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'
             cand -v 'More diagnostics on stderr (-v, -vv)'
@@ -79,6 +82,8 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --newer-than 'Only messages first enqueued more recently than DURATION'
             cand --id 'Only these stable or native ids (repeatable)'
             cand --ids-from 'Only the ids listed in FILE, one per line (- for stdin)'
+            cand --fingerprint 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)'
+            cand --where 'Only messages for which the jq expression JQ is true, over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000'''
             cand --rules 'Extra classification rules (TOML), ahead of the config''s and the built-in ones'
             cand --output 'Output format [default: table at a terminal, json otherwise]'
             cand --config 'Config file [default: ./dlqctl.toml, then the user config dir]'
@@ -111,6 +116,8 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --newer-than 'Only messages first enqueued more recently than DURATION'
             cand --id 'Only these stable or native ids (repeatable)'
             cand --ids-from 'Only the ids listed in FILE, one per line (- for stdin)'
+            cand --fingerprint 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)'
+            cand --where 'Only messages for which the jq expression JQ is true, over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000'''
             cand --rules 'Extra classification rules (TOML), ahead of the config''s and the built-in ones'
             cand --output 'Output format [default: table at a terminal, json otherwise]'
             cand --config 'Config file [default: ./dlqctl.toml, then the user config dir]'
@@ -134,6 +141,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
         &'dlqctl;classify'= {
             cand --test 'Classify this error text instead of a queue''s messages'
             cand --dedupe 'Dedupe table: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id]'
+            cand --by 'Group by KEY[,KEY…]: class, rule, fingerprint, source, key (Kafka key or ordering group), attr:NAME, hour, day (of the dead-letter time)'
             cand --max 'Look at no more than N messages'
             cand --class 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)'
             cand --match 'Only messages whose body matches REGEX'
@@ -143,6 +151,8 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --newer-than 'Only messages first enqueued more recently than DURATION'
             cand --id 'Only these stable or native ids (repeatable)'
             cand --ids-from 'Only the ids listed in FILE, one per line (- for stdin)'
+            cand --fingerprint 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)'
+            cand --where 'Only messages for which the jq expression JQ is true, over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000'''
             cand --rules 'Extra classification rules (TOML), ahead of the config''s and the built-in ones'
             cand --output 'Output format [default: table at a terminal, json otherwise]'
             cand --config 'Config file [default: ./dlqctl.toml, then the user config dir]'
@@ -176,6 +186,8 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --newer-than 'Only messages first enqueued more recently than DURATION'
             cand --id 'Only these stable or native ids (repeatable)'
             cand --ids-from 'Only the ids listed in FILE, one per line (- for stdin)'
+            cand --fingerprint 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)'
+            cand --where 'Only messages for which the jq expression JQ is true, over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000'''
             cand --rules 'Extra classification rules (TOML), ahead of the config''s and the built-in ones'
             cand --keep-header 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied'
             cand --strip-header 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. ''kafka_dlt-*'''
@@ -217,6 +229,8 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --newer-than 'Only messages first enqueued more recently than DURATION'
             cand --id 'Only these stable or native ids (repeatable)'
             cand --ids-from 'Only the ids listed in FILE, one per line (- for stdin)'
+            cand --fingerprint 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)'
+            cand --where 'Only messages for which the jq expression JQ is true, over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000'''
             cand --rules 'Extra classification rules (TOML), ahead of the config''s and the built-in ones'
             cand --keep-header 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied'
             cand --strip-header 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. ''kafka_dlt-*'''
@@ -253,6 +267,8 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --newer-than 'Only messages first enqueued more recently than DURATION'
             cand --id 'Only these stable or native ids (repeatable)'
             cand --ids-from 'Only the ids listed in FILE, one per line (- for stdin)'
+            cand --fingerprint 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)'
+            cand --where 'Only messages for which the jq expression JQ is true, over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000'''
             cand --rules 'Extra classification rules (TOML), ahead of the config''s and the built-in ones'
             cand --output 'Output format [default: table at a terminal, json otherwise]'
             cand --config 'Config file [default: ./dlqctl.toml, then the user config dir]'
@@ -274,6 +290,32 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'dlqctl;verify'= {
+            cand --output 'Output format [default: table at a terminal, json otherwise]'
+            cand --config 'Config file [default: ./dlqctl.toml, then the user config dir]'
+            cand --color 'When to use colour'
+            cand --profile 'AWS profile [env: AWS_PROFILE]'
+            cand --region 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]'
+            cand --endpoint-url 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]'
+            cand --dedup-id 'How copies sent to a FIFO queue get their MessageDeduplicationId'
+            cand --visibility-timeout 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]'
+            cand --parallel 'SQS requests in flight at once'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'More diagnostics on stderr (-v, -vv)'
+            cand --verbose 'More diagnostics on stderr (-v, -vv)'
+            cand --no-progress 'Never draw progress bars'
+            cand --allow-onward-redrive 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'dlqctl;check'= {
+            cand --max-messages 'At most N messages'
+            cand --max-age 'No message first enqueued longer ago than DURATION (e.g. 6h, 2d)'
+            cand --max-in-flight 'SQS: at most N messages in flight'
+            cand --max-class 'At most N messages of CLASS (transient, permanent, unclassified or a rule name), e.g. permanent=0 (repeatable)'
+            cand --baseline 'A `classify --by fingerprint --output json` file: a fingerprint not in it fails'
+            cand --scan-max 'Read at most N messages for the class and baseline checks [default: all]'
+            cand --rules 'Extra classification rules (TOML), ahead of the config''s and the built-in ones'
             cand --output 'Output format [default: table at a terminal, json otherwise]'
             cand --config 'Config file [default: ./dlqctl.toml, then the user config dir]'
             cand --color 'When to use colour'
@@ -341,6 +383,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand replay 'Send copies of messages to a target; nothing is removed from the source'
             cand export 'Write messages as JSON Lines, losslessly, without removing them'
             cand verify 'Check queue configuration for CI'
+            cand check 'Check the state of queues now, for cron, alerting and CI'
             cand completions 'Print a shell completion script'
             cand generate-artifacts 'Write (or check) the generated files'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -360,6 +403,8 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
         &'dlqctl;help;export'= {
         }
         &'dlqctl;help;verify'= {
+        }
+        &'dlqctl;help;check'= {
         }
         &'dlqctl;help;completions'= {
         }

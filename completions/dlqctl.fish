@@ -27,7 +27,8 @@ end
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
-junit\t'JUnit XML (verify only)'"
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
@@ -54,13 +55,16 @@ complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "redrive" -d 'Move mes
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "replay" -d 'Send copies of messages to a target; nothing is removed from the source'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "export" -d 'Write messages as JSON Lines, losslessly, without removing them'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "verify" -d 'Check queue configuration for CI'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "check" -d 'Check the state of queues now, for cron, alerting and CI'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "generate-artifacts" -d 'Write (or check) the generated files'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l scan-max -d 'Read at most N messages for the arrivals over time and the per-fingerprint counts (0: read none)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
-junit\t'JUnit XML (verify only)'"
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
@@ -73,6 +77,7 @@ keep\t'The message\'s own deduplication id if it has one, else its stable id (in
 stable-id\t'Always the stable id (same caveat as keep)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l parallel -d 'SQS requests in flight at once' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l scan -d 'Read them on SQS too, where each read counts as a receive'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l no-progress -d 'Never draw progress bars'
@@ -87,11 +92,14 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l older-than -d 'On
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
-junit\t'JUnit XML (verify only)'"
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
@@ -121,11 +129,14 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l older-than -d 'On
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
-junit\t'JUnit XML (verify only)'"
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
@@ -146,6 +157,7 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l allow-onward-redr
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l test -d 'Classify this error text instead of a queue\'s messages' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l dedupe -d 'Dedupe table: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l by -d 'Group by KEY[,KEY…]: class, rule, fingerprint, source, key (Kafka key or ordering group), attr:NAME, hour, day (of the dead-letter time)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l max -d 'Look at no more than N messages' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l match -d 'Only messages whose body matches REGEX' -r
@@ -155,11 +167,14 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l older-than -d
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
-junit\t'JUnit XML (verify only)'"
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
@@ -190,13 +205,16 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l older-than -d 
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l keep-header -d 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l strip-header -d 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. \'kafka_dlt-*\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
-junit\t'JUnit XML (verify only)'"
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
@@ -232,13 +250,16 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l older-than -d '
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l keep-header -d 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l strip-header -d 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. \'kafka_dlt-*\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
-junit\t'JUnit XML (verify only)'"
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
@@ -268,11 +289,14 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l older-than -d '
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
-junit\t'JUnit XML (verify only)'"
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
@@ -294,7 +318,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s h -l help -d 'P
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
-junit\t'JUnit XML (verify only)'"
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
@@ -312,10 +337,40 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -s v -l verbose -d
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l no-progress -d 'Never draw progress bars'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l max-messages -d 'At most N messages' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l max-age -d 'No message first enqueued longer ago than DURATION (e.g. 6h, 2d)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l max-in-flight -d 'SQS: at most N messages in flight' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l max-class -d 'At most N messages of CLASS (transient, permanent, unclassified or a rule name), e.g. permanent=0 (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l baseline -d 'A `classify --by fingerprint --output json` file: a fingerprint not in it fails' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l scan-max -d 'Read at most N messages for the class and baseline checks [default: all]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l parallel -d 'SQS requests in flight at once' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
-junit\t'JUnit XML (verify only)'"
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
@@ -337,7 +392,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l dir
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
-junit\t'JUnit XML (verify only)'"
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
@@ -356,14 +412,15 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -s v -
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l no-progress -d 'Never draw progress bars'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "inspect" -d 'Show what is in a dead-letter queue and how it is configured'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "peek" -d 'Show messages without removing them'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "tail" -d 'Follow messages as they arrive, without consuming them'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "classify" -d 'Group messages by failure reason: transient, permanent (poison) or unclassified'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "redrive" -d 'Move messages back to their source queue, keeping their stable ids'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "replay" -d 'Send copies of messages to a target; nothing is removed from the source'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "export" -d 'Write messages as JSON Lines, losslessly, without removing them'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "verify" -d 'Check queue configuration for CI'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "completions" -d 'Print a shell completion script'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "generate-artifacts" -d 'Write (or check) the generated files'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify completions generate-artifacts help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "inspect" -d 'Show what is in a dead-letter queue and how it is configured'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "peek" -d 'Show messages without removing them'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "tail" -d 'Follow messages as they arrive, without consuming them'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "classify" -d 'Group messages by failure reason: transient, permanent (poison) or unclassified'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "redrive" -d 'Move messages back to their source queue, keeping their stable ids'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "replay" -d 'Send copies of messages to a target; nothing is removed from the source'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "export" -d 'Write messages as JSON Lines, losslessly, without removing them'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "verify" -d 'Check queue configuration for CI'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "check" -d 'Check the state of queues now, for cron, alerting and CI'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "completions" -d 'Print a shell completion script'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "generate-artifacts" -d 'Write (or check) the generated files'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -68,6 +68,25 @@ pub struct QueueConfig {
     #[serde(default)]
     pub source_columns: BTreeMap<String, String>,
     pub dedupe: Option<DedupeConfig>,
+    /// What `dlqctl check` holds the queue to.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+}
+
+/// `[queues.NAME.limits]`: the state `dlqctl check` accepts (docs/triage.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct LimitsConfig {
+    /// At most this many messages.
+    pub max_messages: Option<u64>,
+    /// No message first enqueued longer ago than this.
+    #[serde(default, deserialize_with = "opt_duration")]
+    pub max_age: Option<Duration>,
+    /// SQS: at most this many messages in flight (received, not yet deleted).
+    pub max_in_flight: Option<u64>,
+    /// Per class (transient, permanent, unclassified, or a rule name): at most this many,
+    /// e.g. `permanent = 0`.
+    #[serde(flatten)]
+    pub classes: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

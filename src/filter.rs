@@ -1,13 +1,15 @@
 //! Message filters shared by peek, tail, classify, redrive, replay and export.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use regex::Regex;
 
-use crate::classify::{Class, Classifier};
+use crate::classify::{Class, Classifier, fingerprint};
 use crate::message::Message;
+use crate::query::Query;
 
 #[derive(Default)]
 pub struct Filter {
@@ -19,6 +21,12 @@ pub struct Filter {
     pub older_than: Option<Duration>,
     pub newer_than: Option<Duration>,
     pub ids: Option<HashSet<String>>,
+    /// Error fingerprints (`--fingerprint`).
+    pub fingerprints: Vec<String>,
+    /// `--where JQ`.
+    pub query: Option<Query>,
+    /// Whether a `--where` failure has been reported (once per run).
+    pub query_failed: AtomicBool,
 }
 
 impl Filter {
@@ -30,6 +38,8 @@ impl Filter {
             && self.older_than.is_none()
             && self.newer_than.is_none()
             && self.ids.is_none()
+            && self.fingerprints.is_empty()
+            && self.query.is_none()
     }
 
     pub fn needs_classifier(&self) -> bool {
@@ -77,6 +87,28 @@ impl Filter {
                 return false;
             }
         }
+        if !self.fingerprints.is_empty() {
+            let id = fingerprint::fingerprint(m).id;
+            if !self.fingerprints.contains(&id) {
+                return false;
+            }
+        }
+        if let Some(q) = &self.query {
+            return match q.matches(m, now, classifier) {
+                Ok(yes) => yes,
+                Err(e) => {
+                    // Like jq's `select`, a message the expression fails on is not selected;
+                    // said once, on stderr, so that a typo does not pass unnoticed.
+                    if !self.query_failed.swap(true, Ordering::Relaxed) {
+                        crate::output::notice(&format!(
+                            "warning: --where failed on message {}: {e}; the messages it fails on are not selected",
+                            crate::address::escape_controls(&m.id)
+                        ));
+                    }
+                    false
+                }
+            };
+        }
         true
     }
 
@@ -103,6 +135,12 @@ impl Filter {
         }
         if let Some(ids) = &self.ids {
             parts.push(format!("{} listed ids", ids.len()));
+        }
+        if !self.fingerprints.is_empty() {
+            parts.push(format!("fingerprint {}", self.fingerprints.join("|")));
+        }
+        if let Some(q) = &self.query {
+            parts.push(format!("where `{}`", q.source()));
         }
         if parts.is_empty() {
             "none".into()

@@ -20,5 +20,6 @@ pub mod operator;
 pub mod ops;
 pub mod output;
 pub mod pgconn;
+pub mod query;
 pub mod secrets;
 pub mod settings;

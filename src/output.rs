@@ -19,8 +19,10 @@ pub enum OutputFormat {
     Json,
     /// One JSON object per line.
     Jsonl,
-    /// JUnit XML (verify only).
+    /// JUnit XML (verify and check).
     Junit,
+    /// OpenMetrics text (inspect and check).
+    Prometheus,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Default)]

@@ -250,6 +250,26 @@ pub struct FilterInput<'a> {
     pub newer_than: Option<&'a str>,
     pub ids: &'a [String],
     pub ids_from: Option<&'a Path>,
+    pub fingerprints: &'a [String],
+    pub query: Option<&'a str>,
+}
+
+/// `--fingerprint`: ids as `classify --by fingerprint` shows them.
+fn fingerprints(given: &[String]) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for fp in given.iter().flat_map(|v| v.split(',')).map(str::trim) {
+        if !crate::classify::fingerprint::is_id(fp) {
+            return Err(Error::invalid_arg(
+                "--fingerprint",
+                format!(
+                    "`{}` is not a fingerprint: eight lowercase hex characters, as `dlqctl classify QUEUE --by fingerprint` shows them",
+                    crate::address::escape_controls(fp)
+                ),
+            ));
+        }
+        out.push(fp.to_string());
+    }
+    Ok(out)
 }
 
 pub fn build_filter(f: FilterInput<'_>) -> Result<Filter> {
@@ -297,6 +317,12 @@ pub fn build_filter(f: FilterInput<'_>) -> Result<Filter> {
         older_than: f.older_than.map(|v| dur("--older-than", v)).transpose()?,
         newer_than: f.newer_than.map(|v| dur("--newer-than", v)).transpose()?,
         ids,
+        fingerprints: fingerprints(f.fingerprints)?,
+        query: f
+            .query
+            .map(|q| crate::query::Query::compile("--where", q))
+            .transpose()?,
+        query_failed: Default::default(),
     };
     if let (Some(o), Some(n)) = (filter.older_than, filter.newer_than)
         && o >= n

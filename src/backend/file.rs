@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 use super::{
+    Fact,
     Capabilities, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions, QueueBackend,
     ScanOptions, TailOptions, VerifyFacts,
 };
@@ -66,8 +67,28 @@ impl QueueBackend for FileBackend {
         }
     }
 
+    /// The file and its size; the messages are counted by `inspect`'s and `check`'s census.
     async fn inspect(&self, _classifier: &crate::classify::Classifier) -> Result<Inspection> {
-        Err(self.unsupported("inspect"))
+        let path = self.path();
+        let mut ins = Inspection {
+            queue: self.addr.to_string(),
+            backend: "file",
+            ..Inspection::default()
+        };
+        let shown = path.display().to_string();
+        ins.facts.push(Fact::new("file", shown.clone(), shown));
+        if let Address::File(FileAddress::Path(p)) = &self.addr {
+            let bytes = tokio::fs::metadata(p)
+                .await
+                .map_err(|e| Error::io(p, e))?
+                .len() as i64;
+            ins.facts.push(Fact::new(
+                "size_bytes",
+                bytes,
+                crate::human::human_bytes(bytes),
+            ));
+        }
+        Ok(ins)
     }
 
     async fn scan(&self, opts: ScanOptions) -> Result<MessageStream<'_>> {

@@ -61,6 +61,9 @@ pub struct Inspection {
     pub facts: Vec<Fact>,
     pub tables: Vec<Table>,
     pub notes: Vec<String>,
+    /// Dead-letter arrivals over time (`inspect` adds them from a census of the messages).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<serde_json::Value>,
 }
 
 fn facts_as_object<S: serde::Serializer>(

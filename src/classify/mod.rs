@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::message::{ErrorInfo, Message};
 
 mod cause;
+pub mod fingerprint;
 #[cfg(test)]
 mod corpus_tests;
 

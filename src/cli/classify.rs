@@ -25,6 +25,10 @@ pub struct Args {
     /// Dedupe table: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id]
     #[arg(long, value_name = "URL")]
     pub dedupe: Option<String>,
+    /// Group by KEY[,KEY…]: class, rule, fingerprint, source, key (Kafka key or ordering
+    /// group), attr:NAME, hour, day (of the dead-letter time)
+    #[arg(long, value_name = "KEY", value_delimiter = ',', conflicts_with = "test")]
+    pub by: Vec<crate::ops::groups::GroupKey>,
     /// Look at no more than N messages
     #[arg(long, value_name = "N")]
     pub max: Option<u64>,
@@ -52,6 +56,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             dedupe,
             max: a.max,
             explain: a.explain,
+            by: a.by,
         },
     )
     .await

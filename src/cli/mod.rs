@@ -12,6 +12,7 @@ use crate::filter::Filter;
 use crate::output::{ColorChoice, OutputFormat, Printer, PrinterOptions};
 use crate::settings::{Ctx, FilterInput, Interrupt, Phase, build_filter};
 
+mod check;
 mod classify;
 mod completions;
 mod export;
@@ -146,6 +147,7 @@ pub enum Command {
     Replay(replay::Args),
     Export(export::Args),
     Verify(verify::Args),
+    Check(check::Args),
     Completions(completions::Args),
     #[command(hide = true)]
     GenerateArtifacts(generate::Args),
@@ -179,6 +181,15 @@ pub struct FilterArgs {
     /// Only the ids listed in FILE, one per line (- for stdin)
     #[arg(long, value_name = "FILE")]
     pub ids_from: Option<PathBuf>,
+    /// Only messages with this error fingerprint (as `classify --by fingerprint` shows;
+    /// comma-separated or repeated)
+    #[arg(long = "fingerprint", value_name = "FP")]
+    pub fingerprints: Vec<String>,
+    /// Only messages for which the jq expression JQ is true, over the message's record with
+    /// .json (the body parsed), .attrs (name → value), .error_text, .class, .rule,
+    /// .fingerprint (docs/triage.md), e.g. '.json.amount_cents > 100000'
+    #[arg(long = "where", value_name = "JQ")]
+    pub query: Option<String>,
     /// Extra classification rules (TOML), ahead of the config's and the built-in ones
     #[arg(long, value_name = "FILE")]
     pub rules: Option<PathBuf>,
@@ -241,6 +252,8 @@ impl FilterArgs {
             newer_than: self.newer_than.as_deref(),
             ids: &self.ids,
             ids_from: self.ids_from.as_deref(),
+            fingerprints: &self.fingerprints,
+            query: self.query.as_deref(),
         })?;
         Ok((filter, classifier))
     }
@@ -307,10 +320,20 @@ async fn run(cli: Cli) -> i32 {
         verbose: g.verbose,
         no_progress: g.no_progress,
     });
-    if printer.format == OutputFormat::Junit && !matches!(cli.command, Command::Verify(_)) {
+    if printer.format == OutputFormat::Junit
+        && !matches!(cli.command, Command::Verify(_) | Command::Check(_))
+    {
         return report(&Error::invalid_arg(
             "--output",
-            "junit is for `dlqctl verify` only",
+            "junit is for `dlqctl verify` and `dlqctl check` only",
+        ));
+    }
+    if printer.format == OutputFormat::Prometheus
+        && !matches!(cli.command, Command::Inspect(_) | Command::Check(_))
+    {
+        return report(&Error::invalid_arg(
+            "--output",
+            "prometheus is for `dlqctl inspect` and `dlqctl check` only",
         ));
     }
     let mut config = match &cli.command {
@@ -353,6 +376,7 @@ async fn run(cli: Cli) -> i32 {
         Command::Replay(a) => replay::run(&ctx, a).await,
         Command::Export(a) => export::run(&ctx, a).await,
         Command::Verify(a) => verify::run(&ctx, a).await,
+        Command::Check(a) => check::run(&ctx, a).await,
         Command::Completions(a) => completions::run(&ctx, a),
         Command::GenerateArtifacts(a) => generate::run(a),
     };

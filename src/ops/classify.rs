@@ -14,6 +14,7 @@ use crate::dedupe::DedupeTable;
 use crate::error::{Result, exit};
 use crate::filter::Filter;
 use crate::message::Message;
+use crate::ops::groups::{GroupKey, GroupRow, Groups, Slot};
 use crate::settings::{Ctx, QueueRef};
 
 pub struct ClassifyRequest {
@@ -24,6 +25,8 @@ pub struct ClassifyRequest {
     pub max: Option<u64>,
     /// Say per message which rule matched, what it matched and which rules did not.
     pub explain: bool,
+    /// `--by`: group by these keys as well.
+    pub by: Vec<GroupKey>,
 }
 
 #[derive(Serialize)]
@@ -32,6 +35,11 @@ pub struct ClassifyReport {
     pub total: u64,
     pub kinds: BTreeMap<Kind, u64>,
     pub classes: Vec<ClassRow>,
+    /// With --by: the keys, and the groups largest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<GroupRow>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dedupe: Option<DedupeSummary>,
     /// With --explain: one entry per message, in the order read.
@@ -109,7 +117,8 @@ async fn classify_with(
     let bar = p.progress(None, "classifying");
     let mut rows: BTreeMap<(Kind, String), ClassRow> = BTreeMap::new();
     let mut total = 0u64;
-    let mut pending: Vec<(String, (Kind, String))> = Vec::new();
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut groups = (!req.by.is_empty()).then(|| Groups::new(req.by.clone(), dedupe.is_some()));
     let mut processed_total = 0u64;
     let mut explanations = req.explain.then(Vec::new);
     while let Some(m) = stream.next().await {
@@ -138,17 +147,22 @@ async fn classify_with(
             }
             _ => req.classifier.classify(&m),
         };
-        let key = (class.kind, class.rule.clone());
+        let slot = groups.as_mut().map(|g| g.add(&m, &class));
+        let key = (class.kind, class.rule);
         add(&mut rows, &key, &m, dedupe.is_some());
         if let Some(d) = &dedupe {
-            pending.push((m.id.clone(), key));
+            pending.push(Pending {
+                id: m.id.clone(),
+                class: key,
+                group: slot,
+            });
             if pending.len() >= 1000 {
-                processed_total += mark(d, &mut pending, &mut rows).await?;
+                processed_total += mark(d, &mut pending, &mut rows, groups.as_mut()).await?;
             }
         }
     }
     if let Some(d) = &dedupe {
-        processed_total += mark(d, &mut pending, &mut rows).await?;
+        processed_total += mark(d, &mut pending, &mut rows, groups.as_mut()).await?;
     }
     bar.finish_and_clear();
     let mut classes: Vec<ClassRow> = rows.into_values().collect();
@@ -165,6 +179,10 @@ async fn classify_with(
         total,
         kinds,
         classes,
+        by: groups
+            .as_ref()
+            .map(|g| g.by().iter().map(GroupKey::name).collect()),
+        groups: groups.map(Groups::into_rows),
         dedupe: dedupe.as_ref().map(|d| DedupeSummary {
             table: d.display.clone(),
             processed: processed_total,
@@ -204,26 +222,88 @@ fn add(
     }
 }
 
+/// A message waiting for the dedupe table's answer: its id, and where it was counted.
+struct Pending {
+    id: String,
+    class: (Kind, String),
+    group: Option<Slot>,
+}
+
 async fn mark(
     d: &DedupeTable,
-    pending: &mut Vec<(String, (Kind, String))>,
+    pending: &mut Vec<Pending>,
     rows: &mut BTreeMap<(Kind, String), ClassRow>,
+    mut groups: Option<&mut Groups>,
 ) -> Result<u64> {
     if pending.is_empty() {
         return Ok(0);
     }
-    let ids: Vec<String> = pending.iter().map(|(id, _)| id.clone()).collect();
+    let ids: Vec<String> = pending.iter().map(|p| p.id.clone()).collect();
     let done = d.processed(&ids).await?;
     let mut n = 0;
-    for (id, key) in pending.drain(..) {
-        if done.contains(&id)
-            && let Some(r) = rows.get_mut(&key)
+    for p in pending.drain(..) {
+        if done.contains(&p.id)
+            && let Some(r) = rows.get_mut(&p.class)
         {
             *r.processed.get_or_insert(0) += 1;
             n += 1;
+            if let (Some(g), Some(slot)) = (groups.as_deref_mut(), p.group) {
+                g.mark_processed(slot);
+            }
         }
     }
     Ok(n)
+}
+
+/// The groups of `--by` as a table: a column per key (the template after the fingerprint),
+/// the class unless a key is the class, the counts, the times and a sample.
+fn groups_table(r: &ClassifyReport, groups: &[GroupRow], mut t: comfy_table::Table) -> comfy_table::Table {
+    let by = r.by.clone().unwrap_or_default();
+    let with_class = !by.iter().any(|k| k == "class" || k == "rule");
+    let mut header: Vec<String> = Vec::new();
+    for k in &by {
+        header.push(k.clone());
+        if k == "fingerprint" {
+            header.push("template".into());
+        }
+    }
+    if with_class {
+        header.push("class".into());
+    }
+    header.push("messages".into());
+    if r.dedupe.is_some() {
+        header.push("processed".into());
+    }
+    header.extend(["first seen", "last seen", "sample"].map(String::from));
+    t.set_header(header);
+    for g in groups {
+        let mut row: Vec<String> = Vec::new();
+        for k in &by {
+            row.push(match g.key.get(k) {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                _ => "-".into(),
+            });
+            if k == "fingerprint" {
+                row.push(g.template.clone().unwrap_or_else(|| "-".into()));
+            }
+        }
+        if with_class {
+            row.push(format!("{}/{}", g.kind, g.rule));
+        }
+        row.push(g.count.to_string());
+        if r.dedupe.is_some() {
+            row.push(g.processed.unwrap_or(0).to_string());
+        }
+        row.push(when(g.first_seen));
+        row.push(when(g.last_seen));
+        row.push(g.sample_id.clone());
+        t.add_row(row);
+    }
+    t
+}
+
+fn when(t: Option<DateTime<Utc>>) -> String {
+    t.map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M").to_string())
 }
 
 /// The classes as a table: one row per rule, kinds and rule names never wrapped.
@@ -239,11 +319,8 @@ fn classes_table(r: &ClassifyReport, mut t: comfy_table::Table) -> comfy_table::
         if let Some(n) = c.processed {
             row.push(n.to_string());
         }
-        let ts = |t: Option<DateTime<Utc>>| {
-            t.map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M").to_string())
-        };
-        row.push(ts(c.first_seen));
-        row.push(ts(c.last_seen));
+        row.push(when(c.first_seen));
+        row.push(when(c.last_seen));
         row.push(format!(
             "{}: {}",
             c.sample_id,
@@ -278,7 +355,10 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
             p.line(&format!("  {l}"))?;
         }
     }
-    let t = classes_table(r, p.table());
+    let t = match &r.groups {
+        Some(g) => groups_table(r, g, p.table()),
+        None => classes_table(r, p.table()),
+    };
     p.line(&t.to_string())?;
     let k = |kind| r.kinds.get(&kind).copied().unwrap_or(0);
     p.line(&format!(
@@ -369,6 +449,8 @@ mod tests {
             total: 3,
             kinds: BTreeMap::new(),
             classes: vec![row("downstream-payments-timeout")],
+            by: None,
+            groups: None,
             dedupe: None,
             explanations: None,
         };

@@ -1,8 +1,12 @@
 //! The work behind each command. Operations take resolved settings (`crate::settings`), talk
 //! to backends through `crate::backend`, and report through the `Printer`.
 
+pub mod census;
+pub mod check;
 pub mod classify;
+pub mod groups;
 pub mod inspect;
+pub mod metrics;
 pub mod moves;
 pub mod native;
 pub mod read;

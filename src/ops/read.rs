@@ -120,8 +120,15 @@ fn emit(
         }
         return p.write(&text);
     }
-    // JSON: the export record, with an `explain` object under --explain.
+    // JSON: the export record with the error fingerprint (ignored when read back), and an
+    // `explain` object under --explain.
     let mut record = serde_json::to_value(m.to_record()).expect("serialisable");
+    if let serde_json::Value::Object(o) = &mut record {
+        o.insert(
+            "fingerprint".into(),
+            crate::classify::fingerprint::fingerprint(m).id.into(),
+        );
+    }
     if explain && let serde_json::Value::Object(o) = &mut record {
         o.insert(
             "explain".into(),
@@ -173,6 +180,10 @@ pub fn card(m: &Message, c: &Classifier, color: bool) -> String {
     }
     let class = c.classify(m);
     facts.push(format!("class {}/{}", class.kind, class.rule));
+    facts.push(format!(
+        "fingerprint {}",
+        crate::classify::fingerprint::fingerprint(m).id
+    ));
     s.push_str(&format!("  {}\n", facts.join(" · ")));
     if let Some(e) = m.error_text() {
         s.push_str(&format!("  error: {}\n", one_line_trunc(&e, 300)));

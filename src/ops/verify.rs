@@ -315,47 +315,57 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
 fn render(ctx: &Ctx, r: &VerifyReport) -> Result<()> {
     let p = &ctx.printer;
     match p.format {
-        OutputFormat::Junit => p.line(&junit(r)),
-        OutputFormat::Json | OutputFormat::Jsonl => p.json(r),
-        OutputFormat::Table => {
-            for q in &r.queues {
-                let mut t = p.table();
-                t.set_header(vec!["", "check", "detail"]);
-                for c in &q.checks {
-                    t.add_row(vec![
-                        c.status.to_string(),
-                        c.title.clone(),
-                        c.detail.clone(),
-                    ]);
-                }
-                p.line(&format!("{} ({})", q.queue, q.address))?;
-                p.line(&t.to_string())?;
-            }
-            let fails: usize = r
-                .queues
+        OutputFormat::Junit => p.line(&junit(
+            "dlqctl verify",
+            r.queues.iter().map(|q| (q.queue.as_str(), q.checks.as_slice())),
+        )),
+        OutputFormat::Json | OutputFormat::Jsonl | OutputFormat::Prometheus => p.json(r),
+        OutputFormat::Table => checks_table(
+            p,
+            r.queues
                 .iter()
-                .map(|q| q.checks.iter().filter(|c| c.status == Status::Fail).count())
-                .sum();
-            let warns: usize = r
-                .queues
-                .iter()
-                .map(|q| q.checks.iter().filter(|c| c.status == Status::Warn).count())
-                .sum();
-            p.line(&format!(
-                "{}: {} queue(s), {fails} failed, {warns} warning(s)",
-                if r.passed { "PASS" } else { "FAIL" },
-                r.queues.len()
-            ))
-        }
+                .map(|q| (q.queue.as_str(), q.address.as_str(), q.checks.as_slice())),
+            r.passed,
+        ),
     }
 }
 
-fn junit(r: &VerifyReport) -> String {
+/// Checks for people: a table per queue, then the verdict (verify and check).
+pub fn checks_table<'a>(
+    p: &crate::output::Printer,
+    queues: impl Iterator<Item = (&'a str, &'a str, &'a [Check])>,
+    passed: bool,
+) -> Result<()> {
+    let (mut n, mut fails, mut warns) = (0, 0, 0);
+    for (queue, address, checks) in queues {
+        n += 1;
+        let mut t = p.table();
+        t.set_header(vec!["", "check", "detail"]);
+        for c in checks {
+            t.add_row(vec![c.status.to_string(), c.title.clone(), c.detail.clone()]);
+            fails += usize::from(c.status == Status::Fail);
+            warns += usize::from(c.status == Status::Warn);
+        }
+        if queue == address {
+            p.line(queue)?;
+        } else {
+            p.line(&format!("{queue} ({address})"))?;
+        }
+        p.line(&t.to_string())?;
+    }
+    p.line(&format!(
+        "{}: {n} queue(s), {fails} failed, {warns} warning(s)",
+        if passed { "PASS" } else { "FAIL" },
+    ))
+}
+
+/// Checks as JUnit XML: a suite per queue, a test case per check (verify and check).
+pub fn junit<'a>(name: &str, queues: impl Iterator<Item = (&'a str, &'a [Check])>) -> String {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
-    let mut report = Report::new("dlqctl verify");
-    for q in &r.queues {
-        let mut suite = TestSuite::new(q.queue.clone());
-        for c in &q.checks {
+    let mut report = Report::new(name);
+    for (queue, checks) in queues {
+        let mut suite = TestSuite::new(queue);
+        for c in checks {
             let status = match c.status {
                 Status::Fail => {
                     let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
@@ -365,7 +375,7 @@ fn junit(r: &VerifyReport) -> String {
                 _ => TestCaseStatus::success(),
             };
             let mut tc = TestCase::new(format!("{}: {}", c.id, c.title), status);
-            tc.set_classname(q.queue.clone());
+            tc.set_classname(queue);
             tc.set_system_out(format!("{}: {}", c.status, c.detail));
             suite.add_test_case(tc);
         }

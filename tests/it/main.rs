@@ -18,3 +18,4 @@ mod shapes;
 mod sqs;
 mod systems;
 mod terminal;
+mod triage;

@@ -1,0 +1,413 @@
+//! check: the state of queues now, held to limits, for cron, alerting and CI.
+//!
+//! Each limit is a PASS/FAIL check with the numbers behind it: how many messages, how old the
+//! oldest, how many in flight (SQS), how many of a class, and which fingerprints a baseline
+//! (a saved `classify --by fingerprint --output json`) has not seen: a new kind of failure.
+//! Exit 1 when any check fails, like verify.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::backend::{Check, Status};
+use crate::classify::Classifier;
+use crate::config::LimitsConfig;
+use crate::error::{Error, Result, exit};
+use crate::ops::census::{self, Census, FingerprintCount};
+use crate::ops::metrics::Metrics;
+use crate::output::OutputFormat;
+use crate::settings::{Ctx, QueueRef};
+
+/// Fingerprints a baseline file names.
+pub struct Baseline {
+    pub path: String,
+    pub fingerprints: HashSet<String>,
+}
+
+impl Baseline {
+    /// Read a `classify --by fingerprint --output json` file (or an array of them, or a
+    /// `{"fingerprints": [...]}` list).
+    pub fn load(path: &Path) -> Result<Baseline> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let shown = path.display().to_string();
+        let bad = |why: &str| {
+            Error::invalid_arg(
+                "--baseline",
+                format!(
+                    "{shown}: {why}; write one with `dlqctl classify QUEUE --by fingerprint --output json > {shown}`"
+                ),
+            )
+        };
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| bad(&format!("not JSON ({})", crate::config::one_line(&e.to_string()))))?;
+        let reports = match &v {
+            Value::Array(a) => a.iter().collect(),
+            other => vec![other],
+        };
+        let mut fingerprints = HashSet::new();
+        let mut found_list = false;
+        for r in reports {
+            if let Some(groups) = r["groups"].as_array() {
+                found_list = true;
+                fingerprints.extend(
+                    groups
+                        .iter()
+                        .filter_map(|g| g["key"]["fingerprint"].as_str())
+                        .map(str::to_string),
+                );
+            }
+            if let Some(list) = r["fingerprints"].as_array() {
+                found_list = true;
+                fingerprints.extend(list.iter().filter_map(Value::as_str).map(str::to_string));
+            }
+        }
+        if !found_list {
+            return Err(bad("has no `groups` (was it written with --by fingerprint?)"));
+        }
+        Ok(Baseline {
+            path: shown,
+            fingerprints,
+        })
+    }
+}
+
+pub struct CheckRequest {
+    /// Each queue with the limits it is held to.
+    pub queues: Vec<(QueueRef, LimitsConfig)>,
+    pub baseline: Option<Baseline>,
+    pub classifier: Classifier,
+    /// Read at most this many messages for the per-class and baseline checks (None: all).
+    pub scan_max: Option<u64>,
+}
+
+#[derive(Serialize)]
+pub struct CheckReport {
+    pub passed: bool,
+    pub queues: Vec<QueueState>,
+}
+
+#[derive(Serialize)]
+pub struct QueueState {
+    pub queue: String,
+    pub address: String,
+    pub checks: Vec<Check>,
+    /// Fingerprints the baseline does not have, largest first (with --baseline).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_fingerprints: Option<Vec<FingerprintCount>>,
+    #[serde(skip)]
+    census: Option<Census>,
+    #[serde(skip)]
+    inspection: Option<crate::backend::Inspection>,
+}
+
+pub fn needs_census(l: &LimitsConfig, baseline: bool) -> bool {
+    baseline || !l.classes.is_empty()
+}
+
+pub async fn run(ctx: &Ctx, req: CheckRequest) -> Result<i32> {
+    for (q, l) in &req.queues {
+        validate(q, l, &req.classifier, req.baseline.is_some())?;
+    }
+    let mut out = Vec::new();
+    for (q, l) in &req.queues {
+        out.push(check_one(ctx, &req, q, l).await);
+        if ctx.interrupt.is_set() {
+            break;
+        }
+    }
+    let passed = out
+        .iter()
+        .all(|q| q.checks.iter().all(|c| c.status != Status::Fail));
+    let report = CheckReport {
+        passed,
+        queues: out,
+    };
+    render(ctx, &report)?;
+    Ok(if ctx.interrupt.is_set() {
+        exit::INTERRUPTED
+    } else if passed {
+        exit::OK
+    } else {
+        exit::PARTIAL
+    })
+}
+
+/// Before anything is read: every queue has something to check, and every class is known.
+fn validate(q: &QueueRef, l: &LimitsConfig, c: &Classifier, baseline: bool) -> Result<()> {
+    if l.max_messages.is_none()
+        && l.max_age.is_none()
+        && l.max_in_flight.is_none()
+        && l.classes.is_empty()
+        && !baseline
+    {
+        return Err(Error::invalid_arg(
+            "QUEUE",
+            format!(
+                "nothing to check for {}: give --max-messages, --max-age, --max-in-flight, --max-class or --baseline, or set [queues.NAME.limits] in dlqctl.toml",
+                q.label()
+            ),
+        ));
+    }
+    for name in l.classes.keys() {
+        if !c.knows(name) {
+            return Err(Error::invalid_arg(
+                "--max-class",
+                format!(
+                    "`{name}` (limits of {}) is neither transient, permanent, unclassified nor a rule name",
+                    q.label()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig) -> QueueState {
+    let mut state = QueueState {
+        queue: q.name.clone().unwrap_or_else(|| q.address.to_string()),
+        address: q.address.to_string(),
+        checks: Vec::new(),
+        new_fingerprints: None,
+        census: None,
+        inspection: None,
+    };
+    let fail = |title: &str, e: Error| Check::new("reachable", title, Status::Fail, e.to_string());
+    let b = match ctx.opener.open(&q.address, &q.source_options()).await {
+        Ok(b) => b,
+        Err(e) => {
+            state.checks.push(fail("Queue is reachable", e));
+            return state;
+        }
+    };
+    let ins = match b.inspect(&req.classifier).await {
+        Ok(i) => i,
+        Err(e) => {
+            state.checks.push(fail("Queue is readable", e));
+            let _ = b.close().await;
+            return state;
+        }
+    };
+    let fact = |name: &str| ins.facts.iter().find(|f| f.name == name).map(|f| f.value.clone());
+    let oldest_fact = fact("oldest")
+        .as_ref()
+        .and_then(Value::as_str)
+        .and_then(|t| t.parse::<chrono::DateTime<chrono::Utc>>().ok());
+    let messages = fact("messages").as_ref().and_then(Value::as_u64);
+    let in_flight = fact("in_flight").as_ref().and_then(Value::as_u64);
+    // A scan: for the classes and the baseline, and for the age where the queue cannot tell.
+    let wants_scan = needs_census(l, req.baseline.is_some())
+        || (l.max_age.is_some() && oldest_fact.is_none() && messages != Some(0))
+        || (l.max_messages.is_some() && messages.is_none());
+    if wants_scan && let Some(effect) = b.capabilities().read_side_effect {
+        ctx.printer
+            .warn(&format!("reading {} {effect}", q.address));
+    }
+    let census = if wants_scan {
+        match census::take(ctx, b.as_ref(), &req.classifier, req.scan_max).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                state.checks.push(fail("Messages are readable", e));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let _ = b.close().await;
+    // A file cannot say how many it holds: the census can, when it read them all.
+    let counted = census.as_ref().filter(|c| c.complete).map(|c| c.scanned);
+    let mut ins = ins;
+    if let (None, Some(n)) = (messages, counted) {
+        ins.facts
+            .push(crate::backend::Fact::new("messages", n, n.to_string()));
+    }
+    let messages = messages.or(counted);
+    let sample = census
+        .as_ref()
+        .filter(|c| !c.complete)
+        .map(|c| format!(" (in the first {} messages read)", c.scanned))
+        .unwrap_or_default();
+
+    if let Some(max) = l.max_messages {
+        state.checks.push(match messages {
+            Some(n) => limit_check(
+                "max-messages",
+                &format!("At most {max} messages"),
+                n,
+                max,
+                &format!("{n} messages (limit {max})"),
+            ),
+            None => Check::new(
+                "max-messages",
+                &format!("At most {max} messages"),
+                Status::Warn,
+                "the queue does not report a message count",
+            ),
+        });
+    }
+    if let Some(max_age) = l.max_age {
+        let title = format!("No message older than {}", crate::human::fmt_duration(max_age));
+        let oldest = census.as_ref().and_then(|c| c.oldest).or(oldest_fact);
+        state.checks.push(match oldest {
+            Some(t) => {
+                let age = (chrono::Utc::now() - t).to_std().unwrap_or(Duration::ZERO);
+                let status = if age > max_age { Status::Fail } else { Status::Pass };
+                Check::new(
+                    "max-age",
+                    &title,
+                    status,
+                    format!(
+                        "oldest message {} old, first enqueued {}{sample}",
+                        crate::human::fmt_duration(Duration::from_secs(age.as_secs())),
+                        t.format("%Y-%m-%d %H:%M:%S UTC")
+                    ),
+                )
+            }
+            None if messages == Some(0) || census.as_ref().is_some_and(|c| c.scanned == 0) => {
+                Check::new("max-age", &title, Status::Pass, "no messages")
+            }
+            None => Check::new(
+                "max-age",
+                &title,
+                Status::Warn,
+                "the messages carry no enqueue or dead-letter time",
+            ),
+        });
+    }
+    if let Some(max) = l.max_in_flight {
+        let title = format!("At most {max} messages in flight");
+        state.checks.push(match in_flight {
+            Some(n) => limit_check(
+                "max-in-flight",
+                &title,
+                n,
+                max,
+                &format!("{n} in flight (limit {max}): received by a consumer or a run, not yet deleted"),
+            ),
+            None => Check::new(
+                "max-in-flight",
+                &title,
+                Status::Warn,
+                "not applicable: only SQS reports messages in flight",
+            ),
+        });
+    }
+    if let Some(c) = &census {
+        for (name, max) in &l.classes {
+            let n: u64 = c
+                .by_class
+                .iter()
+                .filter(|((kind, rule), _)| kind.to_string() == *name || rule == name)
+                .map(|(_, n)| n)
+                .sum();
+            state.checks.push(limit_check(
+                &format!("class:{name}"),
+                &format!("At most {max} {name} messages"),
+                n,
+                *max,
+                &format!("{n} {name} (limit {max}){sample}"),
+            ));
+        }
+        if let Some(base) = &req.baseline {
+            let new: Vec<FingerprintCount> = c
+                .fingerprints()
+                .into_iter()
+                .filter(|f| f.fingerprint != census::OTHER && !base.fingerprints.contains(&f.fingerprint))
+                .cloned()
+                .collect();
+            let title = format!("No failure kind missing from {}", base.path);
+            state.checks.push(if new.is_empty() {
+                Check::new(
+                    "baseline",
+                    &title,
+                    Status::Pass,
+                    format!(
+                        "{} fingerprint(s), all in the baseline{sample}",
+                        c.by_fingerprint.len()
+                    ),
+                )
+            } else {
+                let listed: Vec<String> = new
+                    .iter()
+                    .take(5)
+                    .map(|f| format!("{} ({}): {}", f.fingerprint, f.count, f.template))
+                    .collect();
+                let more = if new.len() > 5 {
+                    format!("; and {} more", new.len() - 5)
+                } else {
+                    String::new()
+                };
+                Check::new(
+                    "baseline",
+                    &title,
+                    Status::Fail,
+                    format!(
+                        "{} new fingerprint(s){sample}: {}{more}",
+                        new.len(),
+                        listed.join("; ")
+                    ),
+                )
+            });
+            state.new_fingerprints = Some(new);
+        }
+    }
+    state.census = census;
+    state.inspection = Some(ins);
+    state
+}
+
+fn limit_check(id: &str, title: &str, n: u64, max: u64, detail: &str) -> Check {
+    Check::new(
+        id,
+        title,
+        if n > max { Status::Fail } else { Status::Pass },
+        detail,
+    )
+}
+
+fn render(ctx: &Ctx, r: &CheckReport) -> Result<()> {
+    let p = &ctx.printer;
+    match p.format {
+        OutputFormat::Junit => p.line(&crate::ops::verify::junit(
+            "dlqctl check",
+            r.queues.iter().map(|q| (q.queue.as_str(), q.checks.as_slice())),
+        )),
+        OutputFormat::Json | OutputFormat::Jsonl => p.json(r),
+        OutputFormat::Prometheus => p.write(&metrics(r).render()),
+        OutputFormat::Table => crate::ops::verify::checks_table(
+            p,
+            r.queues
+                .iter()
+                .map(|q| (q.queue.as_str(), q.address.as_str(), q.checks.as_slice())),
+            r.passed,
+        ),
+    }
+}
+
+/// The queues' gauges, and a `dlqctl_check_passed` per check.
+fn metrics(r: &CheckReport) -> Metrics {
+    let mut m = Metrics::default();
+    for q in &r.queues {
+        if let Some(ins) = &q.inspection {
+            crate::ops::inspect::queue_metrics(&mut m, &q.queue, ins, q.census.as_ref());
+        }
+    }
+    let mut by_check: BTreeMap<(&str, &str), bool> = BTreeMap::new();
+    for q in &r.queues {
+        for c in &q.checks {
+            by_check.insert((q.queue.as_str(), c.id.as_str()), c.status != Status::Fail);
+        }
+    }
+    for ((queue, check), ok) in by_check {
+        m.gauge(
+            "dlqctl_check_passed",
+            "1 when the check passed (or only warned), 0 when it failed.",
+            vec![("queue", queue.to_string()), ("check", check.to_string())],
+            if ok { 1.0 } else { 0.0 },
+        );
+    }
+    m
+}
