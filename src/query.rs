@@ -62,13 +62,7 @@ impl Query {
             )
         };
         let modules = loader
-            .load(
-                &arena,
-                File {
-                    code,
-                    path: (),
-                },
-            )
+            .load(&arena, File { code, path: () })
             .map_err(|errs| {
                 use jaq_core::load::Error as E;
                 let Some((_, e)) = errs.into_iter().next() else {
@@ -281,8 +275,14 @@ mod tests {
     #[test]
     fn a_bad_expression_names_the_place() {
         for (code, want) in [
-            (".json.amount >", "at character 15: expected term, found the end"),
-            (".a | nosuch(1)", "at character 6: undefined filter `nosuch`"),
+            (
+                ".json.amount >",
+                "at character 15: expected term, found the end",
+            ),
+            (
+                ".a | nosuch(1)",
+                "at character 6: undefined filter `nosuch`",
+            ),
             (".a == $x", "at character 7: undefined variable `$x`"),
             ("\"open", "at character 6: expected closing quote"),
         ] {

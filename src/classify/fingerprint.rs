@@ -66,8 +66,12 @@ static RULES: LazyLock<Vec<(Regex, With)>> = LazyLock::new(|| {
             r"(?i)\[?\b[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){2,7}\b\]?",
             Decide(|m| m.bytes().any(|b| b.is_ascii_digit()).then_some("<ip>")),
         ),
-        // Paths: two segments or more (`/var/lib/x`, `C:\data\x`, `/v1/orders/7`).
-        (r"(?:\b[A-Za-z]:)?(?:[/\\][\w.@~-]+){2,}[/\\]?", Text("<path>")),
+        // Paths: two segments or more (`/var/lib/x`, `C:\data\x`, `/v1/orders/7`), starting
+        // where a word starts: a URL keeps its host (`https://payments.internal/charge`).
+        (
+            r#"(^|[\s(\[=,;'"])((?:[A-Za-z]:)?(?:[/\\][\w.@~-]+){2,}[/\\]?)"#,
+            Text("${1}<path>"),
+        ),
         (r"(?i)\b0x[0-9a-f]+\b", Text("<hex>")),
         // Ids: a token of 8 characters or more that mixes letters and digits (`cus_N3kd9aQ`,
         // `ord-88120`, a 24-character object id); shorter ones (`utf8`) keep their letters.
@@ -140,7 +144,9 @@ pub fn fingerprint(m: &Message) -> Fingerprint {
 
 /// Whether `s` has the shape of a fingerprint id (for `--fingerprint`).
 pub fn is_id(s: &str) -> bool {
-    s.len() == 8 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 8
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 #[cfg(test)]
@@ -158,11 +164,11 @@ mod tests {
                 "order 8812 for customer 77 failed",
                 "order <num> for customer <num> failed",
             ),
+            ("user 'alice@example.com' not found", "user <str> not found"),
             (
-                "user 'alice@example.com' not found",
-                "user <str> not found",
+                "mail to bob.smith+x@mail.example.co.uk bounced",
+                "mail to <email> bounced",
             ),
-            ("mail to bob.smith+x@mail.example.co.uk bounced", "mail to <email> bounced"),
             (
                 "job 3fa2c1d0-9b7e-4c1a-8f00-1234567890ab timed out",
                 "job <uuid> timed out",
@@ -176,19 +182,28 @@ mod tests {
                 "connect to <ip> refused",
             ),
             ("no route to fe80::1:2:3 now", "no route to <ip> now"),
-            (
-                "cannot open /var/lib/app/data/7.json",
-                "cannot open <path>",
-            ),
+            ("cannot open /var/lib/app/data/7.json", "cannot open <path>"),
             ("bad pointer 0xdeadBEEF", "bad pointer <hex>"),
-            ("customer cus_N3kd9aQ has no card", "customer <id> has no card"),
+            (
+                "POST https://payments.internal/v1/charges/ch_3Nk8aQ2x failed",
+                "POST https://payments.internal/v<num>/charges/<id> failed",
+            ),
+            (r"cannot read C:\data\in\7.csv", "cannot read <path>"),
+            ("open(/tmp/a/b) failed", "open(<path>) failed"),
+            (
+                "customer cus_N3kd9aQ has no card",
+                "customer <id> has no card",
+            ),
             ("object 65a1f0c2e4b0a1b2c3d4e5f6 gone", "object <id> gone"),
             (
                 r#"duplicate key value violates unique constraint "orders_pkey""#,
                 "duplicate key value violates unique constraint <str>",
             ),
             ("amount -12.50 is negative", "amount <num> is negative"),
-            ("can't parse the user's record", "can't parse the user's record"),
+            (
+                "can't parse the user's record",
+                "can't parse the user's record",
+            ),
             ("HTTP 503 from `payments`", "HTTP <num> from <str>"),
         ] {
             assert_eq!(t(text), want, "{text}");
@@ -239,7 +254,10 @@ mod tests {
         assert_eq!(id_of(NO_ERROR), id_of(NO_ERROR));
         let id = id_of("PaymentDeclined: card for <id> declined: amount <num> at <ts>");
         assert!(is_id(&id), "{id}");
-        assert_eq!(id, PINNED_ID, "the fingerprint normalisation or hash changed");
+        assert_eq!(
+            id, PINNED_ID,
+            "the fingerprint normalisation or hash changed"
+        );
         assert!(!is_id("3fa2c1"));
         assert!(!is_id("3FA2C1D0"));
     }

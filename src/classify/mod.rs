@@ -11,9 +11,9 @@ use crate::error::{Error, Result};
 use crate::message::{ErrorInfo, Message};
 
 mod cause;
-pub mod fingerprint;
 #[cfg(test)]
 mod corpus_tests;
+pub mod fingerprint;
 
 pub use cause::innermost;
 

@@ -64,7 +64,10 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             .split_once('=')
             .and_then(|(name, n)| Some((name.trim(), n.trim().parse::<u64>().ok()?)))
             .ok_or_else(|| {
-                Error::invalid_arg("--max-class", format!("`{c}` is not CLASS=N (e.g. permanent=0)"))
+                Error::invalid_arg(
+                    "--max-class",
+                    format!("`{c}` is not CLASS=N (e.g. permanent=0)"),
+                )
             })?;
         classes.insert(name.to_string(), n);
     }

@@ -27,8 +27,13 @@ pub struct Args {
     pub dedupe: Option<String>,
     /// Group by KEY[,KEY…]: class, rule, fingerprint, source, key (Kafka key or ordering
     /// group), attr:NAME, hour, day (of the dead-letter time)
-    #[arg(long, value_name = "KEY", value_delimiter = ',', conflicts_with = "test")]
-    pub by: Vec<crate::ops::groups::GroupKey>,
+    #[arg(
+        long,
+        value_name = "KEY",
+        value_delimiter = ',',
+        conflicts_with = "test"
+    )]
+    pub by: Vec<String>,
     /// Look at no more than N messages
     #[arg(long, value_name = "N")]
     pub max: Option<u64>,
@@ -42,6 +47,14 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
         let text = a.test.as_deref().unwrap_or_default();
         return crate::ops::classify::test_text(ctx, &classifier, text);
     };
+    // Parsed here rather than by clap: a one-line error, like every other bad value.
+    let by =
+        a.by.iter()
+            .map(|k| {
+                k.parse()
+                    .map_err(|e| crate::error::Error::invalid_arg("--by", e))
+            })
+            .collect::<Result<Vec<_>>>()?;
     let queue = ctx.queue(queue)?;
     let dedupe = match &a.dedupe {
         Some(url) => Some(crate::dedupe::config_for_url(url)),
@@ -56,7 +69,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             dedupe,
             max: a.max,
             explain: a.explain,
-            by: a.by,
+            by,
         },
     )
     .await

@@ -199,7 +199,10 @@ mod tests {
     fn arrivals_go_to_their_hour_or_their_day() {
         let now: DateTime<Utc> = "2026-12-04T17:48:40Z".parse().unwrap();
         let mut a = Arrivals::new(now);
-        assert_eq!(a.until, "2026-12-04T17:00:00Z".parse::<DateTime<Utc>>().unwrap());
+        assert_eq!(
+            a.until,
+            "2026-12-04T17:00:00Z".parse::<DateTime<Utc>>().unwrap()
+        );
         a.add(Some(now));
         a.add(Some(now - Duration::minutes(30)));
         a.add(Some(now - Duration::hours(47)));

@@ -41,8 +41,12 @@ impl Baseline {
                 ),
             )
         };
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| bad(&format!("not JSON ({})", crate::config::one_line(&e.to_string()))))?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| {
+            bad(&format!(
+                "not JSON ({})",
+                crate::config::one_line(&e.to_string())
+            ))
+        })?;
         let reports = match &v {
             Value::Array(a) => a.iter().collect(),
             other => vec![other],
@@ -65,7 +69,9 @@ impl Baseline {
             }
         }
         if !found_list {
-            return Err(bad("has no `groups` (was it written with --by fingerprint?)"));
+            return Err(bad(
+                "has no `groups` (was it written with --by fingerprint?)",
+            ));
         }
         Ok(Baseline {
             path: shown,
@@ -190,7 +196,12 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
             return state;
         }
     };
-    let fact = |name: &str| ins.facts.iter().find(|f| f.name == name).map(|f| f.value.clone());
+    let fact = |name: &str| {
+        ins.facts
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.value.clone())
+    };
     let oldest_fact = fact("oldest")
         .as_ref()
         .and_then(Value::as_str)
@@ -202,8 +213,7 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
         || (l.max_age.is_some() && oldest_fact.is_none() && messages != Some(0))
         || (l.max_messages.is_some() && messages.is_none());
     if wants_scan && let Some(effect) = b.capabilities().read_side_effect {
-        ctx.printer
-            .warn(&format!("reading {} {effect}", q.address));
+        ctx.printer.warn(&format!("reading {} {effect}", q.address));
     }
     let census = if wants_scan {
         match census::take(ctx, b.as_ref(), &req.classifier, req.scan_max).await {
@@ -249,12 +259,19 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
         });
     }
     if let Some(max_age) = l.max_age {
-        let title = format!("No message older than {}", crate::human::fmt_duration(max_age));
+        let title = format!(
+            "No message older than {}",
+            crate::human::fmt_duration(max_age)
+        );
         let oldest = census.as_ref().and_then(|c| c.oldest).or(oldest_fact);
         state.checks.push(match oldest {
             Some(t) => {
                 let age = (chrono::Utc::now() - t).to_std().unwrap_or(Duration::ZERO);
-                let status = if age > max_age { Status::Fail } else { Status::Pass };
+                let status = if age > max_age {
+                    Status::Fail
+                } else {
+                    Status::Pass
+                };
                 Check::new(
                     "max-age",
                     &title,
@@ -285,7 +302,9 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
                 &title,
                 n,
                 max,
-                &format!("{n} in flight (limit {max}): received by a consumer or a run, not yet deleted"),
+                &format!(
+                    "{n} in flight (limit {max}): received by a consumer or a run, not yet deleted"
+                ),
             ),
             None => Check::new(
                 "max-in-flight",
@@ -315,7 +334,9 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
             let new: Vec<FingerprintCount> = c
                 .fingerprints()
                 .into_iter()
-                .filter(|f| f.fingerprint != census::OTHER && !base.fingerprints.contains(&f.fingerprint))
+                .filter(|f| {
+                    f.fingerprint != census::OTHER && !base.fingerprints.contains(&f.fingerprint)
+                })
                 .cloned()
                 .collect();
             let title = format!("No failure kind missing from {}", base.path);
@@ -373,7 +394,9 @@ fn render(ctx: &Ctx, r: &CheckReport) -> Result<()> {
     match p.format {
         OutputFormat::Junit => p.line(&crate::ops::verify::junit(
             "dlqctl check",
-            r.queues.iter().map(|q| (q.queue.as_str(), q.checks.as_slice())),
+            r.queues
+                .iter()
+                .map(|q| (q.queue.as_str(), q.checks.as_slice())),
         )),
         OutputFormat::Json | OutputFormat::Jsonl => p.json(r),
         OutputFormat::Prometheus => p.write(&metrics(r).render()),

@@ -257,7 +257,11 @@ async fn mark(
 
 /// The groups of `--by` as a table: a column per key (the template after the fingerprint),
 /// the class unless a key is the class, the counts, the times and a sample.
-fn groups_table(r: &ClassifyReport, groups: &[GroupRow], mut t: comfy_table::Table) -> comfy_table::Table {
+fn groups_table(
+    r: &ClassifyReport,
+    groups: &[GroupRow],
+    mut t: comfy_table::Table,
+) -> comfy_table::Table {
     let by = r.by.clone().unwrap_or_default();
     let with_class = !by.iter().any(|k| k == "class" || k == "rule");
     let mut header: Vec<String> = Vec::new();

@@ -217,12 +217,7 @@ fn new_row(
     }
 }
 
-fn value(
-    k: &GroupKey,
-    m: &Message,
-    class: &Class,
-    fp: Option<&fingerprint::Fingerprint>,
-) -> Value {
+fn value(k: &GroupKey, m: &Message, class: &Class, fp: Option<&fingerprint::Fingerprint>) -> Value {
     let text = |s: Option<String>| s.map_or(Value::Null, Value::String);
     match k {
         GroupKey::Class => Value::String(class.kind.to_string()),

@@ -262,7 +262,9 @@ fn arrival_lines(a: &Value) -> Vec<String> {
         String::new()
     };
     let mut lines = vec![
-        format!("dead-letter arrivals{sample}, last 48 h by hour (oldest left, peak {peak}/h, {last48} in all):"),
+        format!(
+            "dead-letter arrivals{sample}, last 48 h by hour (oldest left, peak {peak}/h, {last48} in all):"
+        ),
         format!("  │{}│", census::sparkline(&hourly)),
     ];
     if let Some(days) = a["daily"].as_object()

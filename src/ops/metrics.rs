@@ -125,8 +125,18 @@ mod tests {
     #[test]
     fn the_text_is_openmetrics() {
         let mut m = Metrics::default();
-        m.gauge("dlqctl_messages", "Messages.", vec![("queue", "a\"b\\c\nd".into())], 3.0);
-        m.gauge("dlqctl_messages", "Messages.", vec![("queue", "x".into())], 0.5);
+        m.gauge(
+            "dlqctl_messages",
+            "Messages.",
+            vec![("queue", "a\"b\\c\nd".into())],
+            3.0,
+        );
+        m.gauge(
+            "dlqctl_messages",
+            "Messages.",
+            vec![("queue", "x".into())],
+            0.5,
+        );
         m.gauge("dlqctl_up", "Up.", vec![], 1.0);
         assert_eq!(
             m.render(),

@@ -317,7 +317,9 @@ fn render(ctx: &Ctx, r: &VerifyReport) -> Result<()> {
     match p.format {
         OutputFormat::Junit => p.line(&junit(
             "dlqctl verify",
-            r.queues.iter().map(|q| (q.queue.as_str(), q.checks.as_slice())),
+            r.queues
+                .iter()
+                .map(|q| (q.queue.as_str(), q.checks.as_slice())),
         )),
         OutputFormat::Json | OutputFormat::Jsonl | OutputFormat::Prometheus => p.json(r),
         OutputFormat::Table => checks_table(
@@ -342,7 +344,11 @@ pub fn checks_table<'a>(
         let mut t = p.table();
         t.set_header(vec!["", "check", "detail"]);
         for c in checks {
-            t.add_row(vec![c.status.to_string(), c.title.clone(), c.detail.clone()]);
+            t.add_row(vec![
+                c.status.to_string(),
+                c.title.clone(),
+                c.detail.clone(),
+            ]);
             fails += usize::from(c.status == Status::Fail);
             warns += usize::from(c.status == Status::Warn);
         }

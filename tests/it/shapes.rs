@@ -82,8 +82,44 @@ async fn the_json_of_every_command_has_one_documented_shape() {
             .contains("our-upstream-timeout"),
         "{one}"
     );
+    // Arrivals: 48 hourly counts and the days before, all eight messages somewhere.
+    let a = &one[0]["arrivals"];
+    let hourly: Vec<u64> = a["hourly"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let daily: u64 = a["daily"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(hourly.len(), 48, "{a}");
+    assert_eq!(hourly.iter().sum::<u64>() + daily, 8, "{a}");
     let peek = run(&["peek", "orders", "-n", "2", "--output", "json"]);
     let classify = run(&["classify", "orders", "--output", "json"]);
+    let groups = run(&[
+        "classify",
+        "orders",
+        "--by",
+        "fingerprint,class",
+        "--output",
+        "json",
+    ]);
+    let check = sb
+        .run(&[
+            "check",
+            "orders",
+            "--max-messages",
+            "100",
+            "--max-class",
+            "permanent=0",
+            "--output",
+            "json",
+        ])
+        .json();
     let dry = run(&[
         "redrive",
         "orders",
@@ -100,7 +136,12 @@ async fn the_json_of_every_command_has_one_documented_shape() {
     settle(&db, || {
         assert_json_snapshot!("inspect", json_text(&db, &one), {
             "[].facts.size_bytes" => "[bytes]",
+            // Which hour a message falls in depends on the minute the test runs: counted above.
+            "[].arrivals.hourly" => "[48 hourly counts]",
+            "[].arrivals.daily" => "[daily counts]",
         });
+        assert_json_snapshot!("classify_by", json_text(&db, &groups));
+        assert_json_snapshot!("check", json_text(&db, &check));
         assert_json_snapshot!("peek", json_text(&db, &peek));
         assert_json_snapshot!("classify", json_text(&db, &classify));
         assert_json_snapshot!("redrive_dry_run", json_text(&db, &dry), {

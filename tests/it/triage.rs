@@ -42,7 +42,15 @@ pub async fn triage<P: Pair>(p: &mut P) {
     assert_eq!(p.copies().await, 0, "{name}: a bad --where moved nothing");
 
     // Fingerprints: every message in a group, every group with an id and a template.
-    let r = run(&["classify", &source, "--by", "fingerprint", "--output", "json"]).ok();
+    let r = run(&[
+        "classify",
+        &source,
+        "--by",
+        "fingerprint",
+        "--output",
+        "json",
+    ])
+    .ok();
     let report = r.json();
     assert_eq!(report["total"], N as u64, "{name}: {report}");
     let groups = report["groups"].as_array().expect("groups");
@@ -56,7 +64,10 @@ pub async fn triage<P: Pair>(p: &mut P) {
         );
         assert!(g["template"].is_string(), "{name}: {g}");
     }
-    let fp = groups[0]["key"]["fingerprint"].as_str().unwrap().to_string();
+    let fp = groups[0]["key"]["fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let base = sb.write("baseline.json", &r.stdout);
     let base = base.to_str().unwrap();
 
@@ -74,7 +85,11 @@ pub async fn triage<P: Pair>(p: &mut P) {
     .ok()
     .json();
     assert_eq!(r["passed"], true, "{name}: {r}");
-    assert_eq!(r["queues"][0]["new_fingerprints"], serde_json::json!([]), "{name}: {r}");
+    assert_eq!(
+        r["queues"][0]["new_fingerprints"],
+        serde_json::json!([]),
+        "{name}: {r}"
+    );
     let r = run(&[
         "check",
         &source,
@@ -85,9 +100,7 @@ pub async fn triage<P: Pair>(p: &mut P) {
     ])
     .code(1);
     assert!(
-        r.stdout
-            .contains("check=\"max-messages\"} 0\n")
-            && r.stdout.ends_with("# EOF\n"),
+        r.stdout.contains("check=\"max-messages\"} 0\n") && r.stdout.ends_with("# EOF\n"),
         "{name}: {}",
         r.stdout
     );
@@ -110,7 +123,10 @@ pub async fn triage<P: Pair>(p: &mut P) {
         .map(|m| m["id"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(got, picked(&ids), "{name}: peek --where");
-    assert!(shown.iter().all(|m| m["fingerprint"] == fp.as_str()), "{name}");
+    assert!(
+        shown.iter().all(|m| m["fingerprint"] == fp.as_str()),
+        "{name}"
+    );
 
     // --fingerprint selects a failure group: all of it, or nothing for another group.
     let dry = |extra: &[&str]| {
@@ -169,24 +185,54 @@ async fn triage_on_a_json_lines_file() {
     let text = std::fs::read_to_string(file).unwrap();
     assert_eq!(text.lines().count(), 2, "{text}");
     let r = sb
-        .run(&["classify", file, "--by", "fingerprint,day", "--output", "json"])
+        .run(&[
+            "classify",
+            file,
+            "--by",
+            "fingerprint,day",
+            "--output",
+            "json",
+        ])
         .ok()
         .json();
     assert_eq!(r["total"], 2, "{r}");
     assert_eq!(r["by"], serde_json::json!(["fingerprint", "day"]), "{r}");
     let r = sb
-        .run(&["check", file, "--max-messages", "2", "--max-class", "transient=2", "--output", "json"])
+        .run(&[
+            "check",
+            file,
+            "--max-messages",
+            "2",
+            "--max-class",
+            "transient=2",
+            "--output",
+            "json",
+        ])
         .ok()
         .json();
     assert_eq!(r["passed"], true, "{r}");
     let r = sb
-        .run(&["check", file, "--max-class", "transient=1", "--output", "json"])
+        .run(&[
+            "check",
+            file,
+            "--max-class",
+            "transient=1",
+            "--output",
+            "json",
+        ])
         .code(1)
         .json();
     assert_eq!(r["queues"][0]["checks"][0]["status"], "FAIL", "{r}");
     let r = sb
         .run(&[
-            "replay", file, "--to", &queue, "--where", r#".id | endswith("1")"#, "--yes", "--output",
+            "replay",
+            file,
+            "--to",
+            &queue,
+            "--where",
+            r#".id | endswith("1")"#,
+            "--yes",
+            "--output",
             "json",
         ])
         .ok()
