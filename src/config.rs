@@ -68,6 +68,9 @@ pub struct QueueConfig {
     #[serde(default)]
     pub source_columns: BTreeMap<String, String>,
     pub dedupe: Option<DedupeConfig>,
+    /// The loop guard: redrive and replay leave messages redriven this many times already
+    /// (`--max-redrives`).
+    pub max_redrives: Option<u32>,
     /// What `dlqctl check` holds the queue to.
     #[serde(default)]
     pub limits: LimitsConfig,

@@ -15,6 +15,10 @@ use serde::{Deserialize, Serialize};
 /// attribute already does.
 pub const STABLE_ID_ATTRIBUTE: &str = "dlqctl-stable-id";
 
+/// The attribute / header that counts how many times dlqctl redrove or replayed a message:
+/// each copy carries the original's count plus one (the loop guard, `--max-redrives`).
+pub const REDRIVE_COUNT_ATTRIBUTE: &str = "dlqctl-redrive-count";
+
 /// Version of the JSON Lines record. Bumped only for incompatible changes.
 pub const RECORD_VERSION: u32 = 1;
 
@@ -202,6 +206,32 @@ impl Message {
     pub fn carries_id(&self, a: &Attribute) -> bool {
         (a.name == STABLE_ID_ATTRIBUTE || self.id_attribute.as_deref() == Some(a.name.as_str()))
             && a.value.as_bytes() == Some(self.id.as_bytes())
+    }
+
+    /// How many times dlqctl redrove or replayed this message before (0 without the
+    /// attribute, or when it is not a number).
+    pub fn redrive_count(&self) -> u32 {
+        self.attribute(REDRIVE_COUNT_ATTRIBUTE)
+            .and_then(|v| v.as_bytes())
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Make this message the copy of a redrive or replay: its count, plus one.
+    pub fn count_redrive(&mut self) {
+        let next = AttrValue::text((self.redrive_count() + 1).to_string());
+        match self
+            .attributes
+            .iter_mut()
+            .find(|a| a.name == REDRIVE_COUNT_ATTRIBUTE)
+        {
+            Some(a) => a.value = next,
+            None => self.attributes.push(Attribute {
+                name: REDRIVE_COUNT_ATTRIBUTE.into(),
+                value: next,
+            }),
+        }
     }
 
     pub fn body_utf8(&self) -> Option<&str> {

@@ -23,9 +23,79 @@ type Compiled = jaq_core::Filter<JustLut<Val>>;
 pub struct Query {
     source: String,
     filter: Compiled,
-    /// The helper fields that cost a classification or a fingerprint, when named.
-    wants_class: bool,
-    wants_fingerprint: bool,
+    /// The record's fields the expression can see (see [`Fields`]).
+    fields: Fields,
+}
+
+/// Which fields of the record a query gets. A jq program reads a field by its name
+/// (`.json`, `."json"`, `.["json"]`, `getpath(["json"])`), so a field that the program's text
+/// does not name cannot matter to it, and is not built: that keeps `--where` cheap (only
+/// `.json` is parsed for `.json.amount > 1`). A program that looks at the record as a whole
+/// (`keys`, `.[]`, `tojson`, `length`, …) gets every field.
+#[derive(Clone, Copy, Debug)]
+struct Fields {
+    all: bool,
+    named: [bool; FIELD_NAMES.len()],
+}
+
+/// Every field a query can see: the record's (docs/jsonl.md), then the helpers.
+const FIELD_NAMES: [&str; 25] = [
+    "v",
+    "id",
+    "native_id",
+    "source",
+    "enqueued_at",
+    "dead_lettered_at",
+    "receive_count",
+    "group",
+    "dedup_id",
+    "partition",
+    "key",
+    "key_encoding",
+    "error",
+    "attributes",
+    "body",
+    "body_encoding",
+    "meta",
+    "id_attribute",
+    "json",
+    "attrs",
+    "error_text",
+    "age_seconds",
+    "class",
+    "rule",
+    "fingerprint",
+];
+
+/// Tokens that look at the record as a whole: with any of them, every field is built.
+const WHOLE_RECORD: [&str; 20] = [
+    "[]", ".[", "..", "keys", "entries", "tojson", "tostring", "tostream", "paths", "getpath",
+    "has(", "in(", "del(", "map_values", "length", "@", "add", "debug", "walk", "$__",
+];
+
+impl Fields {
+    fn of(code: &str) -> Fields {
+        let mut named = [false; FIELD_NAMES.len()];
+        for (i, f) in FIELD_NAMES.iter().enumerate() {
+            named[i] = code.contains(f);
+        }
+        // `.template` comes with the fingerprint.
+        if code.contains("template") {
+            named[FIELD_NAMES.len() - 1] = true;
+        }
+        Fields {
+            all: WHOLE_RECORD.iter().any(|t| code.contains(t)),
+            named,
+        }
+    }
+
+    fn wants(&self, name: &str) -> bool {
+        self.all
+            || FIELD_NAMES
+                .iter()
+                .position(|f| *f == name)
+                .is_some_and(|i| self.named[i])
+    }
 }
 
 const _: () = {
@@ -119,12 +189,10 @@ impl Query {
                     None => Error::invalid_arg(flag, "not a valid jq expression"),
                 }
             })?;
-        let named = |word: &str| code.contains(word);
         Ok(Query {
             source: code.to_string(),
             filter,
-            wants_class: named("class") || named("rule"),
-            wants_fingerprint: named("fingerprint") || named("template"),
+            fields: Fields::of(code),
         })
     }
 
@@ -150,16 +218,145 @@ impl Query {
         }
     }
 
-    /// The value the expression sees.
+    /// The value the expression sees: the fields it names (all when it looks at the whole).
     fn input(
         &self,
         m: &Message,
         now: DateTime<Utc>,
         classifier: &Classifier,
     ) -> std::result::Result<Val, String> {
-        let record = record_value(m, now, classifier, self.wants_class, self.wants_fingerprint);
-        Val::deserialize(record).map_err(|e| e.to_string())
+        let f = &self.fields;
+        if f.all {
+            let record = record_value(m, now, classifier, true, true);
+            return Val::deserialize(record).map_err(|e| e.to_string());
+        }
+        let mut obj = jaq_json::Map::default();
+        let mut put = |name: &str, v: Val| {
+            obj.insert(Val::from(name.to_string()), v);
+        };
+        let text = |s: Option<&str>| s.map_or(Val::Null, |s| Val::from(s.to_string()));
+        let time = |t: Option<DateTime<Utc>>| match t {
+            Some(t) => Val::deserialize(serde_json::to_value(t).unwrap_or(Value::Null))
+                .unwrap_or(Val::Null),
+            None => Val::Null,
+        };
+        // Whatever serde makes of a value, as jaq sees it.
+        let via_json = |v: Value| Val::deserialize(v).unwrap_or(Val::Null);
+        if f.wants("json") {
+            put("json", jaq_json::read::parse_single(&m.body).unwrap_or(Val::Null));
+        }
+        if f.wants("id") {
+            put("id", Val::from(m.id.clone()));
+        }
+        if f.wants("native_id") {
+            put("native_id", Val::from(m.native_id.clone()));
+        }
+        if f.wants("v") {
+            put("v", Val::from(crate::message::RECORD_VERSION as isize));
+        }
+        if f.wants("source") {
+            put("source", text(m.source.as_deref()));
+        }
+        if f.wants("enqueued_at") {
+            put("enqueued_at", time(m.enqueued_at));
+        }
+        if f.wants("dead_lettered_at") {
+            put("dead_lettered_at", time(m.dead_lettered_at));
+        }
+        if f.wants("receive_count") {
+            put(
+                "receive_count",
+                m.receive_count.map_or(Val::Null, |n| Val::from(n as isize)),
+            );
+        }
+        if f.wants("group") {
+            put("group", text(m.group.as_deref()));
+        }
+        if f.wants("dedup_id") {
+            put("dedup_id", text(m.dedup_id.as_deref()));
+        }
+        if f.wants("partition") {
+            put(
+                "partition",
+                m.partition.map_or(Val::Null, |n| Val::from(n as isize)),
+            );
+        }
+        if f.wants("id_attribute") {
+            put("id_attribute", text(m.id_attribute.as_deref()));
+        }
+        if f.wants("error_text") {
+            put("error_text", text(m.error_text().as_deref()));
+        }
+        if f.wants("age_seconds") {
+            put(
+                "age_seconds",
+                m.age(now)
+                    .map_or(Val::Null, |a| Val::from(a.num_seconds() as isize)),
+            );
+        }
+        // The rest as the record has them (serialised the same way).
+        let wants_record = ["key", "key_encoding", "error", "attributes", "body", "body_encoding", "meta"]
+            .iter()
+            .any(|n| f.wants(n));
+        if wants_record {
+            let r = m.to_record();
+            if f.wants("key") {
+                put("key", text(r.key.as_deref()));
+            }
+            if f.wants("key_encoding") {
+                put("key_encoding", via_json(serde_json::to_value(r.key_encoding).unwrap_or_default()));
+            }
+            if f.wants("error") {
+                put("error", via_json(serde_json::to_value(&r.error).unwrap_or_default()));
+            }
+            if f.wants("attributes") {
+                put(
+                    "attributes",
+                    via_json(serde_json::to_value(&r.attributes).unwrap_or_default()),
+                );
+            }
+            if f.wants("body") {
+                put("body", Val::from(r.body));
+            }
+            if f.wants("body_encoding") {
+                put(
+                    "body_encoding",
+                    via_json(serde_json::to_value(r.body_encoding).unwrap_or_default()),
+                );
+            }
+            if f.wants("meta") {
+                put("meta", via_json(serde_json::to_value(&r.meta).unwrap_or_default()));
+            }
+        }
+        if f.wants("attrs") {
+            put("attrs", via_json(attrs_map(m)));
+        }
+        if f.wants("class") || f.wants("rule") {
+            let c = classifier.classify(m);
+            put("class", Val::from(c.kind.to_string()));
+            put("rule", Val::from(c.rule));
+        }
+        if f.wants("fingerprint") {
+            let fp = fingerprint::fingerprint(m);
+            put("fingerprint", Val::from(fp.id));
+            put("template", Val::from(fp.template));
+        }
+        Ok(Val::obj(obj))
     }
+}
+
+/// `.attrs`: attribute name → value (the first of repeated names; binary as hex).
+fn attrs_map(m: &Message) -> Value {
+    let mut attrs = Map::new();
+    for a in &m.attributes {
+        attrs
+            .entry(a.name.clone())
+            .or_insert_with(|| match &a.value {
+                crate::message::AttrValue::Null => Value::Null,
+                other => Value::String(other.display()),
+            });
+    }
+    Value::Object(attrs)
 }
 
 /// The record with the helper fields (`docs/triage.md` lists them).
@@ -176,16 +373,7 @@ pub fn record_value(
     };
     let json = serde_json::from_slice::<Value>(&m.body).unwrap_or(Value::Null);
     v.insert("json".into(), json);
-    let mut attrs = Map::new();
-    for a in &m.attributes {
-        attrs
-            .entry(a.name.clone())
-            .or_insert_with(|| match &a.value {
-                crate::message::AttrValue::Null => Value::Null,
-                other => Value::String(other.display()),
-            });
-    }
-    v.insert("attrs".into(), Value::Object(attrs));
+    v.insert("attrs".into(), attrs_map(m));
     v.insert(
         "error_text".into(),
         m.error_text().map_or(Value::Null, Value::String),
@@ -270,6 +458,70 @@ mod tests {
         assert_eq!(eval(".json == null", &text), Ok(true));
         assert_eq!(eval(".json.a", &text), Ok(false));
         assert!(eval(".body.a", &text).is_err());
+    }
+
+    /// Building only the named fields changes nothing but the cost: every expression gives
+    /// what it gives on the whole record.
+    #[test]
+    fn named_fields_give_what_the_whole_record_gives() {
+        let mut m = msg();
+        m.key = Some(vec![0xff, 0x01]);
+        m.group = Some("g1".into());
+        m.receive_count = Some(4);
+        m.meta.insert("topic", serde_json::json!("orders.DLT"));
+        let c = Classifier::builtin();
+        let now = Utc::now();
+        for code in [
+            ".json.amount_cents > 100000",
+            ".json.currency",
+            ".id",
+            ".native_id",
+            ".v",
+            ".source",
+            ".enqueued_at",
+            ".enqueued_at | fromdate > 0",
+            ".dead_lettered_at",
+            ".receive_count",
+            ".group",
+            ".dedup_id",
+            ".partition",
+            ".key",
+            ".key_encoding",
+            ".error.class",
+            ".error",
+            ".attributes[0].value",
+            ".body",
+            ".body | fromjson | .currency",
+            ".body_encoding",
+            ".meta.topic",
+            ".id_attribute",
+            ".attrs.tenant",
+            ".error_text",
+            ".age_seconds > 60",
+            ".class",
+            ".rule",
+            ".fingerprint",
+            ".template",
+            ".nosuch",
+        ] {
+            let lazy = Query::compile("--where", code).unwrap();
+            assert!(!lazy.fields.all, "{code}");
+            let mut whole = Query::compile("--where", code).unwrap();
+            whole.fields.all = true;
+            let eval = |q: &Query| {
+                let ctx = jaq_core::Ctx::<JustLut<Val>>::new(&q.filter.lut, Vars::new([]));
+                let input = q.input(&m, now, &c).unwrap();
+                q.filter
+                    .id
+                    .run((ctx, input))
+                    .map(jaq_core::unwrap_valr)
+                    .map(|r| r.map(|v| v.to_string()).map_err(|e| e.to_string()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(eval(&lazy), eval(&whole), "{code}");
+        }
+        assert!(Query::compile("--where", "keys | length > 3").unwrap().fields.all);
+        assert!(Query::compile("--where", ".[] | strings").unwrap().fields.all);
     }
 
     #[test]

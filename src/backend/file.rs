@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 use super::{
+    QueueSink, SendOutcome,
     Capabilities, Fact, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
     QueueBackend, ScanOptions, TailOptions, VerifyFacts,
 };
@@ -17,6 +18,8 @@ use crate::message::{Message, Record};
 pub struct FileBackend {
     addr: Address,
     id: Option<IdSource>,
+    /// Opened as a purge's archive: the file, for appending.
+    archive: Option<std::sync::Mutex<std::fs::File>>,
 }
 
 impl FileBackend {
@@ -30,9 +33,20 @@ impl FileBackend {
                 detail: "no such file (write one with `dlqctl export QUEUE -o FILE`)".into(),
             });
         }
+        let archive = match addr {
+            Address::File(FileAddress::Path(p)) if opts.as_target => Some(std::sync::Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| Error::io(p, e))?,
+            )),
+            _ => None,
+        };
         Ok(FileBackend {
             addr: addr.clone(),
             id: opts.id.clone(),
+            archive,
         })
     }
 
@@ -64,6 +78,10 @@ impl QueueBackend for FileBackend {
             read: true,
             ..Capabilities::default()
         }
+    }
+
+    fn sink(&self) -> Option<&dyn QueueSink> {
+        self.archive.as_ref().map(|_| self as &dyn QueueSink)
     }
 
     /// The file and its size; the messages are counted by `inspect`'s and `check`'s census.
@@ -138,5 +156,30 @@ impl QueueBackend for FileBackend {
 
     async fn verify_facts(&self, _cfg: &QueueConfig) -> Result<VerifyFacts> {
         Err(self.unsupported("verify"))
+    }
+}
+
+/// A purge's archive: each batch appended as JSON Lines records (the `export` format) and
+/// synced to disk before the messages are accepted, so that they are removed from the queue
+/// only once the file holds them.
+#[async_trait]
+impl QueueSink for FileBackend {
+    async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
+        use std::io::Write;
+        let path = self.path();
+        let mut text = Vec::new();
+        for m in batch {
+            serde_json::to_writer(&mut text, &m.to_record())
+                .map_err(|e| Error::io(&path, std::io::Error::other(e)))?;
+            text.push(b'\n');
+        }
+        let file = self
+            .archive
+            .as_ref()
+            .expect("a sink only when opened as an archive");
+        let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
+        f.write_all(&text).map_err(|e| Error::io(&path, e))?;
+        f.sync_data().map_err(|e| Error::io(&path, e))?;
+        Ok(vec![SendOutcome::Sent; batch.len()])
     }
 }

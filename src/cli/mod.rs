@@ -19,6 +19,7 @@ mod export;
 mod generate;
 mod inspect;
 mod peek;
+mod purge;
 mod redrive;
 mod replay;
 mod tail;
@@ -145,6 +146,7 @@ pub enum Command {
     Classify(classify::Args),
     Redrive(redrive::Args),
     Replay(replay::Args),
+    Purge(purge::Args),
     Export(export::Args),
     Verify(verify::Args),
     Check(check::Args),
@@ -207,6 +209,45 @@ pub struct HeaderArgs {
     /// applied after --keep-header), e.g. 'kafka_dlt-*'
     #[arg(long = "strip-header", value_name = "PATTERN")]
     pub strip: Vec<String>,
+}
+
+/// The loop guard (redrive, replay).
+#[derive(clap::Args, Debug, Default)]
+#[command(next_help_heading = "Loop guard")]
+pub struct GuardArgs {
+    /// Leave messages that dlqctl has redriven or replayed N times already where they are
+    /// (their dlqctl-redrive-count header/attribute) [default: max_redrives in dlqctl.toml]
+    #[arg(long, value_name = "N")]
+    pub max_redrives: Option<u32>,
+    /// With --max-redrives: move those messages to TARGET instead (a queue, table or topic)
+    #[arg(long, value_name = "TARGET", requires = "max_redrives")]
+    pub park: Option<String>,
+}
+
+impl GuardArgs {
+    /// The limit (flag, else the queue's `max_redrives`) and the park target, resolved.
+    pub fn resolve(
+        &self,
+        ctx: &Ctx,
+        source: &crate::settings::QueueRef,
+    ) -> Result<(
+        Option<u32>,
+        Option<(crate::address::Address, crate::backend::OpenOptions)>,
+    )> {
+        let limit = self.max_redrives.or(source.cfg.max_redrives);
+        if limit == Some(0) {
+            return Err(Error::invalid_arg(
+                "--max-redrives",
+                "must be at least 1 (0 would hold every message)",
+            ));
+        }
+        let park = self
+            .park
+            .as_deref()
+            .map(|t| ctx.target(t, source))
+            .transpose()?;
+        Ok((limit, park))
+    }
 }
 
 impl HeaderArgs {
@@ -374,6 +415,7 @@ async fn run(cli: Cli) -> i32 {
         Command::Classify(a) => classify::run(&ctx, a).await,
         Command::Redrive(a) => redrive::run(&ctx, a).await,
         Command::Replay(a) => replay::run(&ctx, a).await,
+        Command::Purge(a) => purge::run(&ctx, a).await,
         Command::Export(a) => export::run(&ctx, a).await,
         Command::Verify(a) => verify::run(&ctx, a).await,
         Command::Check(a) => check::run(&ctx, a).await,

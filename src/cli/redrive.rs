@@ -1,4 +1,4 @@
-use super::{FilterArgs, HeaderArgs};
+use super::{FilterArgs, GuardArgs, HeaderArgs};
 use crate::error::{Error, Result};
 use crate::ops::moves::{Mode, MoveRequest};
 use crate::settings::{Ctx, parse_rate};
@@ -49,6 +49,8 @@ pub struct Args {
     pub filters: FilterArgs,
     #[command(flatten)]
     pub headers: HeaderArgs,
+    #[command(flatten)]
+    pub guard: GuardArgs,
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
@@ -93,6 +95,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
         .await;
     }
     let (filter, classifier) = a.filters.resolve(ctx)?;
+    let (max_redrives, park) = a.guard.resolve(ctx, &source)?;
     let to =
         a.to.as_deref()
             .map(|t| ctx.target(t, &source))
@@ -116,6 +119,8 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             yes: a.yes,
             exactly_once: a.exactly_once,
             headers,
+            max_redrives,
+            park,
         },
     )
     .await

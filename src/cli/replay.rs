@@ -36,12 +36,15 @@ pub struct Args {
     pub filters: FilterArgs,
     #[command(flatten)]
     pub headers: HeaderArgs,
+    #[command(flatten)]
+    pub guard: super::GuardArgs,
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
     let source = ctx.queue(&a.source)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
     let to = Some(ctx.target(&a.to, &source)?);
+    let (max_redrives, park) = a.guard.resolve(ctx, &source)?;
     crate::ops::moves::run(
         ctx,
         MoveRequest {
@@ -61,6 +64,8 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             yes: a.yes,
             exactly_once: false,
             headers: a.headers.resolve()?,
+            max_redrives,
+            park,
         },
     )
     .await

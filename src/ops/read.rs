@@ -128,6 +128,7 @@ fn emit(
             "fingerprint".into(),
             crate::classify::fingerprint::fingerprint(m).id.into(),
         );
+        o.insert("redrive_count".into(), m.redrive_count().into());
     }
     if explain && let serde_json::Value::Object(o) = &mut record {
         o.insert(
@@ -165,6 +166,10 @@ pub fn card(m: &Message, c: &Classifier, color: bool) -> String {
     }
     if let Some(n) = m.receive_count {
         facts.push(format!("receives {n}"));
+    }
+    let redrives = m.redrive_count();
+    if redrives > 0 {
+        facts.push(format!("redriven {redrives}×"));
     }
     if let Some(q) = &m.source {
         facts.push(format!("source {q}"));

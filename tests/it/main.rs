@@ -13,6 +13,7 @@ mod pg_read;
 mod pg_redrive;
 mod pg_verify;
 mod proxy;
+mod purge;
 mod secrets;
 mod shapes;
 mod sqs;

@@ -131,6 +131,16 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
         .map_err(|e| format!("attribute `{}`: {e}", a.name))?;
         attrs.insert(a.name.clone(), v);
     }
+    // The loop guard's count gives way to the user's attributes and the stable id: a copy
+    // that would need an 11th attribute for it goes without (docs/sqs.md).
+    let needs_id = !m.id.is_empty()
+        && !m.attributes.iter().any(|a| m.carries_id(a))
+        && !attrs.contains_key(STABLE_ID_ATTRIBUTE);
+    if attrs.len() + usize::from(needs_id) > MAX_ATTRIBUTES
+        && attrs.remove(crate::message::REDRIVE_COUNT_ATTRIBUTE).is_some()
+    {
+        tracing::debug!(id = %m.id, "no room for dlqctl-redrive-count among 10 attributes");
+    }
     // Carry the stable id when no attribute carries it yet (SQS gives every copy a new
     // MessageId). A copy without it would break "same id, every time": refuse instead.
     if attrs.len() > MAX_ATTRIBUTES {

@@ -90,6 +90,8 @@ impl Pair {
             yes: true,
             exactly_once: false,
             headers: Default::default(),
+            max_redrives: None,
+            park: None,
         }
     }
 
@@ -265,4 +267,91 @@ async fn the_human_summary_names_what_stayed_and_why() {
     insta::with_settings!({filters => vec![(r"\d+\.\ds \(\d+/s\)", "[time]")]}, {
         insta::assert_snapshot!(out.text());
     });
+}
+
+/// A purge with an archive: each message copied there (same id), then removed; one without
+/// removes what the filters select and nothing else; a dry run removes nothing.
+#[tokio::test]
+async fn a_purge_archives_first_or_removes_what_it_selects() {
+    let pair = Pair::seeded(60);
+    let (ctx, out) = pair.ctx(OutputFormat::Json);
+    let mut req = pair.request(Mode::Purge);
+    req.dry_run = true;
+    assert_eq!(run(&ctx, req).await.unwrap(), exit::OK);
+    assert_eq!(pair.ids(&pair.dlq), all(60));
+    assert_eq!(summary(&out)["moved"], 60);
+
+    let (ctx, _) = pair.ctx(OutputFormat::Json);
+    let mut req = pair.request(Mode::Purge);
+    req.filter.class = vec!["permanent".into()];
+    assert_eq!(run(&ctx, req).await.unwrap(), exit::OK);
+    let (permanent, transient): (Vec<String>, Vec<String>) = all(60)
+        .into_iter()
+        .partition(|id| id[1..].parse::<usize>().unwrap() % 4 == 0);
+    assert_eq!(pair.ids(&pair.main), permanent, "archived first, ids kept");
+    assert_eq!(pair.ids(&pair.dlq), transient);
+    assert!(
+        pair.queues
+            .messages(&pair.main)
+            .iter()
+            .all(|m| m.redrive_count() == 0),
+        "an archive copy is not a redrive"
+    );
+
+    let (ctx, out) = pair.ctx(OutputFormat::Json);
+    let mut req = pair.request(Mode::Purge);
+    req.to = None;
+    req.max = Some(10);
+    assert_eq!(run(&ctx, req).await.unwrap(), exit::OK);
+    assert_eq!(summary(&out)["moved"], 10);
+    assert_eq!(pair.ids(&pair.dlq), transient[10..].to_vec(), "removed, nothing else");
+    assert_eq!(pair.ids(&pair.main).len(), permanent.len(), "and copied nowhere");
+}
+
+/// The loop guard: every copy counts one more redrive; a message at --max-redrives stays
+/// (held), or goes to --park.
+#[tokio::test]
+async fn the_loop_guard_holds_or_parks_what_keeps_coming_back() {
+    let pair = Pair::seeded(20);
+    // m0..m4 were redriven twice already.
+    for m in pair.queues.queue(&pair.dlq).lock().unwrap().messages[..5].iter_mut() {
+        m.count_redrive();
+        m.count_redrive();
+    }
+    let (ctx, out) = pair.ctx(OutputFormat::Json);
+    let mut req = pair.request(Mode::Redrive);
+    req.max_redrives = Some(2);
+    assert_eq!(run(&ctx, req).await.unwrap(), exit::OK);
+    let s = summary(&out);
+    assert_eq!((s["moved"].as_u64(), s["held"].as_u64()), (Some(15), Some(5)), "{s}");
+    assert_eq!(pair.ids(&pair.dlq), all(5), "held where they were");
+    let copies = pair.queues.messages(&pair.main);
+    assert!(copies.iter().all(|m| m.redrive_count() == 1), "each copy counts one");
+
+    let park = Address::parse("postgres://app@db.internal/orders?table=parked").unwrap();
+    let (ctx, out) = pair.ctx(OutputFormat::Json);
+    let mut req = pair.request(Mode::Redrive);
+    req.max_redrives = Some(2);
+    req.park = Some((park.clone(), crate::backend::OpenOptions::default()));
+    assert_eq!(run(&ctx, req).await.unwrap(), exit::OK);
+    let s = summary(&out);
+    assert_eq!((s["parked"].as_u64(), s["held"].as_u64()), (Some(5), Some(0)), "{s}");
+    assert_eq!(pair.ids(&park), all(5));
+    assert!(pair.ids(&pair.dlq).is_empty());
+    assert!(
+        pair.queues
+            .messages(&park)
+            .iter()
+            .all(|m| m.redrive_count() == 3)
+    );
+
+    // A replay counts too, and the limit applies to it.
+    let pair = Pair::seeded(4);
+    pair.queues.queue(&pair.dlq).lock().unwrap().messages[0].count_redrive();
+    let (ctx, out) = pair.ctx(OutputFormat::Json);
+    let mut req = pair.request(Mode::Replay);
+    req.max_redrives = Some(1);
+    assert_eq!(run(&ctx, req).await.unwrap(), exit::OK);
+    assert_eq!(summary(&out)["held"], 1);
+    assert_eq!(pair.ids(&pair.main), all(4)[1..].to_vec());
 }

@@ -52,7 +52,7 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
             page_size: req.batch_size,
             // A redrive's dry run reads exactly what the redrive would (Kafka: from the
             // redrive group's offsets).
-            as_redrive: req.mode == Mode::Redrive,
+            as_redrive: req.mode.removes(),
         })
         .await?;
     let now = Utc::now();
@@ -79,8 +79,26 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
                 continue;
             }
             s.matched += 1;
+            if req.mode == Mode::Purge && fixed.is_none() {
+                // A dry run of a purge without an archive: counted, nothing to send.
+                s.moved += 1;
+                continue;
+            }
+            // The loop guard: over --max-redrives, the message stays, or goes to --park.
+            let over = req.over_limit(&m);
+            if over && req.park.is_none() {
+                s.held += 1;
+                continue;
+            }
             let found;
+            let park_key;
             let (key, addr) = match (fixed, &fixed_key) {
+                _ if over => {
+                    let (a, _) = req.park.as_ref().expect("parking");
+                    s.parked += 1;
+                    park_key = a.to_string();
+                    (park_key.as_str(), a)
+                }
                 (Some(a), Some(k)) => (k.as_str(), a),
                 _ => match source.destination(&m).await? {
                     Some(a) => {
@@ -95,6 +113,7 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
                 },
             };
             if fixed.is_none()
+                && !over
                 && let Err(reason) = targets.discovered(addr).await?
             {
                 s.failed += 1;
@@ -118,6 +137,7 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
             }
             let mut m = m;
             req.headers.apply(&mut m);
+            m.count_redrive();
             match batch.get_mut(key) {
                 Some((_, msgs)) => msgs.push(m),
                 None => {

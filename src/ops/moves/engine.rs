@@ -9,7 +9,7 @@ use chrono::Utc;
 
 use super::copy::{destination_of, keep_first, record};
 use super::targets::Tally;
-use super::{MoveSummary, Run};
+use super::{Mode, MoveSummary, Run};
 use crate::address::Address;
 use crate::backend::{Claim, LocalNext, MoveOptions, MoveSession, SendOutcome, Ticket};
 use crate::error::{Error, Result};
@@ -25,7 +25,7 @@ pub(super) async fn move_loop(run: &mut Run<'_>, backlog: Option<u64>) -> Result
         .fixed
         .clone()
         .filter(|f| source.can_move_locally(f))
-        .filter(|_| req.headers.is_empty() || req.exactly_once);
+        .filter(|_| req.local_allowed());
     let need_content = !req.filter.is_empty() || local.is_none();
     let mut session = source
         .begin_move(MoveOptions {
@@ -168,7 +168,7 @@ async fn move_batches(
             }
             let read_at = Instant::now();
             let Some(Claim {
-                messages: batch,
+                messages: mut batch,
                 ticket,
             }) = session.next_batch(n).await?
             else {
@@ -185,6 +185,38 @@ async fn move_batches(
                 }
             }
             s.matched += selected.len() as u64;
+            // The loop guard: a message redriven --max-redrives times already stays (or is
+            // parked); every copy counts one more redrive.
+            let mut parked = Vec::new();
+            if req.max_redrives.is_some() {
+                selected.retain(|&i| {
+                    if !req.over_limit(&batch[i]) {
+                        return true;
+                    }
+                    if req.park.is_some() {
+                        parked.push(i);
+                    } else {
+                        s.held += 1;
+                    }
+                    false
+                });
+            }
+            if local.is_none() && req.mode != Mode::Purge {
+                for &i in selected.iter().chain(&parked) {
+                    batch[i].count_redrive();
+                }
+            }
+
+            if req.mode == Mode::Purge && fixed.is_none() {
+                // A purge without an archive: what the filters selected leaves the source
+                // now, the rest stays (no batch is ever in flight in this mode).
+                session.settle(ticket, &selected, &[]).await?;
+                s.moved += selected.len() as u64;
+                bar.inc(batch.len() as u64);
+                session.recycle(batch);
+                pacer.wait(s.matched).await;
+                continue;
+            }
 
             if let Some(dest) = local {
                 let outcomes = session.move_locally(ticket, dest, &selected).await?;
@@ -205,9 +237,19 @@ async fn move_batches(
                 started: read_at,
             };
             let mut groups: BTreeMap<String, (Address, Vec<usize>)> = BTreeMap::new();
+            if let Some((park, _)) = &req.park
+                && !parked.is_empty()
+            {
+                s.parked += parked.len() as u64;
+                groups.insert(park.to_string(), (park.clone(), std::mem::take(&mut parked)));
+            }
             if let Some(d) = fixed {
                 // One destination for all: no per-message lookup.
-                groups.insert(d.to_string(), (d.clone(), selected));
+                groups
+                    .entry(d.to_string())
+                    .or_insert_with(|| (d.clone(), Vec::new()))
+                    .1
+                    .extend(selected);
             } else {
                 for i in selected {
                     match destination_of(source, fixed, &batch[i]).await? {
@@ -232,7 +274,9 @@ async fn move_batches(
                 if idx.is_empty() {
                     continue;
                 }
+                let parking = req.park.as_ref().is_some_and(|(p, _)| *p == addr);
                 if fixed.is_none()
+                    && !parking
                     && let Err(reason) = targets.discovered(&addr).await?
                 {
                     for i in idx {

@@ -40,12 +40,23 @@ pub enum Mode {
     Redrive,
     /// Copy: nothing is removed from the source.
     Replay,
+    /// Remove: each message is copied to the archive (`to`) first, when there is one, then
+    /// deleted (docs/purge.md).
+    Purge,
+}
+
+impl Mode {
+    /// Whether the run removes what it selects from the source.
+    pub fn removes(self) -> bool {
+        self != Mode::Replay
+    }
 }
 
 pub struct MoveRequest {
     pub mode: Mode,
     pub source: QueueRef,
-    /// The user's `--to`, resolved; None: each message's discovered source.
+    /// The user's `--to` (purge: `--archive`), resolved; None: each message's discovered
+    /// source (purge: `--no-archive`).
     pub to: Option<(Address, OpenOptions)>,
     pub filter: Filter,
     pub classifier: Classifier,
@@ -59,6 +70,24 @@ pub struct MoveRequest {
     pub exactly_once: bool,
     /// `--keep-header` / `--strip-header`.
     pub headers: HeaderRules,
+    /// The loop guard: messages redriven this many times already are left where they are,
+    /// or parked.
+    pub max_redrives: Option<u32>,
+    /// `--park`: where messages over `max_redrives` go instead.
+    pub park: Option<(Address, OpenOptions)>,
+}
+
+impl MoveRequest {
+    /// Whether `m` has been redriven `--max-redrives` times already.
+    pub fn over_limit(&self, m: &Message) -> bool {
+        self.max_redrives.is_some_and(|n| m.redrive_count() >= n)
+    }
+
+    /// Whether the backend may move messages itself (in SQL, in place): not when a copy
+    /// needs a rule applied message by message (header rules, the loop guard).
+    fn local_allowed(&self) -> bool {
+        (self.headers.is_empty() || self.exactly_once) && self.max_redrives.is_none()
+    }
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -80,6 +109,10 @@ pub struct MoveSummary {
     pub skipped: u64,
     /// Offered and not accepted: left in the source.
     pub failed: u64,
+    /// Redriven `--max-redrives` times already: left in the source (loop guard).
+    pub held: u64,
+    /// Redriven `--max-redrives` times already: moved to `--park` instead.
+    pub parked: u64,
     pub destinations: Vec<DestinationCount>,
     pub failures: Vec<FailureGroup>,
     pub interrupted: bool,
@@ -144,7 +177,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     ctx.interrupt.set_phase(Phase::Changing);
     let backlog = setup.backlog;
     let mut run = Run::new(ctx, &req, source.as_ref(), setup);
-    let moving = !(req.dry_run || req.mode == Mode::Replay);
+    let moving = !req.dry_run && req.mode.removes();
     let result = if moving {
         engine::move_loop(&mut run, backlog.map(|b| b.messages)).await
     } else {
@@ -194,20 +227,77 @@ fn confirmed(ctx: &Ctx, req: &MoveRequest, setup: &Setup) -> Result<bool> {
 }
 
 impl Setup {
+    /// A purge: the archive, if any, is the one target (never discovered, never the queue
+    /// itself); without one, nothing is opened but the source.
+    async fn for_purge(ctx: &Ctx, req: &MoveRequest, source: &dyn QueueBackend) -> Result<Setup> {
+        if matches!(req.source.address, Address::Kafka(_)) && !req.filter.is_empty() {
+            return Err(Error::invalid_arg(
+                "QUEUE",
+                "a Kafka purge moves the redrive group's offsets, and one offset covers every record before it: a filter would pass over the records between the purged ones too. Purge without filters (--max for the first N), or replay a subset elsewhere",
+            ));
+        }
+        let mut targets = Targets {
+            open: HashMap::new(),
+            refused: HashMap::new(),
+            options: req.to.as_ref().map_or_else(
+                || OpenOptions {
+                    id: None,
+                    columns: Default::default(),
+                    as_target: true,
+                    aws: ctx.aws.clone(),
+                    kafka: ctx.config.kafka.clone(),
+                    exactly_once: false,
+                },
+                |(_, o)| o.clone(),
+            ),
+            opener: ctx.opener.clone(),
+            source_identity: source.identity().await?,
+            mode: req.mode,
+        };
+        let fixed = req.to.as_ref().map(|(a, _)| a.clone());
+        if let Some(f) = &fixed {
+            targets.get(f).await?;
+        }
+        let local = fixed.as_ref().is_some_and(|f| source.can_move_locally(f));
+        let p = &ctx.printer;
+        let shown = p.is_table() || p.progress_enabled() || (!req.dry_run && !req.yes);
+        let backlog = if shown {
+            source.backlog(true).await.unwrap_or_else(|e| {
+                tracing::debug!(error = %e, "no count for the plan");
+                None
+            })
+        } else {
+            None
+        };
+        Ok(Setup {
+            fixed,
+            targets,
+            local,
+            backlog,
+        })
+    }
+
     /// Check what the run asks of the source, resolve its destination and open a known
     /// target (a missing table or queue, or a target that is the source itself, is reported
     /// before anything is asked or moved), and count the backlog for the plan.
     async fn resolve(ctx: &Ctx, req: &MoveRequest, source: &dyn QueueBackend) -> Result<Setup> {
         let p = &ctx.printer;
         let caps = source.capabilities();
-        if req.mode == Mode::Redrive && !caps.delete {
+        if req.mode.removes() && !caps.delete {
             return Err(Error::Unsupported {
                 backend: req.source.address.backend_name(),
-                operation: "redrive",
+                operation: if req.mode == Mode::Purge {
+                    "purge"
+                } else {
+                    "redrive"
+                },
                 reason:
                     "this queue cannot remove a message after copying it; use `dlqctl replay` to copy"
                         .into(),
             });
+        }
+        if req.mode == Mode::Purge {
+            return Setup::for_purge(ctx, req, source).await;
         }
         if let Some(effect) = caps.read_side_effect {
             p.warn(&format!("reading {} {effect}", req.source.address));
@@ -283,14 +373,17 @@ impl Setup {
             targets.get(f).await?;
         }
 
-        let local = fixed.as_ref().is_some_and(|f| source.can_move_locally(f))
-            && (req.headers.is_empty() || req.exactly_once);
+        let local =
+            fixed.as_ref().is_some_and(|f| source.can_move_locally(f)) && req.local_allowed();
+        if let Some((park, _)) = &req.park {
+            targets.get(park).await?;
+        }
         // The count is for people (the plan, the progress bar): a run that shows neither
         // does not pay for it (a count(*) over a large table).
         let shown = p.is_table() || p.progress_enabled() || (!req.dry_run && !req.yes);
-        let backlog = if shown && (req.mode == Mode::Redrive || req.filter.is_empty()) {
+        let backlog = if shown && (req.mode.removes() || req.filter.is_empty()) {
             source
-                .backlog(req.mode == Mode::Redrive)
+                .backlog(req.mode.removes())
                 .await
                 .unwrap_or_else(|e| {
                     tracing::debug!(error = %e, "no count for the plan");
@@ -331,7 +424,7 @@ impl<'a> Run<'a> {
             ..MoveSummary::default()
         };
         let tally = Tally::default();
-        let moving = !(req.dry_run || req.mode == Mode::Replay);
+        let moving = !req.dry_run && req.mode.removes();
         // A redrive asks its session first (a Kafka session knows from the offsets it starts at):
         // see `move_loop`.
         let total = if !moving && req.filter.is_empty() {
@@ -344,6 +437,7 @@ impl<'a> Run<'a> {
             match req.mode {
                 Mode::Redrive => "redriving",
                 Mode::Replay => "replaying",
+                Mode::Purge => "purging",
             },
         );
 

@@ -16,16 +16,21 @@ pub(super) fn plan(
     row("operation", what_happens(req, fixed, local));
     row(
         match req.mode {
-            Mode::Redrive => "dead-letter queue",
+            Mode::Redrive | Mode::Purge => "dead-letter queue",
             Mode::Replay => "from",
         },
         req.source.label(),
     );
     row(
-        "to",
+        if req.mode == Mode::Purge {
+            "archive"
+        } else {
+            "to"
+        },
         match fixed {
             Some(f) if retried_in_place(req, f) => "where each job is (retried in place)".into(),
             Some(f) => f.to_string(),
+            None if req.mode == Mode::Purge => "none (--no-archive): removed messages are gone".into(),
             None => "each message's source queue (discovered per message)".into(),
         },
     );
@@ -34,6 +39,7 @@ pub(super) fn plan(
         (_, true) => "would send",
         (Mode::Redrive, false) => "will move",
         (Mode::Replay, false) => "will copy",
+        (Mode::Purge, false) => "will remove",
     };
     row(verb, count_text(backlog, req.max, !req.filter.is_empty()));
     row(
@@ -46,7 +52,9 @@ pub(super) fn plan(
             }
         }),
     );
-    if fixed.is_some_and(|f| retried_in_place(req, f)) {
+    if req.mode == Mode::Purge && fixed.is_none() {
+        // Nothing is copied: nothing to keep.
+    } else if fixed.is_some_and(|f| retried_in_place(req, f)) {
         row(
             "keeps",
             "each job as it is: same id, same arguments (nothing is copied)".into(),
@@ -78,6 +86,9 @@ fn what_happens(req: &MoveRequest, fixed: Option<&Address>, local: bool) -> Stri
     if req.mode == Mode::Replay {
         return "copy each message to the target (nothing is removed from what is read)".into();
     }
+    if req.mode == Mode::Purge {
+        return purge_what_happens(req, fixed.is_some(), local);
+    }
     match &req.source.address {
         Address::Postgres(PgAddress {
             target: PgTarget::System(name),
@@ -104,6 +115,31 @@ fn what_happens(req: &MoveRequest, fixed: Option<&Address>, local: bool) -> Stri
         Address::Kafka(_) => "copy each record to the target, then commit the redrive group's offsets past it (nothing is deleted from the topic)".into(),
         Address::File(_) => "copy each message to the target".into(),
     }
+}
+
+/// What a purge does to each message, in the backend's own terms (docs/purge.md).
+fn purge_what_happens(req: &MoveRequest, archived: bool, local: bool) -> String {
+    use crate::address::{PgAddress, PgTarget};
+    let first = if archived {
+        "copy each message to the archive, then "
+    } else {
+        ""
+    };
+    let remove = match &req.source.address {
+        Address::Postgres(PgAddress {
+            target: PgTarget::System(name),
+            ..
+        }) => format!("delete the dead job as {name}'s own tools do"),
+        Address::Postgres(_) if local => {
+            return "archive and delete each batch in one transaction (INSERT … SELECT, DELETE)"
+                .into();
+        }
+        Address::Postgres(_) => "delete the row".into(),
+        Address::Sqs(_) => "delete it (DeleteMessage)".into(),
+        Address::Kafka(_) => "commit the redrive group's offsets past it: Kafka cannot delete single records, so they stay in the topic until its retention removes them, and no redrive reads them again".into(),
+        Address::File(_) => "remove it".into(),
+    };
+    format!("{first}{remove}")
 }
 
 /// `40 of 1,200`, where the source counts cheaply; else `counted while moving`.

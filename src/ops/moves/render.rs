@@ -13,6 +13,8 @@ pub(super) fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {
     let verb = match (s.dry_run, s.operation.as_str()) {
         (true, _) => "would send",
         (false, "replay") => "copied",
+        (false, "purge") if s.destinations.is_empty() => "removed",
+        (false, "purge") => "archived and removed",
         (false, _) => "moved",
     };
     p.line(&format!(
@@ -30,6 +32,18 @@ pub(super) fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {
     ))?;
     for d in &s.destinations {
         p.line(&format!("  → {}  {}", d.to, d.messages))?;
+    }
+    if s.held > 0 {
+        p.line(&format!(
+            "held {} (redriven --max-redrives times already; left where they were: look at them with `dlqctl peek QUEUE --where '.attrs[\"dlqctl-redrive-count\"]'`)",
+            s.held
+        ))?;
+    }
+    if s.parked > 0 {
+        p.line(&format!(
+            "parked {} (redriven --max-redrives times already; moved to --park)",
+            s.parked
+        ))?;
     }
     if !s.failures.is_empty() {
         p.line("not sent (left where they were):")?;

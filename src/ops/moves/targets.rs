@@ -51,7 +51,11 @@ impl Targets {
         let key = addr.to_string();
         if !self.open.contains_key(&key) {
             let b = self.opener.open(addr, &self.options).await?;
-            if b.sink().is_none() {
+            // A file takes copies only as a purge's archive (appended, synced): a redrive or
+            // replay into a file is `export`.
+            if b.sink().is_none()
+                || (matches!(addr, Address::File(_)) && self.mode != Mode::Purge)
+            {
                 return Err(Error::Unsupported {
                     backend: addr.backend_name(),
                     operation: "accepting copies",
@@ -72,7 +76,7 @@ impl Targets {
                     "--to",
                     format!(
                         "{addr} is the queue being read: its copies would be read again{}; pass another --to",
-                        if self.mode == Mode::Redrive {
+                        if self.mode != Mode::Replay {
                             " and moved once more, without end"
                         } else {
                             ""

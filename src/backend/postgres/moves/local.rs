@@ -194,10 +194,17 @@ pub(super) fn copy_columns(
     }
     if let Some(c) = tgt.col("headers") {
         cols.push(c.sql.clone());
-        vals.push(match src.col("headers") {
-            Some(s) => format!("COALESCE({}::jsonb, '{{}}'::jsonb)::{}", s.sql, c.ty),
-            None => format!("'{{}}'::{}", c.ty),
-        });
+        // The copy counts one more redrive (the loop guard's `dlqctl-redrive-count`): the
+        // previous count where it is a number, else 0, plus one.
+        let h = match src.col("headers") {
+            Some(s) => format!("COALESCE({}::jsonb, '{{}}'::jsonb)", s.sql),
+            None => "'{}'::jsonb".into(),
+        };
+        let n = crate::message::REDRIVE_COUNT_ATTRIBUTE;
+        vals.push(format!(
+            "({h} || jsonb_build_object('{n}', ((CASE WHEN {h}->>'{n}' ~ '^[0-9]{{1,9}}$' THEN ({h}->>'{n}')::int ELSE 0 END) + 1)::text))::{}",
+            c.ty
+        ));
     }
     if let Some(c) = tgt.col("queue") {
         let v = match (queue_override, src.col("queue")) {

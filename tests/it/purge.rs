@@ -1,0 +1,194 @@
+//! `dlqctl purge` on every backend, through the contract's pairs (`pair.rs`): archive first
+//! or say `--no-archive`; a dry run changes nothing; `--max` and filters remove what they
+//! select; and a SIGKILL during a purge with an archive leaves every message in the queue, the
+//! archive, or both (a re-run finishes, and every id is archived).
+
+use std::collections::HashSet;
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::harness::Sandbox;
+use crate::pair::{JobSystem, KafkaPair, Pair, PgSameDb, SqsPair, wait_until};
+
+const N: usize = 10;
+
+/// The stable ids in a JSON Lines archive, one per line (with repeats).
+fn archived(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("an archive line is JSON");
+            v["id"].as_str().expect("an id").to_string()
+        })
+        .collect()
+}
+
+pub async fn purge_contract<P: Pair>(p: &mut P, filters: bool) {
+    let name = p.name();
+    let ids = p.fresh(N).await;
+    let sb = Sandbox::new();
+    let env = p.env(&sb);
+    let source = p.redrive()[1].clone();
+    let archive = sb.path("poison.jsonl");
+    let file = archive.to_str().unwrap();
+    let purge = |extra: &[&str]| {
+        let mut a = vec!["purge", source.as_str(), "--output", "json"];
+        a.extend_from_slice(extra);
+        sb.run_with(&a, &env)
+    };
+
+    // Neither --archive nor --no-archive: refused, nothing removed.
+    let r = purge(&["--yes"]).code(2);
+    assert!(r.stderr.contains("--no-archive"), "{name}: {}", r.stderr);
+    // A dry run removes nothing and writes no archive.
+    let r = purge(&["--archive", file, "--dry-run"]).ok().json();
+    assert_eq!(r["moved"], N as u64, "{name}: {r}");
+    assert_eq!(r["operation"], "purge", "{name}: {r}");
+    p.settle().await;
+    assert_eq!(p.remaining().await, N as u64, "{name}: a dry run removed nothing");
+    assert!(archived(&archive).is_empty(), "{name}: a dry run archived nothing");
+
+    // --max 4 with an archive: four archived with their ids, then removed.
+    let r = purge(&["--archive", file, "--max", "4", "--yes"]).ok().json();
+    assert_eq!(r["moved"], 4, "{name}: {r}");
+    p.settle().await;
+    assert_eq!(p.remaining().await, (N - 4) as u64, "{name}");
+    let got = archived(&archive);
+    assert_eq!(got.len(), 4, "{name}: {got:?}");
+    assert!(got.iter().all(|id| ids.contains(id)), "{name}: {got:?}");
+    assert_eq!(p.copies().await, 0, "{name}: a purge sends nothing to the source queue");
+
+    if filters {
+        // A filter removes what it selects, without an archive when told so.
+        let pick = ids
+            .iter()
+            .find(|id| !got.contains(id))
+            .expect("one left")
+            .clone();
+        let r = purge(&["--id", &pick, "--no-archive", "--yes"]).ok().json();
+        assert_eq!(r["moved"], 1, "{name}: {r}");
+        p.settle().await;
+        assert_eq!(p.remaining().await, (N - 5) as u64, "{name}");
+    } else {
+        // Kafka: a filter would pass over the records between the purged ones.
+        let r = purge(&["--id", &ids[0], "--no-archive", "--yes"]).code(2);
+        assert!(r.stderr.contains("Kafka purge"), "{name}: {}", r.stderr);
+    }
+    // The rest, without an archive.
+    let r = purge(&["--no-archive", "--yes"]).ok().json();
+    let rest = if filters { N - 5 } else { N - 4 };
+    assert_eq!(r["moved"], rest as u64, "{name}: {r}");
+    p.settle().await;
+    assert_eq!(p.remaining().await, 0, "{name}: purged");
+    assert_eq!(archived(&archive).len(), 4, "{name}: --no-archive wrote nothing");
+}
+
+/// SIGKILL a purge with an archive once the archive holds a batch; a re-run finishes; every
+/// seeded id is in the archive and nothing is left (nothing was lost in between).
+pub async fn purge_survives_a_kill<P: Pair>(p: &mut P) {
+    let name = p.name();
+    let ids = p.fresh(40).await;
+    let sb = Sandbox::new();
+    let env = p.env(&sb);
+    let source = p.redrive()[1].clone();
+    let archive = sb.path("archive.jsonl");
+    let file = archive.to_str().unwrap().to_string();
+    let mut child = sb
+        .cmd(&[
+            "purge",
+            &source,
+            "--archive",
+            &file,
+            "--batch-size",
+            "2",
+            "--rate",
+            "20/s",
+            "--yes",
+            "--output",
+            "json",
+        ])
+        .envs(env.clone())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start dlqctl purge");
+    let path = archive.clone();
+    wait_until(Duration::from_secs(60), "the archive's first batch", || {
+        let n = archived(&path).len();
+        async move { n >= 2 }
+    })
+    .await;
+    child.kill().expect("SIGKILL");
+    child.wait().unwrap();
+    p.settle().await;
+    let in_archive: HashSet<String> = archived(&archive).into_iter().collect();
+    let left = p.remaining().await;
+    assert!(
+        in_archive.len() as u64 + left >= ids.len() as u64,
+        "{name}: after the kill {} archived + {left} in the queue < {} seeded",
+        in_archive.len(),
+        ids.len()
+    );
+    let r = sb
+        .run_with(
+            &["purge", &source, "--archive", &file, "--yes", "--output", "json"],
+            &env,
+        )
+        .ok()
+        .json();
+    assert!(r["moved"].as_u64().unwrap() <= left, "{name}: {r}");
+    p.settle().await;
+    assert_eq!(p.remaining().await, 0, "{name}: the re-run purged the rest");
+    let in_archive: HashSet<String> = archived(&archive).into_iter().collect();
+    let lost: Vec<&String> = ids.iter().filter(|i| !in_archive.contains(*i)).collect();
+    assert!(lost.is_empty(), "{name}: neither in the queue nor the archive: {lost:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn purge_on_a_postgres_table() {
+    let mut p = PgSameDb::new();
+    purge_contract(&mut p, true).await;
+    purge_survives_a_kill(&mut p).await;
+    // An archive table in the same database: archived and deleted in one transaction.
+    let ids = p.fresh(N).await;
+    let (dlq, queue) = p.urls();
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&["purge", &dlq, "--archive", &queue, "--max", "3", "--yes", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(r["moved"], 3, "{r}");
+    let got: Vec<String> = p.target_ids().await.into_iter().flatten().collect();
+    assert_eq!(got.len(), 3);
+    assert!(got.iter().all(|id| ids.contains(id)), "{got:?}");
+    assert_eq!(p.remaining().await, (N - 3) as u64);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn purge_on_river() {
+    let mut p = JobSystem::new("river");
+    purge_contract(&mut p, true).await;
+    purge_survives_a_kill(&mut p).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn purge_on_every_job_system() {
+    for system in ["oban", "pgmq", "graphile-worker", "solid_queue", "good_job", "que", "pg-boss"] {
+        purge_contract(&mut JobSystem::new(system), true).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn purge_on_sqs() {
+    let mut p = SqsPair::new(false);
+    purge_contract(&mut p, true).await;
+    purge_survives_a_kill(&mut p).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn purge_on_kafka() {
+    let mut p = KafkaPair::new();
+    purge_contract(&mut p, false).await;
+    purge_survives_a_kill(&mut p).await;
+}
