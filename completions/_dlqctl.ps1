@@ -23,6 +23,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
         'dlqctl' {
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
             [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
@@ -46,9 +47,12 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('classify', 'classify', [CompletionResultType]::ParameterValue, 'Group messages by failure reason: transient, permanent (poison) or unclassified')
             [CompletionResult]::new('redrive', 'redrive', [CompletionResultType]::ParameterValue, 'Move messages back to their source queue, keeping their stable ids')
             [CompletionResult]::new('replay', 'replay', [CompletionResultType]::ParameterValue, 'Send copies of messages to a target; nothing is removed from the source')
+            [CompletionResult]::new('purge', 'purge', [CompletionResultType]::ParameterValue, 'Remove messages from a dead-letter queue, archiving each one first')
+            [CompletionResult]::new('edit', 'edit', [CompletionResultType]::ParameterValue, 'Fix one message by hand and send it back, keeping its stable id')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write messages as JSON Lines, losslessly, without removing them')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check queue configuration for CI')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Check the state of queues now, for cron, alerting and CI')
+            [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'List recent runs that changed something: who, where, what, why and how it ended')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('generate-artifacts', 'generate-artifacts', [CompletionResultType]::ParameterValue, 'Write (or check) the generated files')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -58,6 +62,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--scan-max', '--scan-max', [CompletionResultType]::ParameterName, 'Read at most N messages for the arrivals over time and the per-fingerprint counts (0: read none)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
             [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
@@ -92,6 +97,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
             [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
@@ -127,6 +133,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
             [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
@@ -163,6 +170,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
             [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
@@ -186,6 +194,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Move at most N messages')
             [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many messages per second (50, 50/s, 3000/m)')
             [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch (one transaction on PostgreSQL)')
+            [CompletionResult]::new('--transform', '--transform', [CompletionResultType]::ParameterName, 'Send each message''s record mapped by the jq expression JQ (body as .json, attributes as .attrs, key, group); the stable id cannot change. With --dry-run: a diff of the first few')
             [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
             [CompletionResult]::new('--match', '--match', [CompletionResultType]::ParameterName, 'Only messages whose body matches REGEX')
             [CompletionResult]::new('--error', '--error', [CompletionResultType]::ParameterName, 'Only messages whose error (class and message) matches REGEX')
@@ -199,8 +208,11 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--keep-header', '--keep-header', [CompletionResultType]::ParameterName, 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied')
             [CompletionResult]::new('--strip-header', '--strip-header', [CompletionResultType]::ParameterName, 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. ''kafka_dlt-*''')
+            [CompletionResult]::new('--max-redrives', '--max-redrives', [CompletionResultType]::ParameterName, 'Leave messages that dlqctl has redriven or replayed N times already where they are (their dlqctl-redrive-count header/attribute) [default: max_redrives in dlqctl.toml]')
+            [CompletionResult]::new('--park', '--park', [CompletionResultType]::ParameterName, 'With --max-redrives: move those messages to TARGET instead (a queue, table or topic)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
             [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
@@ -243,8 +255,12 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--keep-header', '--keep-header', [CompletionResultType]::ParameterName, 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied')
             [CompletionResult]::new('--strip-header', '--strip-header', [CompletionResultType]::ParameterName, 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. ''kafka_dlt-*''')
+            [CompletionResult]::new('--transform', '--transform', [CompletionResultType]::ParameterName, 'Send each message''s record mapped by the jq expression JQ (body as .json, attributes as .attrs, key, group); the stable id cannot change. With --dry-run: a diff of the first few')
+            [CompletionResult]::new('--max-redrives', '--max-redrives', [CompletionResultType]::ParameterName, 'Leave messages that dlqctl has redriven or replayed N times already where they are (their dlqctl-redrive-count header/attribute) [default: max_redrives in dlqctl.toml]')
+            [CompletionResult]::new('--park', '--park', [CompletionResultType]::ParameterName, 'With --max-redrives: move those messages to TARGET instead (a queue, table or topic)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
             [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
@@ -255,6 +271,69 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Show what would be sent; change nothing')
             [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('--allow-onward-redrive', '--allow-onward-redrive', [CompletionResultType]::ParameterName, 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;purge' {
+            [CompletionResult]::new('--archive', '--archive', [CompletionResultType]::ParameterName, 'Copy each message here before removing it: FILE.jsonl, a table, a queue or a topic')
+            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Remove at most N messages')
+            [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many messages per second (50, 50/s, 3000/m)')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch (one transaction on PostgreSQL)')
+            [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
+            [CompletionResult]::new('--match', '--match', [CompletionResultType]::ParameterName, 'Only messages whose body matches REGEX')
+            [CompletionResult]::new('--error', '--error', [CompletionResultType]::ParameterName, 'Only messages whose error (class and message) matches REGEX')
+            [CompletionResult]::new('--attr', '--attr', [CompletionResultType]::ParameterName, 'Only messages with attribute/header NAME matching REGEX (repeatable)')
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)')
+            [CompletionResult]::new('--newer-than', '--newer-than', [CompletionResultType]::ParameterName, 'Only messages first enqueued more recently than DURATION')
+            [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'Only these stable or native ids (repeatable)')
+            [CompletionResult]::new('--ids-from', '--ids-from', [CompletionResultType]::ParameterName, 'Only the ids listed in FILE, one per line (- for stdin)')
+            [CompletionResult]::new('--fingerprint', '--fingerprint', [CompletionResultType]::ParameterName, 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)')
+            [CompletionResult]::new('--where', '--where', [CompletionResultType]::ParameterName, 'Only messages for which the jq expression JQ is true, over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000''')
+            [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
+            [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
+            [CompletionResult]::new('--endpoint-url', '--endpoint-url', [CompletionResultType]::ParameterName, 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]')
+            [CompletionResult]::new('--dedup-id', '--dedup-id', [CompletionResultType]::ParameterName, 'How copies sent to a FIFO queue get their MessageDeduplicationId')
+            [CompletionResult]::new('--visibility-timeout', '--visibility-timeout', [CompletionResultType]::ParameterName, 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]')
+            [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'SQS requests in flight at once')
+            [CompletionResult]::new('--no-archive', '--no-archive', [CompletionResultType]::ParameterName, 'Remove the messages without keeping a copy anywhere')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Show what would be removed; change nothing')
+            [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
+            [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('--allow-onward-redrive', '--allow-onward-redrive', [CompletionResultType]::ParameterName, 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;edit' {
+            [CompletionResult]::new('--id', '--id', [CompletionResultType]::ParameterName, 'The message''s stable or native id')
+            [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Where to send the edited copy [default: the configured or discovered source]')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
+            [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
+            [CompletionResult]::new('--endpoint-url', '--endpoint-url', [CompletionResultType]::ParameterName, 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]')
+            [CompletionResult]::new('--dedup-id', '--dedup-id', [CompletionResultType]::ParameterName, 'How copies sent to a FIFO queue get their MessageDeduplicationId')
+            [CompletionResult]::new('--visibility-timeout', '--visibility-timeout', [CompletionResultType]::ParameterName, 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]')
+            [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'SQS requests in flight at once')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
@@ -282,6 +361,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
             [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
@@ -303,6 +383,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
         'dlqctl;verify' {
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
             [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
@@ -330,6 +411,31 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--rules', '--rules', [CompletionResultType]::ParameterName, 'Extra classification rules (TOML), ahead of the config''s and the built-in ones')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
+            [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
+            [CompletionResult]::new('--endpoint-url', '--endpoint-url', [CompletionResultType]::ParameterName, 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]')
+            [CompletionResult]::new('--dedup-id', '--dedup-id', [CompletionResultType]::ParameterName, 'How copies sent to a FIFO queue get their MessageDeduplicationId')
+            [CompletionResult]::new('--visibility-timeout', '--visibility-timeout', [CompletionResultType]::ParameterName, 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]')
+            [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'SQS requests in flight at once')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never draw progress bars')
+            [CompletionResult]::new('--allow-onward-redrive', '--allow-onward-redrive', [CompletionResultType]::ParameterName, 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dlqctl;audit' {
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only runs started within DURATION (24h, 7d) or since TIME (RFC 3339)')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'The newest N runs')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'The newest N runs')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
             [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
@@ -350,6 +456,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
         'dlqctl;completions' {
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
             [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
@@ -371,6 +478,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Repository root to write into')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
             [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
@@ -396,9 +504,12 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('classify', 'classify', [CompletionResultType]::ParameterValue, 'Group messages by failure reason: transient, permanent (poison) or unclassified')
             [CompletionResult]::new('redrive', 'redrive', [CompletionResultType]::ParameterValue, 'Move messages back to their source queue, keeping their stable ids')
             [CompletionResult]::new('replay', 'replay', [CompletionResultType]::ParameterValue, 'Send copies of messages to a target; nothing is removed from the source')
+            [CompletionResult]::new('purge', 'purge', [CompletionResultType]::ParameterValue, 'Remove messages from a dead-letter queue, archiving each one first')
+            [CompletionResult]::new('edit', 'edit', [CompletionResultType]::ParameterValue, 'Fix one message by hand and send it back, keeping its stable id')
             [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write messages as JSON Lines, losslessly, without removing them')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check queue configuration for CI')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Check the state of queues now, for cron, alerting and CI')
+            [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'List recent runs that changed something: who, where, what, why and how it ended')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('generate-artifacts', 'generate-artifacts', [CompletionResultType]::ParameterValue, 'Write (or check) the generated files')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -422,6 +533,12 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
         'dlqctl;help;replay' {
             break
         }
+        'dlqctl;help;purge' {
+            break
+        }
+        'dlqctl;help;edit' {
+            break
+        }
         'dlqctl;help;export' {
             break
         }
@@ -429,6 +546,9 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             break
         }
         'dlqctl;help;check' {
+            break
+        }
+        'dlqctl;help;audit' {
             break
         }
         'dlqctl;help;completions' {

@@ -16,6 +16,9 @@ _dlqctl() {
             ",$1")
                 cmd="dlqctl"
                 ;;
+            dlqctl,audit)
+                cmd="dlqctl__subcmd__audit"
+                ;;
             dlqctl,check)
                 cmd="dlqctl__subcmd__check"
                 ;;
@@ -24,6 +27,9 @@ _dlqctl() {
                 ;;
             dlqctl,completions)
                 cmd="dlqctl__subcmd__completions"
+                ;;
+            dlqctl,edit)
+                cmd="dlqctl__subcmd__edit"
                 ;;
             dlqctl,export)
                 cmd="dlqctl__subcmd__export"
@@ -40,6 +46,9 @@ _dlqctl() {
             dlqctl,peek)
                 cmd="dlqctl__subcmd__peek"
                 ;;
+            dlqctl,purge)
+                cmd="dlqctl__subcmd__purge"
+                ;;
             dlqctl,redrive)
                 cmd="dlqctl__subcmd__redrive"
                 ;;
@@ -52,6 +61,9 @@ _dlqctl() {
             dlqctl,verify)
                 cmd="dlqctl__subcmd__verify"
                 ;;
+            dlqctl__subcmd__help,audit)
+                cmd="dlqctl__subcmd__help__subcmd__audit"
+                ;;
             dlqctl__subcmd__help,check)
                 cmd="dlqctl__subcmd__help__subcmd__check"
                 ;;
@@ -60,6 +72,9 @@ _dlqctl() {
                 ;;
             dlqctl__subcmd__help,completions)
                 cmd="dlqctl__subcmd__help__subcmd__completions"
+                ;;
+            dlqctl__subcmd__help,edit)
+                cmd="dlqctl__subcmd__help__subcmd__edit"
                 ;;
             dlqctl__subcmd__help,export)
                 cmd="dlqctl__subcmd__help__subcmd__export"
@@ -75,6 +90,9 @@ _dlqctl() {
                 ;;
             dlqctl__subcmd__help,peek)
                 cmd="dlqctl__subcmd__help__subcmd__peek"
+                ;;
+            dlqctl__subcmd__help,purge)
+                cmd="dlqctl__subcmd__help__subcmd__purge"
                 ;;
             dlqctl__subcmd__help,redrive)
                 cmd="dlqctl__subcmd__help__subcmd__redrive"
@@ -95,7 +113,7 @@ _dlqctl() {
 
     case "${cmd}" in
         dlqctl)
-            opts="-q -v -h -V --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help --version inspect peek tail classify redrive replay export verify check completions generate-artifacts help"
+            opts="-q -v -h -V --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help --version inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -106,6 +124,76 @@ _dlqctl() {
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --region)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endpoint-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dedup-id)
+                    COMPREPLY=($(compgen -W "per-run keep stable-id" -- "${cur}"))
+                    return 0
+                    ;;
+                --visibility-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dlqctl__subcmd__audit)
+            opts="-n -q -v -h --since --limit --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -145,7 +233,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__check)
-            opts="-q -v -h --max-messages --max-age --max-in-flight --max-class --baseline --scan-max --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-q -v -h --max-messages --max-age --max-in-flight --max-class --baseline --scan-max --rules --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -187,6 +275,10 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -223,7 +315,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__classify)
-            opts="-q -v -h --test --explain --dedupe --by --max --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-q -v -h --test --explain --dedupe --by --max --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -297,6 +389,10 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -333,7 +429,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__completions)
-            opts="-q -v -h --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help bash elvish fish powershell zsh"
+            opts="-q -v -h --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -344,6 +440,72 @@ _dlqctl() {
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --region)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endpoint-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dedup-id)
+                    COMPREPLY=($(compgen -W "per-run keep stable-id" -- "${cur}"))
+                    return 0
+                    ;;
+                --visibility-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dlqctl__subcmd__edit)
+            opts="-q -v -h --id --to --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -383,7 +545,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__export)
-            opts="-o -q -v -h --output-file --max --force --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-o -q -v -h --output-file --max --force --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -453,6 +615,10 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -489,7 +655,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__generate__subcmd__artifacts)
-            opts="-q -v -h --dir --check --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-q -v -h --dir --check --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -504,6 +670,10 @@ _dlqctl() {
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -543,8 +713,22 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__help)
-            opts="inspect peek tail classify redrive replay export verify check completions generate-artifacts help"
+            opts="inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dlqctl__subcmd__help__subcmd__audit)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -585,6 +769,20 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dlqctl__subcmd__help__subcmd__edit)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -668,6 +866,20 @@ _dlqctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dlqctl__subcmd__help__subcmd__purge)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dlqctl__subcmd__help__subcmd__redrive)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -725,7 +937,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__inspect)
-            opts="-q -v -h --scan-max --scan --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-q -v -h --scan-max --scan --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -740,6 +952,10 @@ _dlqctl() {
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -779,7 +995,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__peek)
-            opts="-n -q -v -h --count --explain --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-n -q -v -h --count --explain --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -845,6 +1061,10 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -880,14 +1100,14 @@ _dlqctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dlqctl__subcmd__redrive)
-            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --native --cancel --no-wait --exactly-once --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --keep-header --strip-header --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+        dlqctl__subcmd__purge)
+            opts="-y -q -v -h --archive --no-archive --max --rate --batch-size --dry-run --yes --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --to)
+                --archive)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -947,6 +1167,124 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --region)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endpoint-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dedup-id)
+                    COMPREPLY=($(compgen -W "per-run keep stable-id" -- "${cur}"))
+                    return 0
+                    ;;
+                --visibility-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dlqctl__subcmd__redrive)
+            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --native --cancel --no-wait --transform --exactly-once --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --keep-header --strip-header --max-redrives --park --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --batch-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --transform)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --class)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --match)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --error)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --attr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --older-than)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --newer-than)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ids-from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fingerprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --where)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --keep-header)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -955,11 +1293,23 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-redrives)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --park)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -999,7 +1349,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__replay)
-            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --keep-header --strip-header --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-y -q -v -h --to --max --rate --batch-size --dry-run --yes --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --keep-header --strip-header --transform --max-redrives --park --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1073,11 +1423,27 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --transform)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-redrives)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --park)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1117,7 +1483,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__tail)
-            opts="-q -v -h --from-start --max --idle-timeout --poll-interval --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-q -v -h --from-start --max --idle-timeout --poll-interval --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1187,6 +1553,10 @@ _dlqctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -1223,7 +1593,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__verify)
-            opts="-q -v -h --output --config --quiet --verbose --no-progress --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-q -v -h --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1234,6 +1604,10 @@ _dlqctl() {
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

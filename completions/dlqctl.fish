@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dlqctl_global_optspecs
-    string join \n output= config= q/quiet v/verbose no-progress color= profile= region= endpoint-url= allow-onward-redrive dedup-id= visibility-timeout= parallel= h/help V/version
+    string join \n output= config= q/quiet v/verbose no-progress reason= color= profile= region= endpoint-url= allow-onward-redrive dedup-id= visibility-timeout= parallel= h/help V/version
 end
 
 function __fish_dlqctl_needs_command
@@ -30,6 +30,7 @@ jsonl\t'One JSON object per line'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -53,9 +54,12 @@ complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "tail" -d 'Follow mess
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "classify" -d 'Group messages by failure reason: transient, permanent (poison) or unclassified'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "redrive" -d 'Move messages back to their source queue, keeping their stable ids'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "replay" -d 'Send copies of messages to a target; nothing is removed from the source'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "purge" -d 'Remove messages from a dead-letter queue, archiving each one first'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "edit" -d 'Fix one message by hand and send it back, keeping its stable id'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "export" -d 'Write messages as JSON Lines, losslessly, without removing them'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "verify" -d 'Check queue configuration for CI'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "check" -d 'Check the state of queues now, for cron, alerting and CI'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "audit" -d 'List recent runs that changed something: who, where, what, why and how it ended'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "generate-artifacts" -d 'Write (or check) the generated files'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -66,6 +70,7 @@ jsonl\t'One JSON object per line'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -101,6 +106,7 @@ jsonl\t'One JSON object per line'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -138,6 +144,7 @@ jsonl\t'One JSON object per line'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -176,6 +183,7 @@ jsonl\t'One JSON object per line'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -197,6 +205,7 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l to -d 'Where t
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l max -d 'Move at most N messages' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l rate -d 'At most this many messages per second (50, 50/s, 3000/m)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l batch-size -d 'Messages per batch (one transaction on PostgreSQL)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l transform -d 'Send each message\'s record mapped by the jq expression JQ (body as .json, attributes as .attrs, key, group); the stable id cannot change. With --dry-run: a diff of the first few' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l match -d 'Only messages whose body matches REGEX' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l error -d 'Only messages whose error (class and message) matches REGEX' -r
@@ -210,12 +219,15 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l where -d 'Only
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l keep-header -d 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l strip-header -d 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. \'kafka_dlt-*\'' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l max-redrives -d 'Leave messages that dlqctl has redriven or replayed N times already where they are (their dlqctl-redrive-count header/attribute) [default: max_redrives in dlqctl.toml]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l park -d 'With --max-redrives: move those messages to TARGET instead (a queue, table or topic)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -255,12 +267,16 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l where -d 'Only 
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l keep-header -d 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l strip-header -d 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. \'kafka_dlt-*\'' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l transform -d 'Send each message\'s record mapped by the jq expression JQ (body as .json, attributes as .attrs, key, group); the stable id cannot change. With --dry-run: a diff of the first few' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l max-redrives -d 'Leave messages that dlqctl has redriven or replayed N times already where they are (their dlqctl-redrive-count header/attribute) [default: max_redrives in dlqctl.toml]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l park -d 'With --max-redrives: move those messages to TARGET instead (a queue, table or topic)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -279,6 +295,72 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s v -l verbose -d
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l no-progress -d 'Never draw progress bars'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l archive -d 'Copy each message here before removing it: FILE.jsonl, a table, a queue or a topic' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l max -d 'Remove at most N messages' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l rate -d 'At most this many messages per second (50, 50/s, 3000/m)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l batch-size -d 'Messages per batch (one transaction on PostgreSQL)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l match -d 'Only messages whose body matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l error -d 'Only messages whose error (class and message) matches REGEX' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l attr -d 'Only messages with attribute/header NAME matching REGEX (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l older-than -d 'Only messages first enqueued longer ago than DURATION (e.g. 2h, 3d)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l id -d 'Only these stable or native ids (repeatable)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l parallel -d 'SQS requests in flight at once' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l no-archive -d 'Remove the messages without keeping a copy anywhere'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l dry-run -d 'Show what would be removed; change nothing'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -s y -l yes -d 'Do not ask for confirmation (required without a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l id -d 'The message\'s stable or native id' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l to -d 'Where to send the edited copy [default: the configured or discovered source]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l parallel -d 'SQS requests in flight at once' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s o -l output-file -d 'Write to FILE instead of stdout (written as FILE.partial, renamed when complete)' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l max -d 'Export at most N messages' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
@@ -298,6 +380,7 @@ jsonl\t'One JSON object per line'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -321,6 +404,7 @@ jsonl\t'One JSON object per line'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -350,6 +434,7 @@ jsonl\t'One JSON object per line'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -366,12 +451,38 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -s v -l verbose -d 
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l no-progress -d 'Never draw progress bars'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l since -d 'Only runs started within DURATION (24h, 7d) or since TIME (RFC 3339)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -s n -l limit -d 'The newest N runs' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line'
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l parallel -d 'SQS requests in flight at once' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l no-progress -d 'Never draw progress bars'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
 json\t'One JSON document (the default when stdout is not a terminal)'
 jsonl\t'One JSON object per line'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -395,6 +506,7 @@ jsonl\t'One JSON object per line'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -412,15 +524,18 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -s v -
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l no-progress -d 'Never draw progress bars'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "inspect" -d 'Show what is in a dead-letter queue and how it is configured'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "peek" -d 'Show messages without removing them'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "tail" -d 'Follow messages as they arrive, without consuming them'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "classify" -d 'Group messages by failure reason: transient, permanent (poison) or unclassified'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "redrive" -d 'Move messages back to their source queue, keeping their stable ids'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "replay" -d 'Send copies of messages to a target; nothing is removed from the source'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "export" -d 'Write messages as JSON Lines, losslessly, without removing them'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "verify" -d 'Check queue configuration for CI'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "check" -d 'Check the state of queues now, for cron, alerting and CI'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "completions" -d 'Print a shell completion script'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "generate-artifacts" -d 'Write (or check) the generated files'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay export verify check completions generate-artifacts help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "inspect" -d 'Show what is in a dead-letter queue and how it is configured'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "peek" -d 'Show messages without removing them'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "tail" -d 'Follow messages as they arrive, without consuming them'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "classify" -d 'Group messages by failure reason: transient, permanent (poison) or unclassified'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "redrive" -d 'Move messages back to their source queue, keeping their stable ids'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "replay" -d 'Send copies of messages to a target; nothing is removed from the source'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "purge" -d 'Remove messages from a dead-letter queue, archiving each one first'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "edit" -d 'Fix one message by hand and send it back, keeping its stable id'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "export" -d 'Write messages as JSON Lines, losslessly, without removing them'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "verify" -d 'Check queue configuration for CI'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "check" -d 'Check the state of queues now, for cron, alerting and CI'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "audit" -d 'List recent runs that changed something: who, where, what, why and how it ended'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "completions" -d 'Print a shell completion script'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "generate-artifacts" -d 'Write (or check) the generated files'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -20,9 +20,23 @@ pub struct Config {
     /// Kafka client properties (security.protocol, sasl.*, ssl.*), applied to every Kafka queue.
     #[serde(default)]
     pub kafka: KafkaConfig,
+    /// The audit trail of changing runs (docs/audit.md).
+    #[serde(default)]
+    pub audit: AuditConfig,
     /// Where the file was read from; set by [`Config::load`].
     #[serde(skip)]
     pub path: Option<PathBuf>,
+}
+
+/// `[audit]`: where the trail of changing runs goes (docs/audit.md).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// The JSON Lines log [default: the user's state directory, `dlqctl/audit.jsonl`].
+    pub path: Option<PathBuf>,
+    /// Every changing run must say why (`--reason TEXT`).
+    #[serde(default)]
+    pub require_reason: bool,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]

@@ -5,6 +5,7 @@
 //! → `backend` (one trait, one module per backend). `output` owns the terminal.
 
 pub mod address;
+pub mod audit;
 pub mod backend;
 pub mod body_error;
 pub mod classify;

@@ -69,8 +69,26 @@ const FIELD_NAMES: [&str; 25] = [
 
 /// Tokens that look at the record as a whole: with any of them, every field is built.
 const WHOLE_RECORD: [&str; 20] = [
-    "[]", ".[", "..", "keys", "entries", "tojson", "tostring", "tostream", "paths", "getpath",
-    "has(", "in(", "del(", "map_values", "length", "@", "add", "debug", "walk", "$__",
+    "[]",
+    ".[",
+    "..",
+    "keys",
+    "entries",
+    "tojson",
+    "tostring",
+    "tostream",
+    "paths",
+    "getpath",
+    "has(",
+    "in(",
+    "del(",
+    "map_values",
+    "length",
+    "@",
+    "add",
+    "debug",
+    "walk",
+    "$__",
 ];
 
 impl Fields {
@@ -243,7 +261,10 @@ impl Query {
         // Whatever serde makes of a value, as jaq sees it.
         let via_json = |v: Value| Val::deserialize(v).unwrap_or(Val::Null);
         if f.wants("json") {
-            put("json", jaq_json::read::parse_single(&m.body).unwrap_or(Val::Null));
+            put(
+                "json",
+                jaq_json::read::parse_single(&m.body).unwrap_or(Val::Null),
+            );
         }
         if f.wants("id") {
             put("id", Val::from(m.id.clone()));
@@ -295,19 +316,33 @@ impl Query {
             );
         }
         // The rest as the record has them (serialised the same way).
-        let wants_record = ["key", "key_encoding", "error", "attributes", "body", "body_encoding", "meta"]
-            .iter()
-            .any(|n| f.wants(n));
+        let wants_record = [
+            "key",
+            "key_encoding",
+            "error",
+            "attributes",
+            "body",
+            "body_encoding",
+            "meta",
+        ]
+        .iter()
+        .any(|n| f.wants(n));
         if wants_record {
             let r = m.to_record();
             if f.wants("key") {
                 put("key", text(r.key.as_deref()));
             }
             if f.wants("key_encoding") {
-                put("key_encoding", via_json(serde_json::to_value(r.key_encoding).unwrap_or_default()));
+                put(
+                    "key_encoding",
+                    via_json(serde_json::to_value(r.key_encoding).unwrap_or_default()),
+                );
             }
             if f.wants("error") {
-                put("error", via_json(serde_json::to_value(&r.error).unwrap_or_default()));
+                put(
+                    "error",
+                    via_json(serde_json::to_value(&r.error).unwrap_or_default()),
+                );
             }
             if f.wants("attributes") {
                 put(
@@ -325,7 +360,10 @@ impl Query {
                 );
             }
             if f.wants("meta") {
-                put("meta", via_json(serde_json::to_value(&r.meta).unwrap_or_default()));
+                put(
+                    "meta",
+                    via_json(serde_json::to_value(&r.meta).unwrap_or_default()),
+                );
             }
         }
         if f.wants("attrs") {
@@ -343,6 +381,139 @@ impl Query {
         }
         Ok(Val::obj(obj))
     }
+}
+
+/// `--transform JQ`: maps a message's record to the record to send (docs/triage.md,
+/// "Transforms"). The input is the record with `.json` (the body parsed) and `.attrs`
+/// (name → value); a change to `.json` becomes the body, a change to `.attrs` the attributes.
+pub enum Transform {
+    Jq(Query),
+    /// `dlqctl edit`: the record as the operator saved it, for the one message with its id.
+    Replace(Box<Message>),
+}
+
+impl Transform {
+    pub fn compile(code: &str) -> Result<Transform> {
+        let mut query = Query::compile("--transform", code)?;
+        query.fields.all = true;
+        Ok(Transform::Jq(query))
+    }
+
+    pub fn source(&self) -> &str {
+        match self {
+            Transform::Jq(q) => &q.source,
+            Transform::Replace(_) => "the edited record",
+        }
+    }
+
+    /// The copy to send instead of `m`, or why there is none (the message then stays where
+    /// it is, counted as failed with this reason).
+    pub fn apply(&self, m: &Message) -> std::result::Result<Message, String> {
+        let q = match self {
+            Transform::Jq(q) => q,
+            Transform::Replace(edited) if edited.id == m.id => return Ok((**edited).clone()),
+            Transform::Replace(_) => return Err("not the edited message".into()),
+        };
+        let mut input = match serde_json::to_value(m.to_record()) {
+            Ok(Value::Object(o)) => o,
+            _ => return Err("the record cannot be built".into()),
+        };
+        let json = serde_json::from_slice::<Value>(&m.body).unwrap_or(Value::Null);
+        let attrs = attrs_map(m);
+        input.insert("json".into(), json.clone());
+        input.insert("attrs".into(), attrs.clone());
+        let input = Val::deserialize(Value::Object(input)).map_err(|e| e.to_string())?;
+        let ctx = jaq_core::Ctx::<JustLut<Val>>::new(&q.filter.lut, Vars::new([]));
+        let mut out = q.filter.id.run((ctx, input)).map(jaq_core::unwrap_valr);
+        let first = match out.next() {
+            None => return Err("--transform gave no record (empty)".into()),
+            Some(Err(e)) => {
+                return Err(format!("--transform failed: {}", one_line(&e.to_string())));
+            }
+            Some(Ok(v)) => v,
+        };
+        if out.next().is_some() {
+            return Err("--transform gave more than one record".into());
+        }
+        let Ok(Value::Object(mut o)) = serde_json::from_str::<Value>(&first.to_string()) else {
+            return Err("--transform must give an object (the record)".into());
+        };
+        if o.get("id") != Some(&Value::String(m.id.clone())) {
+            return Err(format!(
+                "--transform cannot change the stable id ({}): the copy would be a different message",
+                crate::address::escape_controls(&m.id)
+            ));
+        }
+        // A changed .json is the new body; changed .attrs are the new attributes.
+        if let Some(new) = o.remove("json")
+            && new != json
+        {
+            o.insert("body".into(), Value::String(new.to_string()));
+            o.insert("body_encoding".into(), Value::String("utf8".into()));
+        }
+        let new_attrs = o.remove("attrs");
+        for helper in [
+            "error_text",
+            "age_seconds",
+            "class",
+            "rule",
+            "fingerprint",
+            "template",
+        ] {
+            o.remove(helper);
+        }
+        let record: crate::message::Record = serde_json::from_value(Value::Object(o))
+            .map_err(|e| format!("--transform gave a record that is not valid: {e}"))?;
+        let mut copy = Message::from_record(record)?;
+        if let Some(Value::Object(new)) = new_attrs
+            && Value::Object(new.clone()) != attrs
+        {
+            copy.attributes
+                .retain(|a| new.contains_key(&a.name) || copy_carries(m, a));
+            for (name, v) in new {
+                let value = match v {
+                    Value::Null => crate::message::AttrValue::Null,
+                    Value::String(s) => crate::message::AttrValue::text(s),
+                    other => crate::message::AttrValue::text(other.to_string()),
+                };
+                match copy.attributes.iter_mut().find(|a| a.name == name) {
+                    Some(a) => a.value = value,
+                    None => copy
+                        .attributes
+                        .push(crate::message::Attribute { name, value }),
+                }
+            }
+        }
+        Ok(copy)
+    }
+}
+
+/// The attribute that carries the stable id stays, whatever a transform does to `.attrs`.
+fn copy_carries(m: &Message, a: &crate::message::Attribute) -> bool {
+    m.carries_id(a)
+}
+
+/// A unified diff of a message's record before and after a transform (for `--dry-run`).
+pub fn diff(before: &Message, after: &Message) -> String {
+    let pretty = |m: &Message| {
+        let mut v = serde_json::to_value(m.to_record()).unwrap_or_default();
+        // The body as people read it: parsed, when it is JSON.
+        if let Ok(j) = serde_json::from_slice::<Value>(&m.body)
+            && let Value::Object(o) = &mut v
+        {
+            o.insert("body".into(), j);
+        }
+        serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+    };
+    let (a, b) = (pretty(before), pretty(after));
+    similar::TextDiff::from_lines(&a, &b)
+        .unified_diff()
+        .context_radius(2)
+        .header(
+            &format!("{} (before)", before.id),
+            &format!("{} (sent)", after.id),
+        )
+        .to_string()
 }
 
 /// `.attrs`: attribute name → value (the first of repeated names; binary as hex).
@@ -520,8 +691,58 @@ mod tests {
             };
             assert_eq!(eval(&lazy), eval(&whole), "{code}");
         }
-        assert!(Query::compile("--where", "keys | length > 3").unwrap().fields.all);
-        assert!(Query::compile("--where", ".[] | strings").unwrap().fields.all);
+        assert!(
+            Query::compile("--where", "keys | length > 3")
+                .unwrap()
+                .fields
+                .all
+        );
+        assert!(
+            Query::compile("--where", ".[] | strings")
+                .unwrap()
+                .fields
+                .all
+        );
+    }
+
+    #[test]
+    fn a_transform_edits_the_body_and_attributes_and_keeps_the_id() {
+        let m = msg();
+        let t = Transform::compile(
+            r#".json.currency = "USD" | .attrs.tenant = "zeta" | .attrs.fixed = "1""#,
+        )
+        .unwrap();
+        let out = t.apply(&m).unwrap();
+        assert_eq!(out.id, m.id);
+        let body: Value = serde_json::from_slice(&out.body).unwrap();
+        assert_eq!(body["currency"], "USD");
+        assert_eq!(body["amount_cents"], 250000);
+        assert_eq!(out.attribute("tenant").unwrap().display(), "zeta");
+        assert_eq!(out.attribute("fixed").unwrap().display(), "1");
+        // The record's own fields work too, and an unchanged transform is the message.
+        let same = Transform::compile(".").unwrap().apply(&m).unwrap();
+        assert_eq!(same, m);
+        let grouped = Transform::compile(r#".group = "g2""#)
+            .unwrap()
+            .apply(&m)
+            .unwrap();
+        assert_eq!(grouped.group.as_deref(), Some("g2"));
+        // The stable id cannot change; nothing, or two records, is no copy.
+        for (code, why) in [
+            (r#".id = "other""#, "cannot change the stable id"),
+            ("empty", "no record"),
+            (". , .", "more than one"),
+            ("1", "must give an object"),
+            (".body = 3", "not valid"),
+        ] {
+            let e = Transform::compile(code).unwrap().apply(&m).unwrap_err();
+            assert!(e.contains(why), "{code}: {e}");
+        }
+        let d = diff(&m, &out);
+        assert!(
+            d.contains("-    \"currency\": \"EUR\"") && d.contains("+    \"currency\": \"USD\""),
+            "{d}"
+        );
     }
 
     #[test]

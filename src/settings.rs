@@ -24,6 +24,44 @@ pub struct Ctx {
     pub interrupt: Interrupt,
     /// How queues are opened (the real backends; in unit tests, in-memory queues).
     pub opener: crate::backend::Opener,
+    /// `--reason`: why this run changes something (the audit trail).
+    pub reason: Option<String>,
+}
+
+impl Ctx {
+    /// Start the audit of a changing run: the intent record is written before anything
+    /// changes (`[audit] require_reason` without `--reason` is exit 2, before that).
+    pub fn audit(
+        &self,
+        command: &str,
+        source: &str,
+        targets: Vec<String>,
+        filter: String,
+    ) -> Result<crate::audit::Audit> {
+        if self.config.audit.require_reason && self.reason.is_none() {
+            return Err(crate::error::Error::invalid_arg(
+                "--reason",
+                "[audit] require_reason is set in dlqctl.toml: say why with --reason TEXT",
+            ));
+        }
+        crate::audit::Audit::begin(
+            crate::audit::log_path(&self.config.audit, self.aws.state_dir.as_deref()),
+            crate::audit::Intent {
+                record: String::new(),
+                run: String::new(),
+                time: chrono::Utc::now(),
+                user: crate::operator::user(),
+                host: crate::operator::host(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                command: command.into(),
+                argv: crate::audit::redacted_argv(),
+                source: source.into(),
+                targets,
+                filter,
+                reason: self.reason.clone(),
+            },
+        )
+    }
 }
 
 impl Ctx {

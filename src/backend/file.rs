@@ -6,9 +6,8 @@ use async_trait::async_trait;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 use super::{
-    QueueSink, SendOutcome,
     Capabilities, Fact, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
-    QueueBackend, ScanOptions, TailOptions, VerifyFacts,
+    QueueBackend, QueueSink, ScanOptions, SendOutcome, TailOptions, VerifyFacts,
 };
 use crate::address::{Address, FileAddress};
 use crate::config::{IdSource, QueueConfig};

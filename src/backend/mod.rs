@@ -148,6 +148,9 @@ pub struct MoveOptions {
     /// `--max`: no batch may move more than it was asked for (a job system's key-range retry,
     /// which would also retry a job that died inside the range meanwhile, is not used then).
     pub max: Option<u64>,
+    /// A local mover's copies count one more redrive (`dlqctl-redrive-count`): a redrive's do,
+    /// a purge's archive copies do not.
+    pub count_redrive: bool,
 }
 
 /// The result of offering one message to a target.

@@ -12,9 +12,11 @@ use crate::filter::Filter;
 use crate::output::{ColorChoice, OutputFormat, Printer, PrinterOptions};
 use crate::settings::{Ctx, FilterInput, Interrupt, Phase, build_filter};
 
+mod audit;
 mod check;
 mod classify;
 mod completions;
+mod edit;
 mod export;
 mod generate;
 mod inspect;
@@ -80,6 +82,9 @@ pub struct GlobalArgs {
     /// Never draw progress bars
     #[arg(long, global = true)]
     pub no_progress: bool,
+    /// Why this run changes something: recorded in the audit trail (docs/audit.md)
+    #[arg(long, global = true, value_name = "TEXT")]
+    pub reason: Option<String>,
     /// When to use colour
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
@@ -147,9 +152,11 @@ pub enum Command {
     Redrive(redrive::Args),
     Replay(replay::Args),
     Purge(purge::Args),
+    Edit(edit::Args),
     Export(export::Args),
     Verify(verify::Args),
     Check(check::Args),
+    Audit(audit::Args),
     Completions(completions::Args),
     #[command(hide = true)]
     GenerateArtifacts(generate::Args),
@@ -230,10 +237,7 @@ impl GuardArgs {
         &self,
         ctx: &Ctx,
         source: &crate::settings::QueueRef,
-    ) -> Result<(
-        Option<u32>,
-        Option<(crate::address::Address, crate::backend::OpenOptions)>,
-    )> {
+    ) -> Result<(Option<u32>, Option<crate::ops::moves::Target>)> {
         let limit = self.max_redrives.or(source.cfg.max_redrives);
         if limit == Some(0) {
             return Err(Error::invalid_arg(
@@ -406,6 +410,7 @@ async fn run(cli: Cli) -> i32 {
         aws,
         interrupt: Interrupt::default(),
         opener: crate::backend::Opener::default(),
+        reason: g.reason.clone(),
     };
     spawn_signal_handler(ctx.interrupt.clone());
     let result = match cli.command {
@@ -416,9 +421,11 @@ async fn run(cli: Cli) -> i32 {
         Command::Redrive(a) => redrive::run(&ctx, a).await,
         Command::Replay(a) => replay::run(&ctx, a).await,
         Command::Purge(a) => purge::run(&ctx, a).await,
+        Command::Edit(a) => edit::run(&ctx, a).await,
         Command::Export(a) => export::run(&ctx, a).await,
         Command::Verify(a) => verify::run(&ctx, a).await,
         Command::Check(a) => check::run(&ctx, a).await,
+        Command::Audit(a) => audit::run(&ctx, a).await,
         Command::Completions(a) => completions::run(&ctx, a),
         Command::GenerateArtifacts(a) => generate::run(a),
     };

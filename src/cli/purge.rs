@@ -71,6 +71,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             headers: Default::default(),
             max_redrives: None,
             park: None,
+            transform: None,
         },
     )
     .await

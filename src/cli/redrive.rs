@@ -41,6 +41,10 @@ pub struct Args {
     /// With --native: start the task and return instead of following its progress
     #[arg(long, requires = "native")]
     pub no_wait: bool,
+    /// Send each message's record mapped by the jq expression JQ (body as .json, attributes as
+    /// .attrs, key, group); the stable id cannot change. With --dry-run: a diff of the first few
+    #[arg(long, value_name = "JQ", conflicts_with = "native")]
+    pub transform: Option<String>,
     /// Kafka → Kafka on one cluster: copies and the redrive group's offsets in one transaction
     /// (consumers of the target need isolation.level=read_committed)
     #[arg(long, conflicts_with = "native")]
@@ -121,6 +125,11 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             headers,
             max_redrives,
             park,
+            transform: a
+                .transform
+                .as_deref()
+                .map(crate::query::Transform::compile)
+                .transpose()?,
         },
     )
     .await

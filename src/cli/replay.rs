@@ -36,6 +36,10 @@ pub struct Args {
     pub filters: FilterArgs,
     #[command(flatten)]
     pub headers: HeaderArgs,
+    /// Send each message's record mapped by the jq expression JQ (body as .json, attributes as
+    /// .attrs, key, group); the stable id cannot change. With --dry-run: a diff of the first few
+    #[arg(long, value_name = "JQ")]
+    pub transform: Option<String>,
     #[command(flatten)]
     pub guard: super::GuardArgs,
 }
@@ -66,6 +70,11 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             headers: a.headers.resolve()?,
             max_redrives,
             park,
+            transform: a
+                .transform
+                .as_deref()
+                .map(crate::query::Transform::compile)
+                .transpose()?,
         },
     )
     .await

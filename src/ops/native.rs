@@ -82,7 +82,24 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
         {
             return Ok(exit::OK);
         }
-        let moved = b.cancel(&handle).await?;
+        let audit = ctx.audit(
+            "native-cancel",
+            &req.source.address.to_string(),
+            Vec::new(),
+            format!("task {handle}"),
+        )?;
+        let moved = match b.cancel(&handle).await {
+            Ok(n) => n,
+            Err(e) => {
+                audit.finish(e.exit_code(), serde_json::json!({}), Some(e.to_string()));
+                return Err(e);
+            }
+        };
+        audit.finish(
+            exit::OK,
+            serde_json::json!({ "task": handle, "moved": moved }),
+            None,
+        );
         emit(
             Some(NativeMoveTask {
                 moved,
@@ -133,7 +150,31 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
         }
     }
     ctx.interrupt.set_phase(crate::settings::Phase::Changing);
-    let handle = b.start(req.to.as_ref(), req.rate).await?;
+    let audit = ctx.audit(
+        "native-redrive",
+        &req.source.address.to_string(),
+        vec![req.to.as_ref().map_or_else(
+            || "each message's source queue".to_string(),
+            ToString::to_string,
+        )],
+        "none (a native move task takes no filters)".into(),
+    )?;
+    // The outcome is the task's start: it runs on the server from then on (its progress is
+    // in `dlqctl inspect`, and this run's own output).
+    let handle = match b.start(req.to.as_ref(), req.rate).await {
+        Ok(h) => {
+            audit.finish(
+                exit::OK,
+                serde_json::json!({ "task": h, "started": true }),
+                None,
+            );
+            h
+        }
+        Err(e) => {
+            audit.finish(e.exit_code(), serde_json::json!({}), Some(e.to_string()));
+            return Err(e);
+        }
+    };
     if !req.wait {
         let task = b
             .tasks()

@@ -195,6 +195,14 @@ impl Db {
             .unwrap_or_else(|e| panic!("{e}\n{sql}"));
     }
 
+    /// One text column of a query's rows (`{s}` is the schema).
+    pub async fn query_strings(&self, sql: &str) -> Vec<String> {
+        sqlx::query_scalar(AssertSqlSafe(sql.replace("{s}", &self.schema)))
+            .fetch_all(&self.pool)
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{sql}"))
+    }
+
     pub async fn count(&self, table: &str) -> i64 {
         sqlx::query_scalar(AssertSqlSafe(format!(
             "SELECT count(*) FROM {}.{table}",

@@ -1,8 +1,10 @@
 //! The integration suite: one binary, the real dlqctl, real services (see harness.rs).
 
 mod artifacts;
+mod audit;
 mod bad_input;
 mod conformance;
+mod dispose;
 mod exactly_once;
 mod faults;
 mod harness;

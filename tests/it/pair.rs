@@ -41,6 +41,33 @@ pub trait Pair {
     fn upstream(&self) -> SocketAddr;
     /// From now on, dlqctl reaches the server through `port` (a proxy); the fixture does not.
     fn via(&mut self, port: u16);
+    /// Where the copies of a redrive can be read back with `dlqctl peek` (None: a job
+    /// system's in-place retry makes no copies).
+    fn copies_url(&self) -> Option<String> {
+        None
+    }
+    /// The copies as (stable id, body parsed, `dlqctl-redrive-count`), read back with
+    /// `dlqctl peek` from `copies_url`.
+    async fn copy_records(&self, sb: &Sandbox) -> Vec<(String, serde_json::Value, u32)> {
+        let Some(url) = self.copies_url() else {
+            return Vec::new();
+        };
+        sb.run_with(
+            &["peek", &url, "-n", "1000", "--output", "jsonl"],
+            &self.env(sb),
+        )
+        .ok()
+        .jsonl()
+        .iter()
+        .map(|m| {
+            (
+                m["id"].as_str().unwrap_or_default().to_string(),
+                serde_json::from_str(m["body"].as_str().unwrap_or("null")).unwrap_or_default(),
+                m["redrive_count"].as_u64().unwrap_or(0) as u32,
+            )
+        })
+        .collect()
+    }
 }
 
 /// Start `dlqctl redrive` for `p` in the background (it prints JSON to a pipe).
@@ -136,12 +163,19 @@ impl PgSameDb {
     }
 
     /// Change the tables behind dlqctl's back (`{s}` is the schema).
+    pub async fn query_strings(&self, sql: &str) -> Vec<String> {
+        self.db().query_strings(sql).await
+    }
+
     pub async fn exec(&self, sql: &str) {
         self.db().exec(sql).await;
     }
 }
 
 impl Pair for PgSameDb {
+    fn copies_url(&self) -> Option<String> {
+        Some(self.urls().1)
+    }
     fn name(&self) -> String {
         "pg-same-db".into()
     }
@@ -488,6 +522,9 @@ impl SqsPair {
 }
 
 impl Pair for SqsPair {
+    fn copies_url(&self) -> Option<String> {
+        Some(self.redrive()[3].clone())
+    }
     fn name(&self) -> String {
         if self.fifo {
             "sqs-fifo"
@@ -696,6 +733,42 @@ impl KafkaPair {
 }
 
 impl Pair for KafkaPair {
+    fn copies_url(&self) -> Option<String> {
+        Some(self.k().url("orders"))
+    }
+    /// Read with the fixture's own consumer: tansu's high watermark is wrong for batched
+    /// produces (../shared/reference/kafka.md), so `dlqctl peek` stops early on its copies.
+    async fn copy_records(&self, _sb: &Sandbox) -> Vec<(String, serde_json::Value, u32)> {
+        let header = |r: &crate::harness::Rec, name: &str| {
+            r.4.iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, v)| v.clone())
+                .map(|v| String::from_utf8_lossy(&v).into_owned())
+        };
+        let seeded = self.seeded;
+        self.k()
+            .read_until("orders", |recs| {
+                recs.iter()
+                    .filter_map(|r| header(r, "dlqctl-stable-id"))
+                    .collect::<std::collections::HashSet<_>>()
+                    .len()
+                    >= seeded
+            })
+            .await
+            .iter()
+            .map(|r| {
+                (
+                    header(r, "dlqctl-stable-id").unwrap_or_default(),
+                    r.3.as_deref()
+                        .and_then(|b| serde_json::from_slice(b).ok())
+                        .unwrap_or_default(),
+                    header(r, "dlqctl-redrive-count")
+                        .and_then(|c| c.parse().ok())
+                        .unwrap_or(0),
+                )
+            })
+            .collect()
+    }
     fn name(&self) -> String {
         "kafka".into()
     }

@@ -46,18 +46,31 @@ pub async fn purge_contract<P: Pair>(p: &mut P, filters: bool) {
     assert_eq!(r["moved"], N as u64, "{name}: {r}");
     assert_eq!(r["operation"], "purge", "{name}: {r}");
     p.settle().await;
-    assert_eq!(p.remaining().await, N as u64, "{name}: a dry run removed nothing");
-    assert!(archived(&archive).is_empty(), "{name}: a dry run archived nothing");
+    assert_eq!(
+        p.remaining().await,
+        N as u64,
+        "{name}: a dry run removed nothing"
+    );
+    assert!(
+        archived(&archive).is_empty(),
+        "{name}: a dry run archived nothing"
+    );
 
     // --max 4 with an archive: four archived with their ids, then removed.
-    let r = purge(&["--archive", file, "--max", "4", "--yes"]).ok().json();
+    let r = purge(&["--archive", file, "--max", "4", "--yes"])
+        .ok()
+        .json();
     assert_eq!(r["moved"], 4, "{name}: {r}");
     p.settle().await;
     assert_eq!(p.remaining().await, (N - 4) as u64, "{name}");
     let got = archived(&archive);
     assert_eq!(got.len(), 4, "{name}: {got:?}");
     assert!(got.iter().all(|id| ids.contains(id)), "{name}: {got:?}");
-    assert_eq!(p.copies().await, 0, "{name}: a purge sends nothing to the source queue");
+    assert_eq!(
+        p.copies().await,
+        0,
+        "{name}: a purge sends nothing to the source queue"
+    );
 
     if filters {
         // A filter removes what it selects, without an archive when told so.
@@ -81,7 +94,11 @@ pub async fn purge_contract<P: Pair>(p: &mut P, filters: bool) {
     assert_eq!(r["moved"], rest as u64, "{name}: {r}");
     p.settle().await;
     assert_eq!(p.remaining().await, 0, "{name}: purged");
-    assert_eq!(archived(&archive).len(), 4, "{name}: --no-archive wrote nothing");
+    assert_eq!(
+        archived(&archive).len(),
+        4,
+        "{name}: --no-archive wrote nothing"
+    );
 }
 
 /// SIGKILL a purge with an archive once the archive holds a batch; a re-run finishes; every
@@ -132,7 +149,15 @@ pub async fn purge_survives_a_kill<P: Pair>(p: &mut P) {
     );
     let r = sb
         .run_with(
-            &["purge", &source, "--archive", &file, "--yes", "--output", "json"],
+            &[
+                "purge",
+                &source,
+                "--archive",
+                &file,
+                "--yes",
+                "--output",
+                "json",
+            ],
             &env,
         )
         .ok()
@@ -142,7 +167,10 @@ pub async fn purge_survives_a_kill<P: Pair>(p: &mut P) {
     assert_eq!(p.remaining().await, 0, "{name}: the re-run purged the rest");
     let in_archive: HashSet<String> = archived(&archive).into_iter().collect();
     let lost: Vec<&String> = ids.iter().filter(|i| !in_archive.contains(*i)).collect();
-    assert!(lost.is_empty(), "{name}: neither in the queue nor the archive: {lost:?}");
+    assert!(
+        lost.is_empty(),
+        "{name}: neither in the queue nor the archive: {lost:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -155,7 +183,17 @@ async fn purge_on_a_postgres_table() {
     let (dlq, queue) = p.urls();
     let sb = Sandbox::new();
     let r = sb
-        .run(&["purge", &dlq, "--archive", &queue, "--max", "3", "--yes", "--output", "json"])
+        .run(&[
+            "purge",
+            &dlq,
+            "--archive",
+            &queue,
+            "--max",
+            "3",
+            "--yes",
+            "--output",
+            "json",
+        ])
         .ok()
         .json();
     assert_eq!(r["moved"], 3, "{r}");
@@ -174,7 +212,15 @@ async fn purge_on_river() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn purge_on_every_job_system() {
-    for system in ["oban", "pgmq", "graphile-worker", "solid_queue", "good_job", "que", "pg-boss"] {
+    for system in [
+        "oban",
+        "pgmq",
+        "graphile-worker",
+        "solid_queue",
+        "good_job",
+        "que",
+        "pg-boss",
+    ] {
         purge_contract(&mut JobSystem::new(system), true).await;
     }
 }

@@ -115,3 +115,56 @@ async fn ctrl_c_at_the_question_cancels() {
     assert!(!seen.contains("finishing the current batch"), "{seen}");
     assert_eq!(db.count("dead_letters").await, 3);
 }
+
+/// `dlqctl edit`: the editor changes the record, the diff is shown, "y" sends the edited copy
+/// with the same id and removes the original; an unchanged file does nothing; no terminal is
+/// exit 2.
+#[tokio::test]
+async fn edit_sends_the_fixed_copy_with_its_id() {
+    let db = Db::new("ttye").await;
+    db.seed(3).await;
+    let sb = Sandbox::new();
+    let target = db.table_url("queue_messages");
+    // An editor that fixes the body, as a person would.
+    let (code, seen) = at_terminal(
+        &sb,
+        &format!(
+            "EDITOR='sed -i s/order_id/fixed_order_id/' {} edit '{}' --id ord-1 --to '{target}'",
+            dlqctl(),
+            db.dlq()
+        ),
+        "Send the edited copy",
+        b"y",
+    );
+    assert_eq!(code, 0, "{seen}");
+    assert!(
+        seen.contains("+") && seen.contains("fixed_order_id"),
+        "the diff:\n{seen}"
+    );
+    assert_eq!(db.count("dead_letters").await, 2, "{seen}");
+    let rows = db
+        .query_strings("SELECT message_id || ' ' || payload::text FROM {s}.queue_messages")
+        .await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(
+        rows[0].starts_with("ord-1 ") && rows[0].contains("fixed_order_id"),
+        "{rows:?}"
+    );
+    // Unchanged: nothing done.
+    let (code, seen) = at_terminal(
+        &sb,
+        &format!(
+            "EDITOR=true {} edit '{}' --id ord-2 --to '{target}'",
+            dlqctl(),
+            db.dlq()
+        ),
+        "never asked",
+        b"",
+    );
+    assert_eq!(code, 0, "{seen}");
+    assert!(seen.contains("unchanged: nothing done"), "{seen}");
+    assert_eq!(db.count("dead_letters").await, 2);
+    // No terminal: exit 2, before anything is read.
+    let r = sb.run(&["edit", &db.dlq(), "--id", "ord-2"]).code(2);
+    assert!(r.stderr.contains("needs a terminal"), "{}", r.stderr);
+}

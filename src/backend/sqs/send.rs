@@ -137,7 +137,9 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
         && !m.attributes.iter().any(|a| m.carries_id(a))
         && !attrs.contains_key(STABLE_ID_ATTRIBUTE);
     if attrs.len() + usize::from(needs_id) > MAX_ATTRIBUTES
-        && attrs.remove(crate::message::REDRIVE_COUNT_ATTRIBUTE).is_some()
+        && attrs
+            .remove(crate::message::REDRIVE_COUNT_ATTRIBUTE)
+            .is_some()
     {
         tracing::debug!(id = %m.id, "no room for dlqctl-redrive-count among 10 attributes");
     }

@@ -71,6 +71,7 @@ impl Pair {
             opener: Opener {
                 memory: Some(self.queues.clone()),
             },
+            reason: None,
         };
         (ctx, out)
     }
@@ -92,6 +93,7 @@ impl Pair {
             headers: Default::default(),
             max_redrives: None,
             park: None,
+            transform: None,
         }
     }
 
@@ -304,8 +306,16 @@ async fn a_purge_archives_first_or_removes_what_it_selects() {
     req.max = Some(10);
     assert_eq!(run(&ctx, req).await.unwrap(), exit::OK);
     assert_eq!(summary(&out)["moved"], 10);
-    assert_eq!(pair.ids(&pair.dlq), transient[10..].to_vec(), "removed, nothing else");
-    assert_eq!(pair.ids(&pair.main).len(), permanent.len(), "and copied nowhere");
+    assert_eq!(
+        pair.ids(&pair.dlq),
+        transient[10..].to_vec(),
+        "removed, nothing else"
+    );
+    assert_eq!(
+        pair.ids(&pair.main).len(),
+        permanent.len(),
+        "and copied nowhere"
+    );
 }
 
 /// The loop guard: every copy counts one more redrive; a message at --max-redrives stays
@@ -323,10 +333,17 @@ async fn the_loop_guard_holds_or_parks_what_keeps_coming_back() {
     req.max_redrives = Some(2);
     assert_eq!(run(&ctx, req).await.unwrap(), exit::OK);
     let s = summary(&out);
-    assert_eq!((s["moved"].as_u64(), s["held"].as_u64()), (Some(15), Some(5)), "{s}");
+    assert_eq!(
+        (s["moved"].as_u64(), s["held"].as_u64()),
+        (Some(15), Some(5)),
+        "{s}"
+    );
     assert_eq!(pair.ids(&pair.dlq), all(5), "held where they were");
     let copies = pair.queues.messages(&pair.main);
-    assert!(copies.iter().all(|m| m.redrive_count() == 1), "each copy counts one");
+    assert!(
+        copies.iter().all(|m| m.redrive_count() == 1),
+        "each copy counts one"
+    );
 
     let park = Address::parse("postgres://app@db.internal/orders?table=parked").unwrap();
     let (ctx, out) = pair.ctx(OutputFormat::Json);
@@ -335,7 +352,11 @@ async fn the_loop_guard_holds_or_parks_what_keeps_coming_back() {
     req.park = Some((park.clone(), crate::backend::OpenOptions::default()));
     assert_eq!(run(&ctx, req).await.unwrap(), exit::OK);
     let s = summary(&out);
-    assert_eq!((s["parked"].as_u64(), s["held"].as_u64()), (Some(5), Some(0)), "{s}");
+    assert_eq!(
+        (s["parked"].as_u64(), s["held"].as_u64()),
+        (Some(5), Some(0)),
+        "{s}"
+    );
     assert_eq!(pair.ids(&park), all(5));
     assert!(pair.ids(&pair.dlq).is_empty());
     assert!(
@@ -354,4 +375,62 @@ async fn the_loop_guard_holds_or_parks_what_keeps_coming_back() {
     assert_eq!(run(&ctx, req).await.unwrap(), exit::OK);
     assert_eq!(summary(&out)["held"], 1);
     assert_eq!(pair.ids(&pair.main), all(4)[1..].to_vec());
+}
+
+/// --transform: each copy is the record mapped, same id; a message the transform refuses stays
+/// (failed, with the reason); a dry run shows diffs and changes nothing.
+#[tokio::test]
+async fn a_transform_sends_the_mapped_record_and_never_a_new_id() {
+    let pair = Pair::seeded(12);
+    let (ctx, out) = pair.ctx(OutputFormat::Json);
+    let mut req = pair.request(Mode::Redrive);
+    req.dry_run = true;
+    req.transform = Some(crate::query::Transform::compile(".json.fixed = true").unwrap());
+    assert_eq!(run(&ctx, req).await.unwrap(), exit::OK);
+    let s = summary(&out);
+    assert_eq!(
+        s["transform_preview"].as_array().map(Vec::len),
+        Some(3),
+        "{s}"
+    );
+    assert!(
+        s["transform_preview"][0]
+            .as_str()
+            .unwrap()
+            .contains("+    \"fixed\": true"),
+        "{s}"
+    );
+    assert_eq!(pair.ids(&pair.dlq), all(12), "a dry run changes nothing");
+
+    let (ctx, out) = pair.ctx(OutputFormat::Json);
+    let mut req = pair.request(Mode::Redrive);
+    // Odd orders get a new id: refused, they stay.
+    req.transform = Some(
+        crate::query::Transform::compile(
+            r#"if (.json.order % 2 == 1) then .id = "new" else .json.fixed = true end"#,
+        )
+        .unwrap(),
+    );
+    assert_eq!(run(&ctx, req).await.unwrap(), exit::PARTIAL);
+    let s = summary(&out);
+    assert_eq!(
+        (s["moved"].as_u64(), s["failed"].as_u64()),
+        (Some(6), Some(6)),
+        "{s}"
+    );
+    assert!(
+        s["failures"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("stable id"),
+        "{s}"
+    );
+    let copies = pair.queues.messages(&pair.main);
+    assert!(copies.iter().all(|m| {
+        let b: serde_json::Value = serde_json::from_slice(&m.body).unwrap();
+        b["fixed"] == true
+            && b["order"].as_u64().unwrap().is_multiple_of(2)
+            && m.id == format!("m{}", b["order"])
+    }));
+    assert_eq!(pair.ids(&pair.dlq).len(), 6, "the refused ones stayed");
 }

@@ -28,6 +28,9 @@ pub(super) async fn destination_of(
 /// sent there, and their outcomes to come.
 type CopyFlight = Vec<(String, Vec<String>, crate::backend::PendingSend)>;
 
+/// How many transformed messages a dry run shows as diffs.
+const PREVIEWS: usize = 3;
+
 /// How many batches of copies may be on their way at once (a replay removes nothing, so
 /// nothing waits for them but the summary).
 const COPIES_IN_FLIGHT: usize = 4;
@@ -120,6 +123,22 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
                 tally.fail(&reason, &m.id);
                 continue;
             }
+            if req.dry_run
+                && let Some(t) = &req.transform
+            {
+                // The dry run of a transform: what would be sent instead, the first few as diffs.
+                match t.apply(&m) {
+                    Ok(copy) if s.transform_preview.len() < PREVIEWS => {
+                        s.transform_preview.push(crate::query::diff(&m, &copy));
+                    }
+                    Ok(_) => {}
+                    Err(reason) => {
+                        s.failed += 1;
+                        tally.fail(&reason, &m.id);
+                        continue;
+                    }
+                }
+            }
             if req.dry_run {
                 // A dry run still opens each target: a missing table or queue shows now. (A
                 // job system's in-place retry has no separate target.)
@@ -135,7 +154,17 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
                 }
                 continue;
             }
-            let mut m = m;
+            let mut m = match &req.transform {
+                Some(t) => match t.apply(&m) {
+                    Ok(copy) => copy,
+                    Err(reason) => {
+                        s.failed += 1;
+                        tally.fail(&reason, &m.id);
+                        continue;
+                    }
+                },
+                None => m,
+            };
             req.headers.apply(&mut m);
             m.count_redrive();
             match batch.get_mut(key) {
@@ -214,6 +243,7 @@ pub(super) fn record(
     match o {
         SendOutcome::Sent => {
             s.moved += 1;
+            tally.moved(id);
             match tally.dest.get_mut(dest) {
                 Some(n) => *n += 1,
                 None => {

@@ -26,7 +26,7 @@ pub(super) async fn move_loop(run: &mut Run<'_>, backlog: Option<u64>) -> Result
         .clone()
         .filter(|f| source.can_move_locally(f))
         .filter(|_| req.local_allowed());
-    let need_content = !req.filter.is_empty() || local.is_none();
+    let need_content = !req.filter.is_empty() || local.is_none() || req.max_redrives.is_some();
     let mut session = source
         .begin_move(MoveOptions {
             need_content,
@@ -35,6 +35,7 @@ pub(super) async fn move_loop(run: &mut Run<'_>, backlog: Option<u64>) -> Result
             batch_size: req.batch_size,
             in_place: local.as_ref() == Some(&req.source.address),
             max: req.max,
+            count_redrive: req.mode != Mode::Purge,
         })
         .await?;
     if ctx.printer.progress_enabled() {
@@ -134,7 +135,7 @@ async fn move_batches(
             }
             let n = (req.batch_size as u64).min(room) as usize;
             if let Some(dest) = local
-                && req.filter.is_empty()
+                && req.one_step_allowed()
                 && one_step
             {
                 let b = match session.move_next_locally(dest, n).await? {
@@ -152,6 +153,7 @@ async fn move_batches(
                 s.moved += b.moved;
                 if b.moved > 0 {
                     *tally.dest.entry(key.clone()).or_default() += b.moved;
+                    tally.moved_unlisted();
                 }
                 for (id, o) in &b.others {
                     record(s, tally, &key, id, o);
@@ -201,6 +203,23 @@ async fn move_batches(
                     false
                 });
             }
+            // --transform: each selected copy is its record mapped; a message the transform
+            // refuses stays (failed, with the reason).
+            let mut refused = Vec::new();
+            if let Some(t) = &req.transform {
+                selected.retain(|&i| match t.apply(&batch[i]) {
+                    Ok(copy) => {
+                        batch[i] = copy;
+                        true
+                    }
+                    Err(reason) => {
+                        s.failed += 1;
+                        tally.fail(&reason, &batch[i].id);
+                        refused.push(i);
+                        false
+                    }
+                });
+            }
             if local.is_none() && req.mode != Mode::Purge {
                 for &i in selected.iter().chain(&parked) {
                     batch[i].count_redrive();
@@ -212,6 +231,9 @@ async fn move_batches(
                 // now, the rest stays (no batch is ever in flight in this mode).
                 session.settle(ticket, &selected, &[]).await?;
                 s.moved += selected.len() as u64;
+                for &i in &selected {
+                    tally.moved(&batch[i].id);
+                }
                 bar.inc(batch.len() as u64);
                 session.recycle(batch);
                 pacer.wait(s.matched).await;
@@ -232,7 +254,7 @@ async fn move_batches(
                 ticket,
                 ids: Vec::new(),
                 sends: Vec::new(),
-                failed: Vec::new(),
+                failed: refused,
                 read,
                 started: read_at,
             };
@@ -241,7 +263,10 @@ async fn move_batches(
                 && !parked.is_empty()
             {
                 s.parked += parked.len() as u64;
-                groups.insert(park.to_string(), (park.clone(), std::mem::take(&mut parked)));
+                groups.insert(
+                    park.to_string(),
+                    (park.clone(), std::mem::take(&mut parked)),
+                );
             }
             if let Some(d) = fixed {
                 // One destination for all: no per-message lookup.

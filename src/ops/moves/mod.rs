@@ -52,12 +52,15 @@ impl Mode {
     }
 }
 
+/// A target resolved from the command line: where, and how to open it.
+pub type Target = (Address, OpenOptions);
+
 pub struct MoveRequest {
     pub mode: Mode,
     pub source: QueueRef,
     /// The user's `--to` (purge: `--archive`), resolved; None: each message's discovered
     /// source (purge: `--no-archive`).
-    pub to: Option<(Address, OpenOptions)>,
+    pub to: Option<Target>,
     pub filter: Filter,
     pub classifier: Classifier,
     pub max: Option<u64>,
@@ -74,7 +77,9 @@ pub struct MoveRequest {
     /// or parked.
     pub max_redrives: Option<u32>,
     /// `--park`: where messages over `max_redrives` go instead.
-    pub park: Option<(Address, OpenOptions)>,
+    pub park: Option<Target>,
+    /// `--transform JQ`: each copy is the message's record mapped by this.
+    pub transform: Option<crate::query::Transform>,
 }
 
 impl MoveRequest {
@@ -84,9 +89,18 @@ impl MoveRequest {
     }
 
     /// Whether the backend may move messages itself (in SQL, in place): not when a copy
-    /// needs a rule applied message by message (header rules, the loop guard).
+    /// needs something done message by message (header rules, a transform, parking). The
+    /// loop guard alone keeps local moves, batch by batch (see `one_step_allowed`).
     fn local_allowed(&self) -> bool {
-        (self.headers.is_empty() || self.exactly_once) && self.max_redrives.is_none()
+        (self.headers.is_empty() || self.exactly_once)
+            && self.park.is_none()
+            && self.transform.is_none()
+    }
+
+    /// Whether a local mover may claim and move a batch in one step, unseen: only when no
+    /// message needs looking at (no filter, no loop guard).
+    fn one_step_allowed(&self) -> bool {
+        self.filter.is_empty() && self.max_redrives.is_none()
     }
 }
 
@@ -113,6 +127,10 @@ pub struct MoveSummary {
     pub held: u64,
     /// Redriven `--max-redrives` times already: moved to `--park` instead.
     pub parked: u64,
+    /// With `--transform --dry-run`: unified diffs of the first few messages, as they would
+    /// be sent.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub transform_preview: Vec<String>,
     pub destinations: Vec<DestinationCount>,
     pub failures: Vec<FailureGroup>,
     pub interrupted: bool,
@@ -174,9 +192,27 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
     if !confirmed(ctx, &req, &setup)? {
         return Ok(exit::OK);
     }
+    // A run that changes something is audited: the intent is on disk before it starts.
+    let audit = if req.dry_run {
+        None
+    } else {
+        let mut targets: Vec<String> = match &setup.fixed {
+            Some(f) => vec![f.to_string()],
+            None if req.mode == Mode::Purge => Vec::new(),
+            None => vec!["each message's source queue".into()],
+        };
+        targets.extend(req.park.as_ref().map(|(p, _)| format!("{p} (park)")));
+        Some(ctx.audit(
+            &format!("{:?}", req.mode).to_lowercase(),
+            &req.source.address.to_string(),
+            targets,
+            req.filter.describe(),
+        )?)
+    };
     ctx.interrupt.set_phase(Phase::Changing);
     let backlog = setup.backlog;
     let mut run = Run::new(ctx, &req, source.as_ref(), setup);
+    run.tally.audit = audit;
     let moving = !req.dry_run && req.mode.removes();
     let result = if moving {
         engine::move_loop(&mut run, backlog.map(|b| b.messages)).await
@@ -327,6 +363,18 @@ impl Setup {
                 "needs a Kafka dead-letter topic and --to a topic on the same cluster (kafka://SAME-BROKERS/TOPIC)",
             ));
         }
+        if (req.transform.is_some() || req.park.is_some())
+            && fixed.as_ref().is_some_and(|f| retried_in_place(req, f))
+        {
+            return Err(Error::invalid_arg(
+                if req.transform.is_some() {
+                    "--transform"
+                } else {
+                    "--park"
+                },
+                "this redrive retries each job in place: nothing is copied, so there is nothing to transform or park; redrive --to another queue for that",
+            ));
+        }
         if !req.headers.is_empty() && fixed.as_ref().is_some_and(|f| retried_in_place(req, f)) {
             return Err(Error::invalid_arg(
                 "--keep-header/--strip-header",
@@ -420,7 +468,14 @@ impl<'a> Run<'a> {
             dry_run: req.dry_run,
             from: req.source.address.to_string(),
             filter: req.filter.describe(),
-            headers: req.headers.describe(),
+            headers: match &req.transform {
+                Some(t) => format!(
+                    "{}; transformed by `{}`",
+                    req.headers.describe(),
+                    t.source()
+                ),
+                None => req.headers.describe(),
+            },
             ..MoveSummary::default()
         };
         let tally = Tally::default();
@@ -492,6 +547,21 @@ impl<'a> Run<'a> {
             .into_iter()
             .map(|(to, messages)| DestinationCount { to, messages })
             .collect();
+        if let Some(a) = tally.audit {
+            // The code `main` will exit with (see the end of this function).
+            let code = match &aborted {
+                Some(e) if s.moved > 0 && e.exit_code() == exit::USAGE => exit::PARTIAL,
+                Some(e) => e.exit_code(),
+                None if s.interrupted => exit::INTERRUPTED,
+                None if s.failed > 0 => exit::PARTIAL,
+                None => exit::OK,
+            };
+            a.finish(
+                code,
+                serde_json::to_value(&s).unwrap_or_default(),
+                aborted.as_ref().map(ToString::to_string),
+            );
+        }
         render::render(ctx, &s)?;
         if let Some(e) = aborted {
             // Exit 2 promises that nothing changed: once copies went out, it cannot be given.

@@ -30,7 +30,9 @@ pub(super) fn plan(
         match fixed {
             Some(f) if retried_in_place(req, f) => "where each job is (retried in place)".into(),
             Some(f) => f.to_string(),
-            None if req.mode == Mode::Purge => "none (--no-archive): removed messages are gone".into(),
+            None if req.mode == Mode::Purge => {
+                "none (--no-archive): removed messages are gone".into()
+            }
             None => "each message's source queue (discovered per message)".into(),
         },
     );

@@ -10,6 +10,9 @@ pub(super) fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {
     if !p.is_table() {
         return p.json(s);
     }
+    for d in &s.transform_preview {
+        p.write(d)?;
+    }
     let verb = match (s.dry_run, s.operation.as_str()) {
         (true, _) => "would send",
         (false, "replay") => "copied",

@@ -13,6 +13,24 @@ use crate::error::{Error, Result};
 pub(super) struct Tally {
     pub(super) failures: BTreeMap<String, FailureGroup>,
     pub(super) dest: BTreeMap<String, u64>,
+    /// The run's audit (a changing run): the ids moved are added as they are accepted.
+    pub(super) audit: Option<crate::audit::Audit>,
+}
+
+impl Tally {
+    /// A message left the source (accepted by its target, or purged).
+    pub(super) fn moved(&mut self, id: &str) {
+        if let Some(a) = &mut self.audit {
+            a.ids.push(id);
+        }
+    }
+
+    /// Messages left the source in one statement whose ids did not come back.
+    pub(super) fn moved_unlisted(&mut self) {
+        if let Some(a) = &mut self.audit {
+            a.ids.complete = false;
+        }
+    }
 }
 
 impl Tally {
@@ -53,8 +71,7 @@ impl Targets {
             let b = self.opener.open(addr, &self.options).await?;
             // A file takes copies only as a purge's archive (appended, synced): a redrive or
             // replay into a file is `export`.
-            if b.sink().is_none()
-                || (matches!(addr, Address::File(_)) && self.mode != Mode::Purge)
+            if b.sink().is_none() || (matches!(addr, Address::File(_)) && self.mode != Mode::Purge)
             {
                 return Err(Error::Unsupported {
                     backend: addr.backend_name(),

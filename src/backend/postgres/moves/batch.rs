@@ -63,6 +63,7 @@ impl PgMoveSession<'_> {
                 &self.b.queue_clause(4),
                 self.conflicts == Some(true),
                 first,
+                self.opts.count_redrive,
             );
             let row = match sqlx::query(AssertSqlSafe(sql))
                 .bind(self.cursor.as_deref())
@@ -115,6 +116,7 @@ impl PgMoveSession<'_> {
             queue.is_some(),
             &self.b.queue_clause(5),
             self.conflicts == Some(true),
+            self.opts.count_redrive,
         );
         let mut tx = self.b.pool.begin().await.map_err(|e| self.err(e))?;
         let row = sqlx::query(AssertSqlSafe(sql))
@@ -158,9 +160,10 @@ fn batch_move_sql(
     queue_override: bool,
     queue_clause: &str,
     can_conflict: bool,
+    count: bool,
 ) -> String {
     let sid = &src.cols["id"].sql;
-    let (queue_ref, insert) = copy_moved_sql(src, tgt, queue_override, can_conflict);
+    let (queue_ref, insert) = copy_moved_sql(src, tgt, queue_override, can_conflict, count);
     format!(
         "WITH moved AS (
             DELETE FROM {st} WHERE {sid} IN (
@@ -184,8 +187,9 @@ fn copy_moved_sql(
     tgt: &Layout,
     queue_override: bool,
     can_conflict: bool,
+    count: bool,
 ) -> (&'static str, String) {
-    let (cols, vals) = copy_columns(src, tgt, queue_override);
+    let (cols, vals) = copy_columns(src, tgt, queue_override, count);
     let conflict = if can_conflict {
         format!(" ORDER BY {} ON CONFLICT DO NOTHING", src.cols["id"].sql)
     } else {
@@ -244,9 +248,10 @@ fn range_move_sql(
     queue_clause: &str,
     can_conflict: bool,
     first: bool,
+    count: bool,
 ) -> String {
     let sid = &src.cols["id"].sql;
-    let (queue_ref, insert) = copy_moved_sql(src, tgt, queue_override, can_conflict);
+    let (queue_ref, insert) = copy_moved_sql(src, tgt, queue_override, can_conflict, count);
     format!(
         "WITH moved AS (
             DELETE FROM {st} WHERE {after} AND {sid} <= $3::text::{ty}{queue_clause}{queue_ref} RETURNING *),

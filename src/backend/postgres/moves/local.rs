@@ -116,7 +116,7 @@ impl PgMoveSession<'_> {
             *k += 1;
         }
 
-        let sql = local_move_sql(&src, &tl, t.queue.is_some());
+        let sql = local_move_sql(&src, &tl, t.queue.is_some(), self.opts.count_redrive);
         let tx = self.tx.as_mut().expect("a claimed batch");
         for round in rounds {
             let ids: Vec<&str> = round
@@ -159,6 +159,7 @@ pub(super) fn copy_columns(
     src: &Layout,
     tgt: &Layout,
     queue_override: bool,
+    count: bool,
 ) -> (Vec<String>, Vec<String>) {
     let sid = &src.cols["id"].sql;
     let smid = &src.cols["message_id"].sql;
@@ -201,10 +202,14 @@ pub(super) fn copy_columns(
             None => "'{}'::jsonb".into(),
         };
         let n = crate::message::REDRIVE_COUNT_ATTRIBUTE;
-        vals.push(format!(
-            "({h} || jsonb_build_object('{n}', ((CASE WHEN {h}->>'{n}' ~ '^[0-9]{{1,9}}$' THEN ({h}->>'{n}')::int ELSE 0 END) + 1)::text))::{}",
-            c.ty
-        ));
+        vals.push(if count {
+            format!(
+                "({h} || jsonb_build_object('{n}', ((CASE WHEN {h}->>'{n}' ~ '^[0-9]{{1,9}}$' THEN ({h}->>'{n}')::int ELSE 0 END) + 1)::text))::{}",
+                c.ty
+            )
+        } else {
+            format!("{h}::{}", c.ty)
+        });
     }
     if let Some(c) = tgt.col("queue") {
         let v = match (queue_override, src.col("queue")) {
@@ -230,10 +235,10 @@ pub(super) fn copy_columns(
 
 /// One statement: copy the listed rows into the queue table and delete exactly those whose
 /// copy went in. `$1` the row keys (text), `$2` the queue name override.
-fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool) -> String {
+fn local_move_sql(src: &Layout, tgt: &Layout, queue_override: bool, count: bool) -> String {
     let sid = &src.cols["id"].sql;
     let smid = &src.cols["message_id"].sql;
-    let (cols, vals) = copy_columns(src, tgt, queue_override);
+    let (cols, vals) = copy_columns(src, tgt, queue_override, count);
     let queue_ref = if queue_override {
         ""
     } else {

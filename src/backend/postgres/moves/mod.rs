@@ -224,7 +224,7 @@ impl PgMoveSession<'_> {
                 && src.col("queue").is_none());
         if holds_everything {
             if self.conflicts.is_none() {
-                let (cols, _) = copy_columns(&src, &tl, t.queue.is_some());
+                let (cols, _) = copy_columns(&src, &tl, t.queue.is_some(), false);
                 let names: Vec<String> = cols
                     .iter()
                     .map(|c| c.trim_matches('"').replace("\"\"", "\""))
