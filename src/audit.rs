@@ -115,9 +115,37 @@ impl Ids {
     }
 }
 
+/// The audit table, where configured (`[audit] url`).
+#[cfg(feature = "postgres")]
+type Table = crate::backend::postgres::audit::AuditTable;
+#[cfg(not(feature = "postgres"))]
+type Table = std::convert::Infallible;
+
+async fn open_table(cfg: &AuditConfig) -> Result<Option<Table>> {
+    let Some(url) = &cfg.url else {
+        return Ok(None);
+    };
+    #[cfg(feature = "postgres")]
+    {
+        crate::secrets::register_url_password(url);
+        let table = cfg.table.as_deref().unwrap_or("dlqctl_audit");
+        Ok(Some(Table::open(url, table).await?))
+    }
+    #[cfg(not(feature = "postgres"))]
+    {
+        let _ = url;
+        Err(Error::Unsupported {
+            backend: "postgres",
+            operation: "an audit table",
+            reason: "dlqctl was built without the `postgres` backend: leave out [audit] url".into(),
+        })
+    }
+}
+
 /// A run being audited.
 pub struct Audit {
     path: PathBuf,
+    table: Option<Table>,
     pub run: String,
     pub ids: Ids,
 }
@@ -147,7 +175,7 @@ pub fn redacted_argv() -> Vec<String> {
 impl Audit {
     /// Write the intent record; the run starts only when it is written (a run that cannot be
     /// audited does not run: exit 2 with the path).
-    pub fn begin(path: PathBuf, mut intent: Intent) -> Result<Audit> {
+    pub async fn begin(cfg: &AuditConfig, path: PathBuf, mut intent: Intent) -> Result<Audit> {
         let run = format!(
             "{}-{:x}",
             Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
@@ -161,11 +189,17 @@ impl Audit {
                 "cannot write the audit log ({e}); set [audit] path in dlqctl.toml to a writable file"
             ),
         })?;
+        let table = open_table(cfg).await?;
+        #[cfg(feature = "postgres")]
+        if let Some(t) = &table {
+            t.intent(&intent).await?;
+        }
         let dir = path
             .parent()
             .map_or_else(|| PathBuf::from("audit-ids"), |d| d.join("audit-ids"));
         Ok(Audit {
             path,
+            table,
             ids: Ids {
                 inline: Vec::new(),
                 file: None,
@@ -179,8 +213,13 @@ impl Audit {
     }
 
     /// Write the outcome record.
-    pub fn finish(self, exit_code: i32, counts: Value, error: Option<String>) {
-        let Audit { path, run, ids } = self;
+    pub async fn finish(self, exit_code: i32, counts: Value, error: Option<String>) {
+        let Audit {
+            path,
+            table,
+            run,
+            ids,
+        } = self;
         let moved = counts.get("moved").and_then(Value::as_u64).unwrap_or(0);
         let mut ids_file = None;
         let mut inline = ids.inline;
@@ -206,6 +245,16 @@ impl Audit {
                 path.display()
             ));
         }
+        #[cfg(feature = "postgres")]
+        if let Some(t) = &table
+            && let Err(e) = t.outcome(&outcome).await
+        {
+            crate::output::notice(&format!(
+                "warning: cannot write the outcome to the audit table: {e}"
+            ));
+        }
+        #[cfg(not(feature = "postgres"))]
+        let _ = table;
     }
 }
 

@@ -37,6 +37,10 @@ pub struct AuditConfig {
     /// Every changing run must say why (`--reason TEXT`).
     #[serde(default)]
     pub require_reason: bool,
+    /// A PostgreSQL database whose `table` gets a row per run too (docs/audit.md has the DDL).
+    pub url: Option<String>,
+    /// [default: dlqctl_audit]
+    pub table: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]

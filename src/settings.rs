@@ -31,7 +31,7 @@ pub struct Ctx {
 impl Ctx {
     /// Start the audit of a changing run: the intent record is written before anything
     /// changes (`[audit] require_reason` without `--reason` is exit 2, before that).
-    pub fn audit(
+    pub async fn audit(
         &self,
         command: &str,
         source: &str,
@@ -45,6 +45,7 @@ impl Ctx {
             ));
         }
         crate::audit::Audit::begin(
+            &self.config.audit,
             crate::audit::log_path(&self.config.audit, self.aws.state_dir.as_deref()),
             crate::audit::Intent {
                 record: String::new(),
@@ -61,6 +62,7 @@ impl Ctx {
                 reason: self.reason.clone(),
             },
         )
+        .await
     }
 }
 

@@ -82,24 +82,30 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
         {
             return Ok(exit::OK);
         }
-        let audit = ctx.audit(
-            "native-cancel",
-            &req.source.address.to_string(),
-            Vec::new(),
-            format!("task {handle}"),
-        )?;
+        let audit = ctx
+            .audit(
+                "native-cancel",
+                &req.source.address.to_string(),
+                Vec::new(),
+                format!("task {handle}"),
+            )
+            .await?;
         let moved = match b.cancel(&handle).await {
             Ok(n) => n,
             Err(e) => {
-                audit.finish(e.exit_code(), serde_json::json!({}), Some(e.to_string()));
+                audit
+                    .finish(e.exit_code(), serde_json::json!({}), Some(e.to_string()))
+                    .await;
                 return Err(e);
             }
         };
-        audit.finish(
-            exit::OK,
-            serde_json::json!({ "task": handle, "moved": moved }),
-            None,
-        );
+        audit
+            .finish(
+                exit::OK,
+                serde_json::json!({ "task": handle, "moved": moved }),
+                None,
+            )
+            .await;
         emit(
             Some(NativeMoveTask {
                 moved,
@@ -150,28 +156,34 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
         }
     }
     ctx.interrupt.set_phase(crate::settings::Phase::Changing);
-    let audit = ctx.audit(
-        "native-redrive",
-        &req.source.address.to_string(),
-        vec![req.to.as_ref().map_or_else(
-            || "each message's source queue".to_string(),
-            ToString::to_string,
-        )],
-        "none (a native move task takes no filters)".into(),
-    )?;
+    let audit = ctx
+        .audit(
+            "native-redrive",
+            &req.source.address.to_string(),
+            vec![req.to.as_ref().map_or_else(
+                || "each message's source queue".to_string(),
+                ToString::to_string,
+            )],
+            "none (a native move task takes no filters)".into(),
+        )
+        .await?;
     // The outcome is the task's start: it runs on the server from then on (its progress is
     // in `dlqctl inspect`, and this run's own output).
     let handle = match b.start(req.to.as_ref(), req.rate).await {
         Ok(h) => {
-            audit.finish(
-                exit::OK,
-                serde_json::json!({ "task": h, "started": true }),
-                None,
-            );
+            audit
+                .finish(
+                    exit::OK,
+                    serde_json::json!({ "task": h, "started": true }),
+                    None,
+                )
+                .await;
             h
         }
         Err(e) => {
-            audit.finish(e.exit_code(), serde_json::json!({}), Some(e.to_string()));
+            audit
+                .finish(e.exit_code(), serde_json::json!({}), Some(e.to_string()))
+                .await;
             return Err(e);
         }
     };

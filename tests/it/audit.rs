@@ -154,3 +154,68 @@ async fn a_killed_run_leaves_its_intent() {
     let table = sb.run(&["audit", "--output", "table"]).ok();
     assert!(table.stdout.contains("unfinished"), "{}", table.stdout);
 }
+
+/// `[audit] url`: the same run as a row of the table (the DDL of docs/sql/audit.sql).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_audit_table_gets_a_row_per_run() {
+    let mut p = PgSameDb::new();
+    let ids = p.fresh(5).await;
+    let (dlq, _) = p.urls();
+    let ddl = std::fs::read_to_string(crate::harness::repo_root().join("docs/sql/audit.sql"))
+        .unwrap()
+        .replace("CREATE TABLE dlqctl_audit", "CREATE TABLE {s}.dlqctl_audit")
+        .replace("ON dlqctl_audit", "ON {s}.dlqctl_audit");
+    p.exec(&ddl).await;
+    let sb = Sandbox::new();
+    let schema = dlq
+        .split("table=")
+        .nth(1)
+        .unwrap()
+        .split('.')
+        .next()
+        .unwrap();
+    sb.write(
+        "dlqctl.toml",
+        &format!(
+            "[audit]\nurl = \"{}\"\ntable = \"{schema}.dlqctl_audit\"\n",
+            crate::harness::pg_url()
+        ),
+    );
+    sb.run(&[
+        "purge",
+        &dlq,
+        "--max",
+        "2",
+        "--no-archive",
+        "--reason",
+        "poison",
+        "--yes",
+        "--output",
+        "json",
+    ])
+    .ok();
+    let rows = p
+        .query_strings(
+            "SELECT command || '|' || reason || '|' || exit_code || '|' || (counts->>'moved') || '|' \
+                    || array_length(ids, 1) || '|' || (finished_at >= started_at) || '|' \
+                    || array_to_string(argv, ' ')
+               FROM {s}.dlqctl_audit",
+        )
+        .await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let cols: Vec<&str> = rows[0].split('|').collect();
+    assert_eq!(
+        &cols[..6],
+        ["purge", "poison", "0", "2", "2", "true"],
+        "{rows:?}"
+    );
+    assert!(
+        !cols[6].contains(":dlqctl@"),
+        "the password is redacted: {}",
+        cols[6]
+    );
+    let moved: Vec<String> = p
+        .query_strings("SELECT unnest(ids) FROM {s}.dlqctl_audit")
+        .await;
+    assert!(moved.iter().all(|id| ids.contains(id)), "{moved:?}");
+}

@@ -631,6 +631,24 @@ async fn unknown_queues_unreachable_endpoints_and_native_moves() {
         "{}",
         r.stderr
     );
+    // The attempt is in the audit trail: its intent, and the outcome with the refusal.
+    let runs = sb
+        .run_with(&["audit", "--output", "json"], &env)
+        .ok()
+        .json();
+    let native = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["command"] == "native-redrive")
+        .unwrap_or_else(|| panic!("no native run audited: {runs}"));
+    assert_eq!(native["outcome"]["exit_code"], 2, "{native}");
+    assert!(
+        native["outcome"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("StartMessageMoveTask")),
+        "{native}"
+    );
     sb.run_with(
         &[
             "redrive",

@@ -18,6 +18,7 @@ use crate::config::{IdSource, QueueConfig};
 use crate::error::{Error, Result};
 use crate::message::{ErrorInfo, Message};
 
+pub mod audit;
 pub mod conn;
 pub mod cron;
 pub mod dedupe;

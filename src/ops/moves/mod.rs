@@ -202,12 +202,15 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
             None => vec!["each message's source queue".into()],
         };
         targets.extend(req.park.as_ref().map(|(p, _)| format!("{p} (park)")));
-        Some(ctx.audit(
-            &format!("{:?}", req.mode).to_lowercase(),
-            &req.source.address.to_string(),
-            targets,
-            req.filter.describe(),
-        )?)
+        Some(
+            ctx.audit(
+                &format!("{:?}", req.mode).to_lowercase(),
+                &req.source.address.to_string(),
+                targets,
+                req.filter.describe(),
+            )
+            .await?,
+        )
     };
     ctx.interrupt.set_phase(Phase::Changing);
     let backlog = setup.backlog;
@@ -222,7 +225,7 @@ pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
         let closed = source.close().await;
         r.and(closed)
     };
-    run.finish(result)
+    run.finish(result).await
 }
 
 /// A Kafka redrive continues from its group's offsets: a slice of the topic is a replay.
@@ -511,7 +514,7 @@ impl<'a> Run<'a> {
 
     /// Count, render the summary, and say how the run ended: the exit code, or the error
     /// that stopped it.
-    fn finish(self, result: Result<()>) -> Result<i32> {
+    async fn finish(self, result: Result<()>) -> Result<i32> {
         let Run {
             ctx,
             mut s,
@@ -560,7 +563,8 @@ impl<'a> Run<'a> {
                 code,
                 serde_json::to_value(&s).unwrap_or_default(),
                 aborted.as_ref().map(ToString::to_string),
-            );
+            )
+            .await;
         }
         render::render(ctx, &s)?;
         if let Some(e) = aborted {
