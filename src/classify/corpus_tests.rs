@@ -196,3 +196,39 @@ fn builtin_rules_against_the_labelled_corpus() {
         );
     }
 }
+
+/// Fingerprints over the 432 real error texts: no template keeps a digit (every number, id,
+/// time, address or path has a placeholder), and the same failure with other values (each
+/// digit 1-9 changed, zeros kept so that `0x…` stays hex) has the same fingerprint.
+#[test]
+fn fingerprints_of_real_errors_ignore_their_values() {
+    use crate::classify::fingerprint::{id_of, template};
+    let mut texts = 0;
+    for (file, cases) in load() {
+        for c in cases {
+            // The first line is what a fingerprint reads.
+            let t = template(None, Some(&c.text));
+            assert!(
+                !t.bytes().any(|b| b.is_ascii_digit()),
+                "{file}: a digit survived in the template of `{}`: {t}",
+                c.text
+            );
+            let shifted: String = c
+                .text
+                .chars()
+                .map(|ch| match ch.to_digit(10) {
+                    Some(d) if d > 0 => char::from_digit(d % 9 + 1, 10).unwrap(),
+                    _ => ch,
+                })
+                .collect();
+            assert_eq!(
+                id_of(&t),
+                id_of(&template(None, Some(&shifted))),
+                "{file}: `{}` and `{shifted}` are one failure",
+                c.text
+            );
+            texts += 1;
+        }
+    }
+    assert!(texts >= 400, "{texts}");
+}

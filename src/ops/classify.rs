@@ -67,6 +67,12 @@ pub struct ClassRow {
     /// Already recorded in the dedupe table (with --dedupe).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub processed: Option<u64>,
+    /// Redriven or replayed by dlqctl before (a `dlqctl-redrive-count` of 1 or more), and the
+    /// highest count: a class that keeps coming back (the loop guard, `--max-redrives`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub redriven: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub max_redrive_count: u64,
     pub first_seen: Option<DateTime<Utc>>,
     pub last_seen: Option<DateTime<Utc>>,
     pub sample_id: String,
@@ -210,16 +216,27 @@ fn add(
         rule: key.1.clone(),
         count: 0,
         processed: dedupe.then_some(0),
+        redriven: 0,
+        max_redrive_count: 0,
         first_seen: seen,
         last_seen: seen,
         sample_id: m.id.clone(),
         sample_error: m.error_text().map(|e| e.chars().take(200).collect()),
     });
     row.count += 1;
+    let redrives = u64::from(m.redrive_count());
+    if redrives > 0 {
+        row.redriven += 1;
+        row.max_redrive_count = row.max_redrive_count.max(redrives);
+    }
     if let Some(t) = seen {
         row.first_seen = Some(row.first_seen.map_or(t, |f| f.min(t)));
         row.last_seen = Some(row.last_seen.map_or(t, |l| l.max(t)));
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A message waiting for the dedupe table's answer: its id, and where it was counted.
@@ -316,12 +333,19 @@ fn classes_table(r: &ClassifyReport, mut t: comfy_table::Table) -> comfy_table::
     if r.dedupe.is_some() {
         header.push("processed");
     }
+    let redriven = r.classes.iter().any(|c| c.redriven > 0);
+    if redriven {
+        header.push("redriven (max)");
+    }
     header.extend(["first seen", "last seen", "sample"]);
     t.set_header(header);
     for c in &r.classes {
         let mut row = vec![c.kind.to_string(), c.rule.clone(), c.count.to_string()];
         if let Some(n) = c.processed {
             row.push(n.to_string());
+        }
+        if redriven {
+            row.push(format!("{} ({}×)", c.redriven, c.max_redrive_count));
         }
         row.push(when(c.first_seen));
         row.push(when(c.last_seen));
@@ -440,6 +464,8 @@ mod tests {
             rule: rule.into(),
             count: 3,
             processed: None,
+            redriven: 0,
+            max_redrive_count: 0,
             first_seen: None,
             last_seen: None,
             sample_id: "ord-1".into(),

@@ -828,12 +828,14 @@ async fn header_rules_choose_what_a_copy_carries() {
             [
                 "trace-id",
                 "x-null",
+                // The loop guard's count goes with every copy, like the stable id.
+                "dlqctl-redrive-count",
                 "dlqctl-stable-id",
                 "dlqctl-redriven-from"
             ],
             "{headers:?}"
         );
-        ids.push(String::from_utf8(headers[2].1.clone().unwrap()).unwrap());
+        ids.push(String::from_utf8(headers[3].1.clone().unwrap()).unwrap());
     }
     ids.sort();
     let mut want: Vec<String> = (0..4)

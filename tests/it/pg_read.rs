@@ -162,7 +162,8 @@ async fn export_is_lossless_and_replay_copies_it_back() {
     let lines = std::fs::read_to_string(&file).unwrap();
     assert_eq!(lines.lines().count(), 31);
 
-    // Replay the file into the queue table: ids, bodies and headers arrive unchanged.
+    // Replay the file into the queue table: ids, bodies and headers arrive unchanged, but for
+    // the loop guard's count of one more redrive.
     let r = sb
         .run(&[
             "replay",
@@ -177,7 +178,7 @@ async fn export_is_lossless_and_replay_copies_it_back() {
     assert_eq!(r.json()["moved"], 31, "{}", r.stdout);
     assert_eq!(db.count("dead_letters").await, 31, "replay removes nothing");
     let rows: Vec<(String, bool)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT q.message_id, (q.payload IS NOT DISTINCT FROM d.payload AND q.payload_bytes IS NOT DISTINCT FROM d.payload_bytes AND q.headers = d.headers AND q.queue = d.queue AND q.group_key IS NOT DISTINCT FROM d.group_key)
+        "SELECT q.message_id, (q.payload IS NOT DISTINCT FROM d.payload AND q.payload_bytes IS NOT DISTINCT FROM d.payload_bytes AND q.headers - 'dlqctl-redrive-count' = d.headers AND q.headers->>'dlqctl-redrive-count' = '1' AND q.queue = d.queue AND q.group_key IS NOT DISTINCT FROM d.group_key)
            FROM {s}.queue_messages q JOIN {s}.dead_letters d USING (message_id)",
         s = db.schema
     )))

@@ -58,8 +58,17 @@ async fn redrive_moves_everything_with_ids_headers_and_groups() {
     assert_eq!(j["moved"], 2501);
     assert_eq!(j["failed"], 0);
     assert_eq!(db.count("dead_letters").await, 0);
+    // Every row arrives as it was, but for the loop guard's count of one more redrive.
+    let counted: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT count(*) FROM {}.queue_messages WHERE headers->>'dlqctl-redrive-count' = '1'",
+        db.schema
+    )))
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(counted, 2501);
     let after: Vec<(String, String)> = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT message_id, md5(coalesce(payload::text, '') || coalesce(encode(payload_bytes, 'hex'), '') || headers::text || queue || coalesce(group_key, '')) FROM {}.queue_messages ORDER BY message_id",
+        "SELECT message_id, md5(coalesce(payload::text, '') || coalesce(encode(payload_bytes, 'hex'), '') || (headers - 'dlqctl-redrive-count')::text || queue || coalesce(group_key, '')) FROM {}.queue_messages ORDER BY message_id",
         db.schema
     )))
     .fetch_all(&db.pool)

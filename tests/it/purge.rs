@@ -12,6 +12,21 @@ use crate::pair::{JobSystem, KafkaPair, Pair, PgSameDb, SqsPair, wait_until};
 
 const N: usize = 10;
 
+/// The pair's own options for its source (SQS: a short visibility timeout, so that what a
+/// killed run held shows again soon), without its redrive target.
+fn options<P: Pair>(p: &P) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = p.redrive().into_iter().skip(2);
+    while let Some(a) = it.next() {
+        if a == "--to" {
+            it.next();
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
 /// The stable ids in a JSON Lines archive, one per line (with repeats).
 fn archived(path: &std::path::Path) -> Vec<String> {
     std::fs::read_to_string(path)
@@ -32,8 +47,10 @@ pub async fn purge_contract<P: Pair>(p: &mut P, filters: bool) {
     let source = p.redrive()[1].clone();
     let archive = sb.path("poison.jsonl");
     let file = archive.to_str().unwrap();
+    let opts = options(p);
     let purge = |extra: &[&str]| {
         let mut a = vec!["purge", source.as_str(), "--output", "json"];
+        a.extend(opts.iter().map(String::as_str));
         a.extend_from_slice(extra);
         sb.run_with(&a, &env)
     };
@@ -111,20 +128,23 @@ pub async fn purge_survives_a_kill<P: Pair>(p: &mut P) {
     let source = p.redrive()[1].clone();
     let archive = sb.path("archive.jsonl");
     let file = archive.to_str().unwrap().to_string();
+    let opts = options(p);
+    let mut args = vec![
+        "purge",
+        source.as_str(),
+        "--archive",
+        file.as_str(),
+        "--batch-size",
+        "2",
+        "--rate",
+        "20/s",
+        "--yes",
+        "--output",
+        "json",
+    ];
+    args.extend(opts.iter().map(String::as_str));
     let mut child = sb
-        .cmd(&[
-            "purge",
-            &source,
-            "--archive",
-            &file,
-            "--batch-size",
-            "2",
-            "--rate",
-            "20/s",
-            "--yes",
-            "--output",
-            "json",
-        ])
+        .cmd(&args)
         .envs(env.clone())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -147,21 +167,17 @@ pub async fn purge_survives_a_kill<P: Pair>(p: &mut P) {
         in_archive.len(),
         ids.len()
     );
-    let r = sb
-        .run_with(
-            &[
-                "purge",
-                &source,
-                "--archive",
-                &file,
-                "--yes",
-                "--output",
-                "json",
-            ],
-            &env,
-        )
-        .ok()
-        .json();
+    let mut args = vec![
+        "purge",
+        &source,
+        "--archive",
+        &file,
+        "--yes",
+        "--output",
+        "json",
+    ];
+    args.extend(opts.iter().map(String::as_str));
+    let r = sb.run_with(&args, &env).ok().json();
     assert!(r["moved"].as_u64().unwrap() <= left, "{name}: {r}");
     p.settle().await;
     assert_eq!(p.remaining().await, 0, "{name}: the re-run purged the rest");
