@@ -874,6 +874,7 @@ async fn header_rules_choose_what_a_copy_carries() {
                 "trace-id",
                 "x-rep",
                 "x-rep",
+                "dlqctl-redrive-count",
                 "dlqctl-stable-id",
                 "dlqctl-redriven-from"
             ],

@@ -115,6 +115,31 @@ pub async fn triage<P: Pair>(p: &mut P) {
     .code(1);
     assert!(r.stdout.contains("<failure"), "{name}: {}", r.stdout);
 
+    // inspect --output prometheus: the queue's gauges in OpenMetrics text.
+    let r = run(&["inspect", &source, "--output", "prometheus"]).ok();
+    assert!(
+        r.stdout.contains("# TYPE dlqctl_messages gauge\n")
+            && r.stdout.contains("dlqctl_messages{queue=")
+            && r.stdout.ends_with("# EOF\n"),
+        "{name}: {}",
+        r.stdout
+    );
+    if name == "kafka" {
+        assert!(
+            r.stdout.contains("dlqctl_redrive_lag_messages{"),
+            "{}",
+            r.stdout
+        );
+    }
+    if !name.starts_with("sqs") {
+        // Read where reading changes nothing: per-fingerprint counts.
+        assert!(
+            r.stdout.contains(&format!("fingerprint=\"{fp}\"")),
+            "{name}: {}",
+            r.stdout
+        );
+    }
+
     // --where selects by content, in peek as in redrive; peek shows each fingerprint.
     let r = run(&["peek", &source, "--where", WHERE, "--output", "jsonl"]).ok();
     let shown = r.jsonl();
