@@ -189,6 +189,39 @@ pub async fn purge_survives_a_kill<P: Pair>(p: &mut P) {
     );
 }
 
+/// A queue or a topic as the archive: the copies arrive there (same ids, not counted as a
+/// redrive), and only those leave the source.
+pub async fn purge_into_a_queue<P: Pair>(p: &mut P) {
+    let name = p.name();
+    let ids = p.fresh(N).await;
+    let archive = p.copies_url().expect("a pair with a readable target");
+    let sb = Sandbox::new();
+    let env = p.env(&sb);
+    let source = p.redrive()[1].clone();
+    let mut args = vec![
+        "purge",
+        source.as_str(),
+        "--archive",
+        archive.as_str(),
+        "--max",
+        "3",
+    ];
+    let opts = options(p);
+    args.extend(opts.iter().map(String::as_str));
+    args.extend(["--yes", "--output", "json"]);
+    let r = sb.run_with(&args, &env).ok().json();
+    assert_eq!(r["moved"], 3, "{name}: {r}");
+    assert_eq!(r["destinations"][0]["to"], archive.as_str(), "{name}: {r}");
+    p.settle().await;
+    assert_eq!(p.remaining().await, (N - 3) as u64, "{name}");
+    let got = p.copy_records(&sb).await;
+    assert_eq!(got.len(), 3, "{name}: {got:?}");
+    for (id, _, count) in &got {
+        assert!(ids.contains(id), "{name}: {id}");
+        assert_eq!(*count, 0, "{name}: an archive copy is not a redrive");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn purge_on_a_postgres_table() {
     let mut p = PgSameDb::new();
@@ -246,6 +279,7 @@ async fn purge_on_sqs() {
     let mut p = SqsPair::new(false);
     purge_contract(&mut p, true).await;
     purge_survives_a_kill(&mut p).await;
+    purge_into_a_queue(&mut p).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -253,4 +287,5 @@ async fn purge_on_kafka() {
     let mut p = KafkaPair::new();
     purge_contract(&mut p, false).await;
     purge_survives_a_kill(&mut p).await;
+    purge_into_a_queue(&mut p).await;
 }
