@@ -191,7 +191,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
         }
         'dlqctl;redrive' {
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Where to send the messages [default: the configured or discovered source]')
-            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Move at most N messages')
+            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'At most N messages')
             [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many messages per second (50, 50/s, 3000/m)')
             [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch (one transaction on PostgreSQL)')
             [CompletionResult]::new('--transform', '--transform', [CompletionResultType]::ParameterName, 'Send each message''s record mapped by the jq expression JQ (body as .json, attributes as .attrs, key, group); the stable id cannot change. With --dry-run: a diff of the first few')
@@ -220,7 +220,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--dedup-id', '--dedup-id', [CompletionResultType]::ParameterName, 'How copies sent to a FIFO queue get their MessageDeduplicationId')
             [CompletionResult]::new('--visibility-timeout', '--visibility-timeout', [CompletionResultType]::ParameterName, 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]')
             [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'SQS requests in flight at once')
-            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Show what would be moved; change nothing')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Show the plan and what would happen; change nothing')
             [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
             [CompletionResult]::new('--native', '--native', [CompletionResultType]::ParameterName, 'SQS: use the service''s own move task (StartMessageMoveTask); no filters, ≤500/s')
@@ -239,9 +239,9 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
         }
         'dlqctl;replay' {
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Where to send the copies')
-            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Copy at most N messages')
+            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'At most N messages')
             [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many messages per second (50, 50/s, 3000/m)')
-            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch (one transaction on PostgreSQL)')
             [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
             [CompletionResult]::new('--match', '--match', [CompletionResultType]::ParameterName, 'Only messages whose body matches REGEX')
             [CompletionResult]::new('--error', '--error', [CompletionResultType]::ParameterName, 'Only messages whose error (class and message) matches REGEX')
@@ -268,7 +268,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--dedup-id', '--dedup-id', [CompletionResultType]::ParameterName, 'How copies sent to a FIFO queue get their MessageDeduplicationId')
             [CompletionResult]::new('--visibility-timeout', '--visibility-timeout', [CompletionResultType]::ParameterName, 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]')
             [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'SQS requests in flight at once')
-            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Show what would be sent; change nothing')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Show the plan and what would happen; change nothing')
             [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
@@ -283,7 +283,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
         }
         'dlqctl;purge' {
             [CompletionResult]::new('--archive', '--archive', [CompletionResultType]::ParameterName, 'Copy each message here before removing it: FILE.jsonl, a table, a queue or a topic')
-            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Remove at most N messages')
+            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'At most N messages')
             [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many messages per second (50, 50/s, 3000/m)')
             [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch (one transaction on PostgreSQL)')
             [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
@@ -308,7 +308,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--visibility-timeout', '--visibility-timeout', [CompletionResultType]::ParameterName, 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]')
             [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'SQS requests in flight at once')
             [CompletionResult]::new('--no-archive', '--no-archive', [CompletionResultType]::ParameterName, 'Remove the messages without keeping a copy anywhere')
-            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Show what would be removed; change nothing')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Show the plan and what would happen; change nothing')
             [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
             [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation (required without a terminal)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')

@@ -183,7 +183,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
         }
         &'dlqctl;redrive'= {
             cand --to 'Where to send the messages [default: the configured or discovered source]'
-            cand --max 'Move at most N messages'
+            cand --max 'At most N messages'
             cand --rate 'At most this many messages per second (50, 50/s, 3000/m)'
             cand --batch-size 'Messages per batch (one transaction on PostgreSQL)'
             cand --transform 'Send each message''s record mapped by the jq expression JQ (body as .json, attributes as .attrs, key, group); the stable id cannot change. With --dry-run: a diff of the first few'
@@ -212,7 +212,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --dedup-id 'How copies sent to a FIFO queue get their MessageDeduplicationId'
             cand --visibility-timeout 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]'
             cand --parallel 'SQS requests in flight at once'
-            cand --dry-run 'Show what would be moved; change nothing'
+            cand --dry-run 'Show the plan and what would happen; change nothing'
             cand -y 'Do not ask for confirmation (required without a terminal)'
             cand --yes 'Do not ask for confirmation (required without a terminal)'
             cand --native 'SQS: use the service''s own move task (StartMessageMoveTask); no filters, ≤500/s'
@@ -230,9 +230,9 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
         }
         &'dlqctl;replay'= {
             cand --to 'Where to send the copies'
-            cand --max 'Copy at most N messages'
+            cand --max 'At most N messages'
             cand --rate 'At most this many messages per second (50, 50/s, 3000/m)'
-            cand --batch-size 'Messages per batch'
+            cand --batch-size 'Messages per batch (one transaction on PostgreSQL)'
             cand --class 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)'
             cand --match 'Only messages whose body matches REGEX'
             cand --error 'Only messages whose error (class and message) matches REGEX'
@@ -259,7 +259,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --dedup-id 'How copies sent to a FIFO queue get their MessageDeduplicationId'
             cand --visibility-timeout 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]'
             cand --parallel 'SQS requests in flight at once'
-            cand --dry-run 'Show what would be sent; change nothing'
+            cand --dry-run 'Show the plan and what would happen; change nothing'
             cand -y 'Do not ask for confirmation (required without a terminal)'
             cand --yes 'Do not ask for confirmation (required without a terminal)'
             cand -q 'Print only data and errors'
@@ -273,7 +273,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
         }
         &'dlqctl;purge'= {
             cand --archive 'Copy each message here before removing it: FILE.jsonl, a table, a queue or a topic'
-            cand --max 'Remove at most N messages'
+            cand --max 'At most N messages'
             cand --rate 'At most this many messages per second (50, 50/s, 3000/m)'
             cand --batch-size 'Messages per batch (one transaction on PostgreSQL)'
             cand --class 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)'
@@ -298,7 +298,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --visibility-timeout 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]'
             cand --parallel 'SQS requests in flight at once'
             cand --no-archive 'Remove the messages without keeping a copy anywhere'
-            cand --dry-run 'Show what would be removed; change nothing'
+            cand --dry-run 'Show the plan and what would happen; change nothing'
             cand -y 'Do not ask for confirmation (required without a terminal)'
             cand --yes 'Do not ask for confirmation (required without a terminal)'
             cand -q 'Print only data and errors'

@@ -202,7 +202,7 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l no-progress -
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l to -d 'Where to send the messages [default: the configured or discovered source]' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l max -d 'Move at most N messages' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l max -d 'At most N messages' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l rate -d 'At most this many messages per second (50, 50/s, 3000/m)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l batch-size -d 'Messages per batch (one transaction on PostgreSQL)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l transform -d 'Send each message\'s record mapped by the jq expression JQ (body as .json, attributes as .attrs, key, group); the stable id cannot change. With --dry-run: a diff of the first few' -r
@@ -239,7 +239,7 @@ keep\t'The message\'s own deduplication id if it has one, else its stable id (in
 stable-id\t'Always the stable id (same caveat as keep)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l parallel -d 'SQS requests in flight at once' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l dry-run -d 'Show what would be moved; change nothing'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l dry-run -d 'Show the plan and what would happen; change nothing'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s y -l yes -d 'Do not ask for confirmation (required without a terminal)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l native -d 'SQS: use the service\'s own move task (StartMessageMoveTask); no filters, ≤500/s'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l cancel -d 'With --native: cancel the running move task'
@@ -251,9 +251,9 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l no-progress -d
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l to -d 'Where to send the copies' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l max -d 'Copy at most N messages' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l max -d 'At most N messages' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l rate -d 'At most this many messages per second (50, 50/s, 3000/m)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l batch-size -d 'Messages per batch' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l batch-size -d 'Messages per batch (one transaction on PostgreSQL)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l match -d 'Only messages whose body matches REGEX' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l error -d 'Only messages whose error (class and message) matches REGEX' -r
@@ -288,7 +288,7 @@ keep\t'The message\'s own deduplication id if it has one, else its stable id (in
 stable-id\t'Always the stable id (same caveat as keep)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l parallel -d 'SQS requests in flight at once' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l dry-run -d 'Show what would be sent; change nothing'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l dry-run -d 'Show the plan and what would happen; change nothing'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s y -l yes -d 'Do not ask for confirmation (required without a terminal)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
@@ -296,7 +296,7 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l no-progress -d 
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l archive -d 'Copy each message here before removing it: FILE.jsonl, a table, a queue or a topic' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l max -d 'Remove at most N messages' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l max -d 'At most N messages' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l rate -d 'At most this many messages per second (50, 50/s, 3000/m)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l batch-size -d 'Messages per batch (one transaction on PostgreSQL)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
@@ -329,7 +329,7 @@ stable-id\t'Always the stable id (same caveat as keep)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l no-archive -d 'Remove the messages without keeping a copy anywhere'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l dry-run -d 'Show what would be removed; change nothing'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l dry-run -d 'Show the plan and what would happen; change nothing'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -s y -l yes -d 'Do not ask for confirmation (required without a terminal)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'

@@ -332,38 +332,31 @@ impl Query {
             if f.wants("key") {
                 put("key", text(r.key.as_deref()));
             }
-            if f.wants("key_encoding") {
-                put(
-                    "key_encoding",
-                    via_json(serde_json::to_value(r.key_encoding).unwrap_or_default()),
-                );
-            }
-            if f.wants("error") {
-                put(
-                    "error",
-                    via_json(serde_json::to_value(&r.error).unwrap_or_default()),
-                );
-            }
-            if f.wants("attributes") {
-                put(
-                    "attributes",
-                    via_json(serde_json::to_value(&r.attributes).unwrap_or_default()),
-                );
+            // The record's structured fields, serialised as the record has them.
+            let structured: [(&str, Serialised); 5] = [
+                ("key_encoding", |r| {
+                    serde_json::to_value(r.key_encoding).unwrap_or_default()
+                }),
+                ("error", |r| {
+                    serde_json::to_value(&r.error).unwrap_or_default()
+                }),
+                ("attributes", |r| {
+                    serde_json::to_value(&r.attributes).unwrap_or_default()
+                }),
+                ("body_encoding", |r| {
+                    serde_json::to_value(r.body_encoding).unwrap_or_default()
+                }),
+                ("meta", |r| {
+                    serde_json::to_value(&r.meta).unwrap_or_default()
+                }),
+            ];
+            for (name, get) in structured {
+                if f.wants(name) {
+                    put(name, via_json(get(&r)));
+                }
             }
             if f.wants("body") {
                 put("body", Val::from(r.body));
-            }
-            if f.wants("body_encoding") {
-                put(
-                    "body_encoding",
-                    via_json(serde_json::to_value(r.body_encoding).unwrap_or_default()),
-                );
-            }
-            if f.wants("meta") {
-                put(
-                    "meta",
-                    via_json(serde_json::to_value(&r.meta).unwrap_or_default()),
-                );
             }
         }
         if f.wants("attrs") {
@@ -515,6 +508,9 @@ pub fn diff(before: &Message, after: &Message) -> String {
         )
         .to_string()
 }
+
+/// A field of the record as serde writes it.
+type Serialised = fn(&crate::message::Record) -> Value;
 
 /// `.attrs`: attribute name → value (the first of repeated names; binary as hex).
 fn attrs_map(m: &Message) -> Value {

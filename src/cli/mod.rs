@@ -218,6 +218,42 @@ pub struct HeaderArgs {
     pub strip: Vec<String>,
 }
 
+/// How a changing run goes (redrive, replay, purge): how many, how fast, asked or not.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// At most N messages
+    #[arg(long, value_name = "N")]
+    pub max: Option<u64>,
+    /// At most this many messages per second (50, 50/s, 3000/m)
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<String>,
+    /// Messages per batch (one transaction on PostgreSQL)
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub batch_size: usize,
+    /// Show the plan and what would happen; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation (required without a terminal)
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+}
+
+impl RunArgs {
+    pub fn rate(&self) -> Result<Option<f64>> {
+        self.rate
+            .as_deref()
+            .map(|r| crate::settings::parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e)))
+            .transpose()
+    }
+
+    pub fn batch_size(&self) -> Result<usize> {
+        if !(1..=10_000).contains(&self.batch_size) {
+            return Err(Error::invalid_arg("--batch-size", "must be 1 to 10000"));
+        }
+        Ok(self.batch_size)
+    }
+}
+
 /// The loop guard (redrive, replay).
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "Loop guard")]

@@ -1,7 +1,7 @@
 use super::FilterArgs;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ops::moves::{Mode, MoveRequest};
-use crate::settings::{Ctx, parse_rate};
+use crate::settings::Ctx;
 
 /// Remove messages from a dead-letter queue, archiving each one first
 ///
@@ -23,21 +23,8 @@ pub struct Args {
     /// Remove the messages without keeping a copy anywhere
     #[arg(long)]
     pub no_archive: bool,
-    /// Remove at most N messages
-    #[arg(long, value_name = "N")]
-    pub max: Option<u64>,
-    /// At most this many messages per second (50, 50/s, 3000/m)
-    #[arg(long, value_name = "RATE")]
-    pub rate: Option<String>,
-    /// Messages per batch (one transaction on PostgreSQL)
-    #[arg(long, default_value_t = 1000, value_name = "N")]
-    pub batch_size: usize,
-    /// Show what would be removed; change nothing
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Do not ask for confirmation (required without a terminal)
-    #[arg(short = 'y', long)]
-    pub yes: bool,
+    #[command(flatten)]
+    pub run: super::RunArgs,
     #[command(flatten)]
     pub filters: FilterArgs,
 }
@@ -58,15 +45,11 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             to,
             filter,
             classifier,
-            max: a.max,
-            rate: a
-                .rate
-                .as_deref()
-                .map(|r| parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e)))
-                .transpose()?,
-            batch_size: super::redrive::check_batch(a.batch_size)?,
-            dry_run: a.dry_run,
-            yes: a.yes,
+            max: a.run.max,
+            rate: a.run.rate()?,
+            batch_size: a.run.batch_size()?,
+            dry_run: a.run.dry_run,
+            yes: a.run.yes,
             exactly_once: false,
             headers: Default::default(),
             max_redrives: None,

@@ -1,7 +1,7 @@
 use super::{FilterArgs, GuardArgs, HeaderArgs};
 use crate::error::{Error, Result};
 use crate::ops::moves::{Mode, MoveRequest};
-use crate::settings::{Ctx, parse_rate};
+use crate::settings::Ctx;
 
 /// Move messages back to their source queue, keeping their stable ids
 ///
@@ -17,21 +17,8 @@ pub struct Args {
     /// Where to send the messages [default: the configured or discovered source]
     #[arg(long, value_name = "TARGET")]
     pub to: Option<String>,
-    /// Move at most N messages
-    #[arg(long, value_name = "N")]
-    pub max: Option<u64>,
-    /// At most this many messages per second (50, 50/s, 3000/m)
-    #[arg(long, value_name = "RATE")]
-    pub rate: Option<String>,
-    /// Messages per batch (one transaction on PostgreSQL)
-    #[arg(long, default_value_t = 1000, value_name = "N")]
-    pub batch_size: usize,
-    /// Show what would be moved; change nothing
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Do not ask for confirmation (required without a terminal)
-    #[arg(short = 'y', long)]
-    pub yes: bool,
+    #[command(flatten)]
+    pub run: super::RunArgs,
     /// SQS: use the service's own move task (StartMessageMoveTask); no filters, ≤500/s
     #[arg(long)]
     pub native: bool,
@@ -59,11 +46,7 @@ pub struct Args {
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
     let source = ctx.queue(&a.queue)?;
-    let rate = a
-        .rate
-        .as_deref()
-        .map(|r| parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e)))
-        .transpose()?;
+    let rate = a.run.rate()?;
     let headers = a.headers.resolve()?;
     if a.native {
         if !headers.is_empty() {
@@ -73,7 +56,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             ));
         }
         let (filter, _) = a.filters.resolve(ctx)?;
-        if !filter.is_empty() || a.max.is_some() {
+        if !filter.is_empty() || a.run.max.is_some() {
             return Err(Error::invalid_arg(
                 "--native",
                 "a native move task cannot filter or limit; drop the filters and --max, or redrive without --native",
@@ -90,8 +73,8 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
                 source,
                 to,
                 rate,
-                dry_run: a.dry_run,
-                yes: a.yes,
+                dry_run: a.run.dry_run,
+                yes: a.run.yes,
                 cancel: a.cancel,
                 wait: !a.no_wait,
             },
@@ -112,15 +95,11 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             to,
             filter,
             classifier,
-            max: a.max,
-            rate: a
-                .rate
-                .as_deref()
-                .map(|r| parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e)))
-                .transpose()?,
-            batch_size: check_batch(a.batch_size)?,
-            dry_run: a.dry_run,
-            yes: a.yes,
+            max: a.run.max,
+            rate,
+            batch_size: a.run.batch_size()?,
+            dry_run: a.run.dry_run,
+            yes: a.run.yes,
             exactly_once: a.exactly_once,
             headers,
             max_redrives,
@@ -133,11 +112,4 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
         },
     )
     .await
-}
-
-pub fn check_batch(n: usize) -> Result<usize> {
-    if !(1..=10_000).contains(&n) {
-        return Err(Error::invalid_arg("--batch-size", "must be 1 to 10000"));
-    }
-    Ok(n)
 }

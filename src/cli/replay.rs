@@ -1,8 +1,7 @@
-use super::redrive::check_batch;
 use super::{FilterArgs, HeaderArgs};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ops::moves::{Mode, MoveRequest};
-use crate::settings::{Ctx, parse_rate};
+use crate::settings::Ctx;
 
 /// Send copies of messages to a target; nothing is removed from the source
 ///
@@ -17,21 +16,8 @@ pub struct Args {
     /// Where to send the copies
     #[arg(long, value_name = "TARGET", required = true)]
     pub to: String,
-    /// Copy at most N messages
-    #[arg(long, value_name = "N")]
-    pub max: Option<u64>,
-    /// At most this many messages per second (50, 50/s, 3000/m)
-    #[arg(long, value_name = "RATE")]
-    pub rate: Option<String>,
-    /// Messages per batch
-    #[arg(long, default_value_t = 1000, value_name = "N")]
-    pub batch_size: usize,
-    /// Show what would be sent; change nothing
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Do not ask for confirmation (required without a terminal)
-    #[arg(short = 'y', long)]
-    pub yes: bool,
+    #[command(flatten)]
+    pub run: super::RunArgs,
     #[command(flatten)]
     pub filters: FilterArgs,
     #[command(flatten)]
@@ -57,15 +43,11 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             to,
             filter,
             classifier,
-            max: a.max,
-            rate: a
-                .rate
-                .as_deref()
-                .map(|r| parse_rate(r).map_err(|e| Error::invalid_arg("--rate", e)))
-                .transpose()?,
-            batch_size: check_batch(a.batch_size)?,
-            dry_run: a.dry_run,
-            yes: a.yes,
+            max: a.run.max,
+            rate: a.run.rate()?,
+            batch_size: a.run.batch_size()?,
+            dry_run: a.run.dry_run,
+            yes: a.run.yes,
             exactly_once: false,
             headers: a.headers.resolve()?,
             max_redrives,

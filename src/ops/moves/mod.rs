@@ -265,6 +265,41 @@ fn confirmed(ctx: &Ctx, req: &MoveRequest, setup: &Setup) -> Result<bool> {
     Ok(true)
 }
 
+/// How a target named by the user or the config is opened, with its column mapping.
+fn target_options(ctx: &Ctx, columns: std::collections::BTreeMap<String, String>) -> OpenOptions {
+    OpenOptions {
+        id: None,
+        columns,
+        as_target: true,
+        aws: ctx.aws.clone(),
+        kafka: ctx.config.kafka.clone(),
+        exactly_once: false,
+    }
+}
+
+/// The backlog for the plan and the progress bar. The count is for people: a run that shows
+/// neither does not pay for it (a count(*) over a large table), nor does one that asks no
+/// question (`wanted` false: a filtered replay, whose count would say little).
+async fn plan_count(
+    ctx: &Ctx,
+    req: &MoveRequest,
+    source: &dyn QueueBackend,
+    wanted: bool,
+) -> Option<Backlog> {
+    let p = &ctx.printer;
+    let shown = p.is_table() || p.progress_enabled() || (!req.dry_run && !req.yes);
+    if !(shown && wanted) {
+        return None;
+    }
+    source
+        .backlog(req.mode.removes())
+        .await
+        .unwrap_or_else(|e| {
+            tracing::debug!(error = %e, "no count for the plan");
+            None
+        })
+}
+
 impl Setup {
     /// A purge: the archive, if any, is the one target (never discovered, never the queue
     /// itself); without one, nothing is opened but the source.
@@ -279,14 +314,7 @@ impl Setup {
             open: HashMap::new(),
             refused: HashMap::new(),
             options: req.to.as_ref().map_or_else(
-                || OpenOptions {
-                    id: None,
-                    columns: Default::default(),
-                    as_target: true,
-                    aws: ctx.aws.clone(),
-                    kafka: ctx.config.kafka.clone(),
-                    exactly_once: false,
-                },
+                || target_options(ctx, Default::default()),
                 |(_, o)| o.clone(),
             ),
             opener: ctx.opener.clone(),
@@ -298,16 +326,7 @@ impl Setup {
             targets.get(f).await?;
         }
         let local = fixed.as_ref().is_some_and(|f| source.can_move_locally(f));
-        let p = &ctx.printer;
-        let shown = p.is_table() || p.progress_enabled() || (!req.dry_run && !req.yes);
-        let backlog = if shown {
-            source.backlog(true).await.unwrap_or_else(|e| {
-                tracing::debug!(error = %e, "no count for the plan");
-                None
-            })
-        } else {
-            None
-        };
+        let backlog = plan_count(ctx, req, source, true).await;
         Ok(Setup {
             fixed,
             targets,
@@ -397,14 +416,7 @@ impl Setup {
             Some((_, o)) => o.clone(),
             None => match &req.source.cfg.source {
                 Some(s) => ctx.target(s, &req.source)?.1,
-                None => OpenOptions {
-                    id: None,
-                    columns: req.source.cfg.source_columns.clone(),
-                    as_target: true,
-                    aws: ctx.aws.clone(),
-                    kafka: ctx.config.kafka.clone(),
-                    exactly_once: false,
-                },
+                None => target_options(ctx, req.source.cfg.source_columns.clone()),
             },
         };
 
@@ -429,20 +441,13 @@ impl Setup {
         if let Some((park, _)) = &req.park {
             targets.get(park).await?;
         }
-        // The count is for people (the plan, the progress bar): a run that shows neither
-        // does not pay for it (a count(*) over a large table).
-        let shown = p.is_table() || p.progress_enabled() || (!req.dry_run && !req.yes);
-        let backlog = if shown && (req.mode.removes() || req.filter.is_empty()) {
-            source
-                .backlog(req.mode.removes())
-                .await
-                .unwrap_or_else(|e| {
-                    tracing::debug!(error = %e, "no count for the plan");
-                    None
-                })
-        } else {
-            None
-        };
+        let backlog = plan_count(
+            ctx,
+            req,
+            source,
+            req.mode.removes() || req.filter.is_empty(),
+        )
+        .await;
         Ok(Setup {
             fixed,
             targets,
