@@ -61,6 +61,9 @@ _dlqctl() {
             dlqctl,verify)
                 cmd="dlqctl__subcmd__verify"
                 ;;
+            dlqctl,version)
+                cmd="dlqctl__subcmd__version"
+                ;;
             dlqctl__subcmd__help,audit)
                 cmd="dlqctl__subcmd__help__subcmd__audit"
                 ;;
@@ -106,6 +109,9 @@ _dlqctl() {
             dlqctl__subcmd__help,verify)
                 cmd="dlqctl__subcmd__help__subcmd__verify"
                 ;;
+            dlqctl__subcmd__help,version)
+                cmd="dlqctl__subcmd__help__subcmd__version"
+                ;;
             *)
                 ;;
         esac
@@ -113,14 +119,14 @@ _dlqctl() {
 
     case "${cmd}" in
         dlqctl)
-            opts="-q -v -h -V --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help --version inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help"
+            opts="-q -v -h -V --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help --version inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -186,7 +192,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -268,7 +274,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -382,7 +388,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -436,7 +442,7 @@ _dlqctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -498,7 +504,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -608,7 +614,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -666,7 +672,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -713,7 +719,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__help)
-            opts="inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help"
+            opts="inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -936,6 +942,20 @@ _dlqctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dlqctl__subcmd__help__subcmd__version)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dlqctl__subcmd__inspect)
             opts="-q -v -h --scan-max --scan --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -948,7 +968,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -1054,7 +1074,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -1168,7 +1188,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -1302,7 +1322,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -1436,7 +1456,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -1546,7 +1566,7 @@ _dlqctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)
@@ -1600,7 +1620,61 @@ _dlqctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table json jsonl junit prometheus" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --region)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endpoint-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dedup-id)
+                    COMPREPLY=($(compgen -W "per-run keep stable-id" -- "${cur}"))
+                    return 0
+                    ;;
+                --visibility-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dlqctl__subcmd__version)
+            opts="-q -v -h --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
                     return 0
                     ;;
                 --config)

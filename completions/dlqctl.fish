@@ -24,9 +24,10 @@ function __fish_dlqctl_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c dlqctl -n "__fish_dlqctl_needs_command" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -44,8 +45,8 @@ complete -c dlqctl -n "__fish_dlqctl_needs_command" -l visibility-timeout -d 'Se
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_needs_command" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_needs_command" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -s V -l version -d 'Print version'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "inspect" -d 'Show what is in a dead-letter queue and how it is configured'
@@ -61,12 +62,14 @@ complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "verify" -d 'Check que
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "check" -d 'Check the state of queues now, for cron, alerting and CI'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "audit" -d 'List recent runs that changed something: who, where, what, why and how it ended'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "version" -d 'Print the version, commit, backends and build target (--output json for bug reports)'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "generate-artifacts" -d 'Write (or check) the generated files'
 complete -c dlqctl -n "__fish_dlqctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l scan-max -d 'Read at most N messages for the arrivals over time and the per-fingerprint counts (0: read none)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -85,8 +88,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l parallel -d 'S
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l scan -d 'Read them on SQS too, where each read counts as a receive'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand inspect" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s n -l count -d 'How many messages to show' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
@@ -97,12 +100,13 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l older-than -d 'On
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows, or a unique prefix of 8 or more characters; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l where -d 'Only messages for which the jq expression JQ is true (it must give true or false), over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -121,8 +125,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l parallel -d 'SQS 
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l explain -d 'Per message: the rule that gave its class, the text it matched and the rules before it'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand peek" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l max -d 'Stop after N messages' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l idle-timeout -d 'Stop when nothing arrives for DURATION' -r
@@ -135,12 +139,13 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l older-than -d 'On
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows, or a unique prefix of 8 or more characters; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l where -d 'Only messages for which the jq expression JQ is true (it must give true or false), over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -159,8 +164,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l parallel -d 'SQS 
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l from-start -d 'Start with the messages already there'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand tail" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l test -d 'Classify this error text instead of a queue\'s messages' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l dedupe -d 'Dedupe table: postgres://USER@HOST/DB[?table=processed_messages&id_column=message_id]' -r
@@ -174,12 +179,13 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l older-than -d
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows, or a unique prefix of 8 or more characters; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l where -d 'Only messages for which the jq expression JQ is true (it must give true or false), over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -198,8 +204,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l parallel -d '
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l explain -d 'Per message (the first 10,000): the rule that matched, the text it matched and the rules before it'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l to -d 'Where to send the messages [default: the configured or discovered source]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l max -d 'At most N messages' -r
@@ -214,16 +220,17 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l older-than -d 
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows, or a unique prefix of 8 or more characters; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l where -d 'Only messages for which the jq expression JQ is true (it must give true or false), over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l keep-header -d 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l strip-header -d 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. \'kafka_dlt-*\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l max-redrives -d 'Leave messages that dlqctl has redriven or replayed N times already where they are (their dlqctl-redrive-count header/attribute) [default: max_redrives in dlqctl.toml]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l park -d 'With --max-redrives: move those messages to TARGET instead (a queue, table or topic)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -247,8 +254,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l no-wait -d 'Wi
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l exactly-once -d 'Kafka → Kafka on one cluster: copies and the redrive group\'s offsets in one transaction (consumers of the target need isolation.level=read_committed)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l to -d 'Where to send the copies' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l max -d 'At most N messages' -r
@@ -262,17 +269,18 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l older-than -d '
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows, or a unique prefix of 8 or more characters; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l where -d 'Only messages for which the jq expression JQ is true (it must give true or false), over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l keep-header -d 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l strip-header -d 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. \'kafka_dlt-*\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l transform -d 'Send each message\'s record mapped by the jq expression JQ (body as .json, attributes as .attrs, key, group); the stable id cannot change. With --dry-run: a diff of the first few' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l max-redrives -d 'Leave messages that dlqctl has redriven or replayed N times already where they are (their dlqctl-redrive-count header/attribute) [default: max_redrives in dlqctl.toml]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l park -d 'With --max-redrives: move those messages to TARGET instead (a queue, table or topic)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -292,8 +300,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l dry-run -d 'Sho
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s y -l yes -d 'Do not ask for confirmation (required without a terminal)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l archive -d 'Copy each message here before removing it: FILE.jsonl, a table, a queue or a topic' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l max -d 'At most N messages' -r
@@ -307,12 +315,13 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l older-than -d 'O
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows, or a unique prefix of 8 or more characters; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l where -d 'Only messages for which the jq expression JQ is true (it must give true or false), over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -333,14 +342,15 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l dry-run -d 'Show
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -s y -l yes -d 'Do not ask for confirmation (required without a terminal)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l id -d 'The message\'s stable or native id' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l to -d 'Where to send the edited copy [default: the configured or discovered source]' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -358,8 +368,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l visibility-timeou
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand edit" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s o -l output-file -d 'Write to FILE instead of stdout (written as FILE.partial, renamed when complete)' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l max -d 'Export at most N messages' -r
@@ -371,12 +381,13 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l older-than -d '
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l newer-than -d 'Only messages first enqueued more recently than DURATION' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l id -d 'Only these stable or native ids (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l ids-from -d 'Only the ids listed in FILE, one per line (- for stdin)' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows; comma-separated or repeated)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l where -d 'Only messages for which the jq expression JQ is true, over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows, or a unique prefix of 8 or more characters; comma-separated or repeated)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l where -d 'Only messages for which the jq expression JQ is true (it must give true or false), over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -395,12 +406,13 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l parallel -d 'SQ
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l force -d 'Replace FILE if it exists (without it, an existing file is an error)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -418,8 +430,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l visibility-time
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand verify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l max-messages -d 'At most N messages' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l max-age -d 'No message first enqueued longer ago than DURATION (e.g. 6h, 2d)' -r
@@ -428,9 +440,10 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l max-class -d 'At
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l baseline -d 'A `classify --by fingerprint --output json` file: a fingerprint not in it fails' -r -F
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l scan-max -d 'Read at most N messages for the class and baseline checks [default: all]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -448,14 +461,15 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l visibility-timeo
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l since -d 'Only runs started within DURATION (24h, 7d) or since TIME (RFC 3339)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -s n -l limit -d 'The newest N runs' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -473,12 +487,13 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l visibility-timeo
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -496,13 +511,38 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l visibility
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l parallel -d 'SQS requests in flight at once' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l dir -d 'Repository root to write into' -r -F
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'
-jsonl\t'One JSON object per line'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
+junit\t'JUnit XML (verify and check)'
+prometheus\t'OpenMetrics text (inspect and check)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -l reason -d 'Why this run changes something: recorded in the audit trail (docs/audit.md)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -l color -d 'When to use colour' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -l profile -d 'AWS profile [env: AWS_PROFILE]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -l region -d 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -l endpoint-url -d 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -l dedup-id -d 'How copies sent to a FIFO queue get their MessageDeduplicationId' -r -f -a "per-run\t'A new id for each run, derived from the stable id: retries inside one run are still deduplicated by SQS, and no copy collides with the original send\'s 5-minute window'
+keep\t'The message\'s own deduplication id if it has one, else its stable id (inside the 5-minute window SQS drops the copy)'
+stable-id\t'Always the stable id (same caveat as keep)'"
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -l parallel -d 'SQS requests in flight at once' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -s q -l quiet -d 'Print only data and errors'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand version" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l dir -d 'Repository root to write into' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
+wide\t'Tables with every column in full, whatever the width'
+json\t'One JSON document (the default when stdout is not a terminal)'
+jsonl\t'One JSON object per line (JSON Lines), for jq and scripts'
 junit\t'JUnit XML (verify and check)'
 prometheus\t'OpenMetrics text (inspect and check)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l config -d 'Config file [default: ./dlqctl.toml, then the user config dir]' -r -F
@@ -521,21 +561,22 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l par
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l check -d 'Only compare; exit 1 listing the files that differ'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l no-progress -d 'Never draw progress bars'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l allow-onward-redrive -d 'Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand generate-artifacts" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "inspect" -d 'Show what is in a dead-letter queue and how it is configured'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "peek" -d 'Show messages without removing them'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "tail" -d 'Follow messages as they arrive, without consuming them'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "classify" -d 'Group messages by failure reason: transient, permanent (poison) or unclassified'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "redrive" -d 'Move messages back to their source queue, keeping their stable ids'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "replay" -d 'Send copies of messages to a target; nothing is removed from the source'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "purge" -d 'Remove messages from a dead-letter queue, archiving each one first'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "edit" -d 'Fix one message by hand and send it back, keeping its stable id'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "export" -d 'Write messages as JSON Lines, losslessly, without removing them'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "verify" -d 'Check queue configuration for CI'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "check" -d 'Check the state of queues now, for cron, alerting and CI'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "audit" -d 'List recent runs that changed something: who, where, what, why and how it ended'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "completions" -d 'Print a shell completion script'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "generate-artifacts" -d 'Write (or check) the generated files'
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions generate-artifacts help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "inspect" -d 'Show what is in a dead-letter queue and how it is configured'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "peek" -d 'Show messages without removing them'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "tail" -d 'Follow messages as they arrive, without consuming them'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "classify" -d 'Group messages by failure reason: transient, permanent (poison) or unclassified'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "redrive" -d 'Move messages back to their source queue, keeping their stable ids'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "replay" -d 'Send copies of messages to a target; nothing is removed from the source'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "purge" -d 'Remove messages from a dead-letter queue, archiving each one first'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "edit" -d 'Fix one message by hand and send it back, keeping its stable id'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "export" -d 'Write messages as JSON Lines, losslessly, without removing them'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "verify" -d 'Check queue configuration for CI'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "check" -d 'Check the state of queues now, for cron, alerting and CI'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "audit" -d 'List recent runs that changed something: who, where, what, why and how it ended'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "completions" -d 'Print a shell completion script'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "version" -d 'Print the version, commit, backends and build target (--output json for bug reports)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "generate-artifacts" -d 'Write (or check) the generated files'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand help; and not __fish_seen_subcommand_from inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

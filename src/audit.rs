@@ -1,6 +1,7 @@
 //! The audit trail: every run that changes something writes an intent record before it starts
-//! and an outcome record when it ends, as JSON Lines (docs/audit.md). A crash leaves the intent
-//! alone: `dlqctl audit` shows that run as unfinished.
+//! and an outcome record when it ends, as JSON Lines (docs/audit.md). In between, a progress
+//! record every few seconds (and one when a second Ctrl-C stops the run at once) says how many
+//! messages have left the source so far: a run that never wrote its outcome still says that.
 //!
 //! The moved ids go inline up to [`INLINE_IDS`]; past that, every id goes to a file beside the
 //! log (`audit-ids/RUN.txt`), written as the run goes, so that memory stays flat.
@@ -24,12 +25,7 @@ pub fn log_path(cfg: &AuditConfig, state_dir: Option<&Path>) -> PathBuf {
     if let Some(p) = &cfg.path {
         return p.clone();
     }
-    state_dir
-        .map(Path::to_path_buf)
-        .or_else(|| dirs::state_dir().map(|d| d.join("dlqctl")))
-        .or_else(|| dirs::data_local_dir().map(|d| d.join("dlqctl")))
-        .unwrap_or_else(|| std::env::temp_dir().join("dlqctl"))
-        .join("audit.jsonl")
+    crate::fsutil::state_dir(state_dir).join("audit.jsonl")
 }
 
 /// What a run is about to do (written before it starts).
@@ -44,6 +40,10 @@ pub struct Intent {
     pub command: String,
     /// The command line, secrets redacted.
     pub argv: Vec<String>,
+    /// The source's name in dlqctl.toml, when it was named by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// The source's address (a file's path absolute).
     pub source: String,
     pub targets: Vec<String>,
     pub filter: String,
@@ -73,6 +73,53 @@ pub struct Outcome {
     pub ids_complete: bool,
 }
 
+/// How far a run had got (written every few seconds while it runs, and when a second Ctrl-C
+/// stops it at once).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Progress {
+    pub record: String,
+    pub run: String,
+    pub time: DateTime<Utc>,
+    /// Messages that had left the source (accepted by their target, or purged).
+    pub moved: u64,
+    /// Written as the process stopped at once (a second Ctrl-C): nothing moved after it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
+}
+
+/// How often a progress record is written while a run moves messages.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The run under way in this process, for the last progress record a second Ctrl-C writes.
+struct Live {
+    path: PathBuf,
+    run: String,
+    moved: u64,
+}
+
+static LIVE: std::sync::Mutex<Option<Live>> = std::sync::Mutex::new(None);
+
+fn live() -> std::sync::MutexGuard<'static, Option<Live>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Called as the process stops at once (a second Ctrl-C): the run under way, if any, records
+/// how many messages had left the source.
+pub fn stopped() {
+    if let Some(l) = live().take() {
+        let _ = append(
+            &l.path,
+            &Progress {
+                record: "progress".into(),
+                run: l.run,
+                time: Utc::now(),
+                moved: l.moved,
+                stopped: true,
+            },
+        );
+    }
+}
+
 /// The ids a run moved, inline first, then spilled to a file.
 pub struct Ids {
     inline: Vec<String>,
@@ -92,8 +139,8 @@ impl Ids {
         }
         if self.file.is_none() {
             let path = self.dir.join(format!("{}.txt", self.run));
-            let opened = std::fs::create_dir_all(&self.dir)
-                .and_then(|_| std::fs::File::create(&path))
+            let opened = crate::fsutil::create_dir_private(&self.dir)
+                .and_then(|_| crate::fsutil::create_private(&path))
                 .map(std::io::BufWriter::new);
             match opened {
                 Ok(mut w) => {
@@ -148,19 +195,20 @@ pub struct Audit {
     table: Option<Table>,
     pub run: String,
     pub ids: Ids,
+    /// Messages that left the source (listed in `ids` or not), and when progress was last
+    /// written.
+    moved: u64,
+    written: std::time::Instant,
 }
 
+/// Append one record to the log (created 0600, never through a symlink) and sync it.
 fn append(path: &Path, v: &impl Serialize) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        crate::fsutil::create_dir_private(dir).map_err(|e| Error::io(dir, e))?;
     }
     let mut line = serde_json::to_vec(v).map_err(|e| Error::io(path, std::io::Error::other(e)))?;
     line.push(b'\n');
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| Error::io(path, e))?;
+    let mut f = crate::fsutil::append_private(path).map_err(|e| Error::io(path, e))?;
     f.write_all(&line).map_err(|e| Error::io(path, e))?;
     f.sync_data().map_err(|e| Error::io(path, e))
 }
@@ -183,21 +231,53 @@ impl Audit {
         );
         intent.record = "intent".into();
         intent.run = run.clone();
+        // The table is reached before the log is written: a table that cannot be reached
+        // leaves nothing behind.
+        let table = open_table(cfg).await?;
         append(&path, &intent).map_err(|e| Error::Config {
             path: path.clone(),
             reason: format!(
                 "cannot write the audit log ({e}); set [audit] path in dlqctl.toml to a writable file"
             ),
         })?;
-        let table = open_table(cfg).await?;
         #[cfg(feature = "postgres")]
-        if let Some(t) = &table {
-            t.intent(&intent).await?;
+        if let Some(t) = &table
+            && let Err(e) = t.intent(&intent).await
+        {
+            // The log has the intent: it gets the outcome too (the run did not start), so
+            // that `dlqctl audit` shows no run as unfinished that never began.
+            let outcome = Outcome {
+                record: "outcome".into(),
+                run,
+                time: Utc::now(),
+                exit_code: e.exit_code(),
+                counts: Value::Object(Default::default()),
+                error: Some(format!(
+                    "not started: the audit table refused the intent: {e}"
+                )),
+                ids: Vec::new(),
+                ids_file: None,
+                ids_complete: true,
+            };
+            if let Err(w) = append(&path, &outcome) {
+                crate::output::notice(&format!(
+                    "warning: cannot write the outcome to the audit log {}: {w}",
+                    path.display()
+                ));
+            }
+            return Err(e);
         }
         let dir = path
             .parent()
             .map_or_else(|| PathBuf::from("audit-ids"), |d| d.join("audit-ids"));
+        *live() = Some(Live {
+            path: path.clone(),
+            run: run.clone(),
+            moved: 0,
+        });
         Ok(Audit {
+            moved: 0,
+            written: std::time::Instant::now(),
             path,
             table,
             ids: Ids {
@@ -212,13 +292,42 @@ impl Audit {
         })
     }
 
+    /// A message left the source (accepted by its target, or purged).
+    pub fn moved(&mut self, id: &str) {
+        self.ids.push(id);
+        self.moved_unlisted(1);
+    }
+
+    /// `n` messages left the source in one statement whose ids did not come back.
+    pub fn moved_unlisted(&mut self, n: u64) {
+        self.moved += n;
+        if let Some(l) = live().as_mut() {
+            l.moved = self.moved;
+        }
+        if self.written.elapsed() >= PROGRESS_EVERY {
+            self.written = std::time::Instant::now();
+            let p = Progress {
+                record: "progress".into(),
+                run: self.run.clone(),
+                time: Utc::now(),
+                moved: self.moved,
+                stopped: false,
+            };
+            if let Err(e) = append(&self.path, &p) {
+                tracing::warn!(error = %e, "cannot write progress to the audit log");
+            }
+        }
+    }
+
     /// Write the outcome record.
     pub async fn finish(self, exit_code: i32, counts: Value, error: Option<String>) {
+        *live() = None;
         let Audit {
             path,
             table,
             run,
             ids,
+            ..
         } = self;
         let moved = counts.get("moved").and_then(Value::as_u64).unwrap_or(0);
         let mut ids_file = None;
@@ -263,8 +372,11 @@ impl Audit {
 pub struct RunRecord {
     #[serde(flatten)]
     pub intent: Intent,
-    /// None: no outcome was written (the run crashed, or is still running).
+    /// None: no outcome was written (the run crashed, was stopped at once, or is running).
     pub outcome: Option<Outcome>,
+    /// The last progress record of a run without an outcome: how many had moved by then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Progress>,
 }
 
 /// The runs in the log since `since`, oldest first.
@@ -276,6 +388,7 @@ pub fn read(path: &Path, since: Option<DateTime<Utc>>) -> Result<Vec<RunRecord>>
     };
     let mut runs: Vec<RunRecord> = Vec::new();
     let mut outcomes: std::collections::HashMap<String, Outcome> = Default::default();
+    let mut progress: std::collections::HashMap<String, Progress> = Default::default();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             continue;
@@ -286,6 +399,7 @@ pub fn read(path: &Path, since: Option<DateTime<Utc>>) -> Result<Vec<RunRecord>>
                     runs.push(RunRecord {
                         intent: i,
                         outcome: None,
+                        progress: None,
                     });
                 }
             }
@@ -294,12 +408,20 @@ pub fn read(path: &Path, since: Option<DateTime<Utc>>) -> Result<Vec<RunRecord>>
                     outcomes.insert(o.run.clone(), o);
                 }
             }
+            Some("progress") => {
+                if let Ok(p) = serde_json::from_value::<Progress>(v) {
+                    progress.insert(p.run.clone(), p);
+                }
+            }
             _ => {}
         }
     }
     runs.retain(|r| since.is_none_or(|s| r.intent.time >= s));
     for r in &mut runs {
         r.outcome = outcomes.remove(&r.intent.run);
+        if r.outcome.is_none() {
+            r.progress = progress.remove(&r.intent.run);
+        }
     }
     Ok(runs)
 }

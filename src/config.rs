@@ -23,6 +23,9 @@ pub struct Config {
     /// The audit trail of changing runs (docs/audit.md).
     #[serde(default)]
     pub audit: AuditConfig,
+    /// RabbitMQ settings, for every RabbitMQ queue (docs/rabbitmq.md; issue 27).
+    #[serde(default)]
+    pub rabbitmq: RabbitmqConfig,
     /// Where the file was read from; set by [`Config::load`].
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -41,6 +44,17 @@ pub struct AuditConfig {
     pub url: Option<String>,
     /// [default: dlqctl_audit]
     pub table: Option<String>,
+}
+
+/// `[rabbitmq]`: the management API and a password kept out of URLs (docs/rabbitmq.md).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RabbitmqConfig {
+    /// The management HTTP API's base URL (`http://HOST:15672`), where a queue's URL has no
+    /// `api=`.
+    pub api: Option<String>,
+    /// The AMQP user's password, where the URL has none (before it: `DLQCTL_AMQP_PASSWORD`).
+    pub password: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -92,6 +106,19 @@ pub struct QueueConfig {
     /// What `dlqctl check` holds the queue to.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// `[queues.NAME.sidekiq]`: the application's Sidekiq settings where it changed them
+    /// (verify's retention of the dead set; docs/systems/sidekiq.md).
+    pub sidekiq: Option<SidekiqConfig>,
+}
+
+/// Sidekiq's dead-set retention, as the application configured it (`Sidekiq.options`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SidekiqConfig {
+    /// Dead jobs older than this are trimmed when another job dies (default 180 days).
+    pub dead_timeout_in_seconds: Option<u64>,
+    /// The dead set keeps at most this many jobs (default 10,000).
+    pub dead_max_jobs: Option<u64>,
 }
 
 /// `[queues.NAME.limits]`: the state `dlqctl check` accepts (docs/triage.md).
@@ -156,6 +183,12 @@ pub struct RuleConfig {
     /// One line on why a match means this kind (shown by `classify --test` and `--explain`).
     #[serde(default)]
     pub reason: Option<String>,
+    /// The published taxonomy the rule encodes (a library's list of retryable errors, an
+    /// error table), and where it is: shown by `classify --test` and `--explain`.
+    #[serde(default)]
+    pub taxonomy: Option<String>,
+    #[serde(default)]
+    pub source: Option<String>,
     #[serde(rename = "match")]
     pub matcher: RuleMatch,
 }

@@ -42,6 +42,14 @@ pub enum Error {
     #[error("{what} needs confirmation, but there is no terminal to ask at")]
     NoTerminal { what: String },
 
+    /// A command refused as asked, for a reason of its own (not one argument's value): `dlqctl
+    /// edit` without a terminal, `dlqctl check` with nothing to check.
+    #[error("dlqctl {command}: {reason}")]
+    Refused {
+        command: &'static str,
+        reason: String,
+    },
+
     #[error("cannot reach {target}: {reason}")]
     Unreachable { target: String, reason: String },
 
@@ -71,7 +79,7 @@ pub enum Error {
     #[error("{target}: {reason}")]
     Backend { target: String, reason: String },
 
-    #[error("{}: {source}", .path.display())]
+    #[error("{}: {}", .path.display(), io_reason(.source))]
     Io {
         path: PathBuf,
         source: std::io::Error,
@@ -108,6 +116,23 @@ pub enum Error {
     ClosedOutput,
 }
 
+/// An I/O error in words (`no such file or directory`), without the OS's error number.
+fn io_reason(e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::NotFound => "no such file or directory".into(),
+        ErrorKind::PermissionDenied => "permission denied".into(),
+        ErrorKind::AlreadyExists => "already exists".into(),
+        _ => {
+            let text = e.to_string();
+            match text.find(" (os error ") {
+                Some(i) => text[..i].to_string(),
+                None => text,
+            }
+        }
+    }
+}
+
 fn config_note(path: &Option<PathBuf>) -> String {
     match path {
         Some(p) => format!(" in {}", p.display()),
@@ -132,6 +157,7 @@ impl Error {
             | Error::Rules { .. }
             | Error::InvalidArgument { .. }
             | Error::NoTerminal { .. }
+            | Error::Refused { .. }
             | Error::Schema { .. }
             | Error::Unsupported { .. }
             | Error::Input { .. } => exit::USAGE,
@@ -154,7 +180,7 @@ impl Error {
     /// What the user should do about it, shown under the error.
     pub fn hint(&self) -> Option<String> {
         Some(match self {
-            Error::InvalidAddress { .. } => "addresses look like sqs://NAME, kafka://HOST:PORT/TOPIC or postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE (see `dlqctl --help`)".into(),
+            Error::InvalidAddress { .. } => "addresses look like sqs://NAME, kafka://HOST:PORT/TOPIC, postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE or amqp://USER@HOST:PORT/VHOST?queue=NAME (see `dlqctl --help`)".into(),
             Error::UnknownQueue { .. } => "pass a full URL, or define the queue in dlqctl.toml (--config FILE or DLQCTL_CONFIG)".into(),
             Error::Config { .. } => "fix the file, or point --config / DLQCTL_CONFIG at another one".into(),
             Error::Rules { .. } => "rules are [[rules]] (or [[classify.rules]]) tables with name, kind = \"transient\"|\"permanent\" and match = { error = \"REGEX\" }".into(),

@@ -14,6 +14,7 @@ pub mod config;
 pub mod dedupe;
 pub mod error;
 pub mod filter;
+pub mod fsutil;
 pub mod headers;
 pub mod human;
 pub mod message;

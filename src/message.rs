@@ -249,6 +249,18 @@ impl Message {
         }
     }
 
+    /// [`Message::error_text`] without a copy where there is nothing to join (for the rules,
+    /// once per message).
+    pub fn error_str(&self) -> Option<std::borrow::Cow<'_, str>> {
+        let e = self.error.as_ref()?;
+        match (&e.class, &e.message) {
+            (Some(c), Some(m)) => Some(format!("{c}: {m}").into()),
+            (Some(c), None) => Some(c.as_str().into()),
+            (None, Some(m)) => Some(m.as_str().into()),
+            (None, None) => None,
+        }
+    }
+
     /// Age counts from the first enqueue, like every retention the spec reasons about; where
     /// the backend does not know it, from the dead-letter time.
     pub fn age(&self, now: DateTime<Utc>) -> Option<chrono::Duration> {

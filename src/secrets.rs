@@ -1,14 +1,20 @@
-//! Secrets never reach the terminal.
+//! Secrets never reach the terminal, and ordinary words stay readable.
 //!
 //! Two layers. [`redact`] hides the password of anything URL-shaped by its structure (user
 //! info, `password=`-like parameters), and every address goes through it (or through the
-//! address's own `Display`) before it is shown. Underneath, every secret dlqctl is given (URL
-//! passwords, `PGPASSWORD`, secret Kafka properties, AWS keys) is [`register`]ed, and
-//! everything written to stderr (errors, logs, including the libraries' own log lines) passes
-//! [`scrub`], which replaces each registered secret by `***`. The second layer catches what
-//! the first did not foresee, such as a driver that logs a parameter's value.
+//! address's own `Display`) before it is shown. Underneath, everything written to stderr
+//! (errors, hints, logs, including the libraries' own log lines) passes [`scrub`], which hides
+//! secrets where they stand as secrets, whatever their value: the user info of every URL in the
+//! text, the value of every `password=`/`secret=`/`token=`-like key (`key=value`, `"key":
+//! "value"`, `key: Some("value")`). Every secret dlqctl is given (URL passwords, `PGPASSWORD`,
+//! secret Kafka properties, AWS keys) is also [`register`]ed, and a registered secret that is
+//! distinctive (see [`distinctive`]) is hidden wherever it turns up in the text, which catches
+//! what the structure did not foresee (a driver that logs a parameter's value in prose). A short
+//! plain word (`postgres`, `testing`) is not hidden in prose: hiding it there would blank the
+//! URL scheme, a rule name, a file name, and a reader learns nothing from `***://***@`.
+use std::sync::{LazyLock, RwLock};
 
-use std::sync::RwLock;
+use regex::Regex;
 
 /// Query parameters whose value is a secret, in any URL dlqctl shows.
 const SECRET_PARAMS: &[&str] = &[
@@ -110,10 +116,24 @@ fn percent_decode(s: &str) -> String {
 
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
-/// Remember a secret, so that [`scrub`] hides it wherever it turns up. Values shorter than
-/// four characters are not registered (they would hide ordinary words); the structural
-/// redaction still hides them where they appear as passwords.
+/// Whether a secret is distinctive enough to be hidden wherever it appears in free text: twelve
+/// characters or more, or six or more mixing letters with digits or symbols (`hunter2`,
+/// `S3cret!`, any generated password or key). A plain word (`postgres`, `dlqctl`, `testing`)
+/// is not: it is hidden only where it stands as a secret (see [`scrub`]).
+pub fn distinctive(secret: &str) -> bool {
+    let n = secret.chars().count();
+    let letters = secret.chars().any(char::is_alphabetic);
+    let others = secret.chars().any(|c| !c.is_alphabetic());
+    n >= 12 || (n >= 6 && letters && others)
+}
+
+/// Remember a secret, so that [`scrub`] hides it wherever it turns up, when it is
+/// [`distinctive`]; a secret that is not is still hidden where it stands as one (user info, a
+/// secret parameter or key), by the structure around it.
 pub fn register(secret: &str) {
+    if !distinctive(secret) {
+        return;
+    }
     let mut forms = vec![secret.to_string()];
     // As it appears inside a URL, too.
     let encoded: String = url::form_urlencoded::byte_serialize(secret.as_bytes()).collect();
@@ -122,7 +142,7 @@ pub fn register(secret: &str) {
     }
     let mut all = SECRETS.write().unwrap_or_else(|p| p.into_inner());
     for f in forms {
-        if f.chars().count() >= 4 && !all.contains(&f) {
+        if !all.contains(&f) {
             all.push(f);
         }
     }
@@ -163,13 +183,48 @@ pub fn register_url_password(url: &str) {
     }
 }
 
-/// Replace every registered secret in `text` by `***`.
+/// Anything URL-shaped in free text (a scheme, `:`, then no space or quote).
+static URL_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"[A-Za-z][A-Za-z0-9+.-]*:/{0,2}[^\s`'"<>()\[\]]*@[^\s`'"<>()\[\]]*"#)
+        .expect("regex")
+});
+
+/// `key=value` where the key names a secret (`password=`, `sasl.password=`, `PGPASSWORD=`,
+/// `x-amz-security-token=`).
+static SECRET_ASSIGNED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)([\w.-]*(?:password|passwd|secret|token|jaas)[\w.-]*=)([^\s&,;"'`)\]]+)"#)
+        .expect("regex")
+});
+
+/// `"key": "value"`, `key: "value"`, `key: Some("value")` where the key names a secret (JSON,
+/// and the `Debug` form of a configuration).
+static SECRET_FIELD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?i)("?[\w.-]*(?:password|passwd|secret|token|jaas)[\w.-]*"?\s*:\s*(?:Some\()?")((?:[^"\\]|\\.)*)(")"#,
+    )
+    .expect("regex")
+});
+
+/// Hide every secret in `text`: the user info of each URL, the value of each secret key, and
+/// each registered [`distinctive`] secret, by `***`.
 pub fn scrub(text: &str) -> String {
-    let all = SECRETS.read().unwrap_or_else(|p| p.into_inner());
-    if all.is_empty() || !all.iter().any(|s| text.contains(s.as_str())) {
-        return text.to_string();
-    }
     let mut out = text.to_string();
+    if out.contains('@') {
+        out = URL_IN_TEXT
+            .replace_all(&out, |c: &regex::Captures| redact_userinfo(&c[0]))
+            .into_owned();
+    }
+    if SECRET_ASSIGNED.is_match(&out) {
+        out = SECRET_ASSIGNED
+            .replace_all(&out, |c: &regex::Captures| format!("{}***", &c[1]))
+            .into_owned();
+    }
+    if SECRET_FIELD.is_match(&out) {
+        out = SECRET_FIELD
+            .replace_all(&out, |c: &regex::Captures| format!("{}***{}", &c[1], &c[3]))
+            .into_owned();
+    }
+    let all = SECRETS.read().unwrap_or_else(|p| p.into_inner());
     for s in all.iter() {
         if out.contains(s.as_str()) {
             out = out.replace(s.as_str(), "***");
@@ -255,6 +310,45 @@ mod tests {
             redact("postgres://u@h/db?pass%77ord=x"),
             "postgres://u@h/db?pass%77ord=***"
         );
+    }
+
+    #[test]
+    fn a_plain_word_is_hidden_only_where_it_stands_as_a_secret() {
+        register("postgres");
+        let text = "error: authentication failed on postgres://postgres@127.0.0.1:5432/postgres: see docs/postgres.md (rule postgres-unavailable)";
+        assert_eq!(scrub(text), text, "no secret in it: nothing hidden");
+        assert_eq!(
+            scrub("connecting to postgres://app:postgres@db:5432/app"),
+            "connecting to postgres://app:***@db:5432/app"
+        );
+        assert_eq!(
+            scrub("PGPASSWORD=postgres host=db password=postgres sslmode=require"),
+            "PGPASSWORD=*** host=db password=*** sslmode=require"
+        );
+        assert_eq!(
+            scrub(
+                r#"{"user": "app", "password": "postgres"} PgConn { password: Some("postgres") }"#
+            ),
+            r#"{"user": "app", "password": "***"} PgConn { password: Some("***") }"#
+        );
+        // Prose about passwords keeps its words.
+        let prose = "password authentication failed; the password came from PGPASSWORD";
+        assert_eq!(scrub(prose), prose);
+    }
+
+    #[test]
+    fn distinctive_secrets_are_hidden_everywhere() {
+        for s in [
+            "hunter2",
+            "S3cret!",
+            "Pl4inPw-Tq7RzXk",
+            "correcthorsebatterystaple",
+        ] {
+            assert!(distinctive(s), "{s}");
+        }
+        for s in ["postgres", "dlqctl", "testing", "admin", "CamelCase"] {
+            assert!(!distinctive(s), "{s}");
+        }
     }
 
     #[test]

@@ -29,21 +29,28 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// Start the audit of a changing run: the intent record is written before anything
-    /// changes (`[audit] require_reason` without `--reason` is exit 2, before that).
-    pub async fn audit(
-        &self,
-        command: &str,
-        source: &str,
-        targets: Vec<String>,
-        filter: String,
-    ) -> Result<crate::audit::Audit> {
+    /// `[audit] require_reason` without `--reason`: exit 2. A changing command checks this
+    /// first, before it reads anything, shows a plan or asks.
+    pub fn require_reason(&self) -> Result<()> {
         if self.config.audit.require_reason && self.reason.is_none() {
             return Err(crate::error::Error::invalid_arg(
                 "--reason",
                 "[audit] require_reason is set in dlqctl.toml: say why with --reason TEXT",
             ));
         }
+        Ok(())
+    }
+
+    /// Start the audit of a changing run: the intent record is written before anything
+    /// changes (`[audit] require_reason` without `--reason` is exit 2, before that).
+    pub async fn audit(
+        &self,
+        command: &str,
+        source: &QueueRef,
+        targets: Vec<String>,
+        filter: String,
+    ) -> Result<crate::audit::Audit> {
+        self.require_reason()?;
         crate::audit::Audit::begin(
             &self.config.audit,
             crate::audit::log_path(&self.config.audit, self.aws.state_dir.as_deref()),
@@ -56,7 +63,8 @@ impl Ctx {
                 version: env!("CARGO_PKG_VERSION").into(),
                 command: command.into(),
                 argv: crate::audit::redacted_argv(),
-                source: source.into(),
+                queue: source.name.clone(),
+                source: source.address.recorded(),
                 targets,
                 filter,
                 reason: self.reason.clone(),
@@ -96,6 +104,9 @@ pub enum Phase {
     Asking = 1,
     /// Changing (redrive, replay): finish the current batch, then stop.
     Changing = 2,
+    /// An editor runs in the foreground (`edit`): a Ctrl-C is the editor's (vi uses it), and
+    /// dlqctl ignores it.
+    Editing = 3,
 }
 
 impl Interrupt {
@@ -107,6 +118,7 @@ impl Interrupt {
         match self.phase.load(Ordering::SeqCst) {
             1 => Phase::Asking,
             2 => Phase::Changing,
+            3 => Phase::Editing,
             _ => Phase::Reading,
         }
     }
@@ -133,8 +145,13 @@ impl Interrupt {
 
 /// Read dlqctl's own environment variables, once, into the settings the backends take (no
 /// backend reads the environment itself): `DLQCTL_SQS_WAIT_SECONDS` (an SQS receive's long
-/// poll, 0-20 s, default 2), `DLQCTL_STATE_DIR` (where the SQS journal lives) and
-/// `DLQCTL_KAFKA_IDLE_MS` (how long a Kafka read waits on a silent partition, default 3000).
+/// poll, 0-20 s, default 2), `DLQCTL_STATE_DIR` (where the SQS journal lives),
+/// `DLQCTL_KAFKA_IDLE_MS` (how long a Kafka read waits on a silent partition, default 3000) and
+/// `DLQCTL_JQ_BUDGET_MS` (how long a `--where` or `--transform` may take on one message,
+/// default 1000). `DLQCTL_SQS_HOLD_LIMIT` lowers the number of SQS messages a run holds in
+/// flight before it stops taking more (default 110,000, under SQS's limit of about 120,000 per
+/// queue): for tests only, which cannot put 120,000 messages into the emulator (undocumented
+/// for users).
 pub fn from_environment(aws: &mut AwsOptions, config: &mut Config) {
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     aws.wait_seconds = var("DLQCTL_SQS_WAIT_SECONDS")
@@ -142,9 +159,13 @@ pub fn from_environment(aws: &mut AwsOptions, config: &mut Config) {
         .unwrap_or(2)
         .clamp(0, 20);
     aws.state_dir = var("DLQCTL_STATE_DIR").map(std::path::PathBuf::from);
+    aws.hold_limit = var("DLQCTL_SQS_HOLD_LIMIT").and_then(|v| v.trim().parse::<usize>().ok());
     config.kafka.read_idle = var("DLQCTL_KAFKA_IDLE_MS")
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map(std::time::Duration::from_millis);
+    if let Some(ms) = var("DLQCTL_JQ_BUDGET_MS").and_then(|v| v.trim().parse::<u64>().ok()) {
+        crate::query::set_default_budget(std::time::Duration::from_millis(ms.max(1)));
+    }
 }
 
 /// A queue named on the command line: its address and its config entry (or defaults).
@@ -155,6 +176,7 @@ pub struct QueueRef {
     pub cfg: QueueConfig,
     pub aws: AwsOptions,
     pub kafka: crate::config::KafkaConfig,
+    pub rabbitmq: crate::config::RabbitmqConfig,
 }
 
 impl QueueRef {
@@ -173,6 +195,7 @@ impl QueueRef {
             as_target: false,
             aws: self.aws.clone(),
             kafka: self.kafka.clone(),
+            rabbitmq: self.rabbitmq.clone(),
             exactly_once: false,
         }
     }
@@ -191,6 +214,7 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
             cfg: cfg.clone(),
             aws: aws.clone(),
             kafka: config.kafka.clone(),
+            rabbitmq: config.rabbitmq.clone(),
         });
     }
     let looks_like_name =
@@ -221,6 +245,7 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
             cfg: cfg.clone(),
             aws: aws.clone(),
             kafka: config.kafka.clone(),
+            rabbitmq: config.rabbitmq.clone(),
         },
         None => QueueRef {
             name: None,
@@ -228,6 +253,7 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
             cfg: QueueConfig::default(),
             aws: aws.clone(),
             kafka: config.kafka.clone(),
+            rabbitmq: config.rabbitmq.clone(),
         },
     })
 }
@@ -251,6 +277,7 @@ pub fn resolve_target(
                 as_target: true,
                 aws: aws.clone(),
                 kafka: config.kafka.clone(),
+                rabbitmq: config.rabbitmq.clone(),
                 exactly_once: false,
             },
         ));
@@ -274,6 +301,7 @@ pub fn resolve_target(
             as_target: true,
             aws: aws.clone(),
             kafka: config.kafka.clone(),
+            rabbitmq: config.rabbitmq.clone(),
             exactly_once: false,
         },
     ))
@@ -294,20 +322,21 @@ pub struct FilterInput<'a> {
     pub query: Option<&'a str>,
 }
 
-/// `--fingerprint`: ids as `classify --by fingerprint` shows them.
+/// `--fingerprint`: ids as `classify --by fingerprint` shows them, or unique prefixes of them.
 fn fingerprints(given: &[String]) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for fp in given.iter().flat_map(|v| v.split(',')).map(str::trim) {
-        if !crate::classify::fingerprint::is_id(fp) {
+        let fp = fp.to_ascii_lowercase();
+        if !crate::classify::fingerprint::is_prefix(&fp) {
             return Err(Error::invalid_arg(
                 "--fingerprint",
                 format!(
-                    "`{}` is not a fingerprint: eight lowercase hex characters, as `dlqctl classify QUEUE --by fingerprint` shows them",
-                    crate::address::escape_controls(fp)
+                    "`{}` is not a fingerprint: its sixteen hex characters, or a unique prefix of at least 8, as `dlqctl classify QUEUE --by fingerprint` shows them",
+                    crate::address::escape_controls(&fp)
                 ),
             ));
         }
-        out.push(fp.to_string());
+        out.push(fp);
     }
     Ok(out)
 }
@@ -362,7 +391,7 @@ pub fn build_filter(f: FilterInput<'_>) -> Result<Filter> {
             .query
             .map(|q| crate::query::Query::compile("--where", q))
             .transpose()?,
-        query_failed: Default::default(),
+        resolved: Default::default(),
     };
     if let (Some(o), Some(n)) = (filter.older_than, filter.newer_than)
         && o >= n

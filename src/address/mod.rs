@@ -5,6 +5,8 @@
 //! | SQS | `sqs://NAME`, `https://sqs.REGION.amazonaws.com/ACCOUNT/NAME`, `arn:aws:sqs:REGION:ACCOUNT:NAME` |
 //! | Kafka | `kafka://HOST:PORT[,HOST:PORT…]/TOPIC` |
 //! | PostgreSQL | `postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE`, `…?system=NAME[&queue=NAME]` |
+//! | Redis | `redis[s]://HOST:PORT/DB?system=sidekiq[&queue=…]`, `…?system=bullmq&queue=NAME` |
+//! | RabbitMQ | `amqp[s]://USER@HOST:PORT/VHOST?queue=NAME`, `…?exchange=NAME&routing_key=KEY` (`backend/rabbitmq/address.rs`) |
 //! | file | `file:PATH`, or a path ending in `.jsonl` / `.ndjson` (what `export` writes), `-` for stdin |
 
 use std::path::PathBuf;
@@ -15,9 +17,13 @@ mod display;
 mod kafka;
 mod postgres;
 mod sqs;
+// Redis job queues (Sidekiq, BullMQ): the form lives with the backend, compiled in every build.
+#[path = "../backend/redis/address.rs"]
+mod redis;
 
 use kafka::parse_kafka;
 use postgres::parse_postgres;
+pub use redis::{RedisAddress, RedisSystem, SidekiqSet};
 use sqs::{parse_sqs_arn, parse_sqs_url, validate_sqs_name};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -26,6 +32,10 @@ pub enum Address {
     Sqs(SqsAddress),
     Kafka(KafkaAddress),
     File(FileAddress),
+    /// Redis job queues: Sidekiq's dead set, BullMQ's failed jobs (`backend/redis/address.rs`).
+    Redis(RedisAddress),
+    // RabbitMQ (issue 27): its form is parsed and shown in backend/rabbitmq/address.rs.
+    Rabbitmq(crate::backend::rabbitmq::address::AmqpAddress),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -194,6 +204,12 @@ impl Address {
             if input.ends_with(".jsonl") || input.ends_with(".ndjson") {
                 return Ok(Address::File(FileAddress::Path(PathBuf::from(input))));
             }
+            // Something that looks like a file: say how a file is named.
+            if input.contains(['.', '/', '\\']) {
+                return Err(bad(
+                    "not a URL; a JSON Lines file is named FILE.jsonl (or .ndjson), or file:PATH for any other name",
+                ));
+            }
             return Err(bad("not a URL"));
         }
         let scheme = input
@@ -218,9 +234,14 @@ impl Address {
                 }))
             }
             "kafka" => parse_kafka(input),
+            // RabbitMQ (issue 27).
+            "amqp" | "amqps" => {
+                crate::backend::rabbitmq::address::parse(input).map(Address::Rabbitmq)
+            }
             "http" | "https" => parse_sqs_url(input),
+            "redis" | "rediss" => redis::parse_redis(input),
             other => Err(bad(&format!(
-                "unknown scheme `{other}` (expected sqs, kafka, postgres or file)"
+                "unknown scheme `{other}` (expected sqs, kafka, postgres, redis, amqp or file)"
             ))),
         }
     }
@@ -231,6 +252,8 @@ impl Address {
             Address::Sqs(_) => "sqs",
             Address::Kafka(_) => "kafka",
             Address::File(_) => "file",
+            Address::Redis(_) => "redis",
+            Address::Rabbitmq(_) => "rabbitmq",
         }
     }
 }
@@ -251,7 +274,7 @@ mod tests {
             Address::parse("-").unwrap(),
             Address::File(FileAddress::Stdin)
         );
-        let e = Address::parse("redis://h/q").unwrap_err();
+        let e = Address::parse("resque://h/q").unwrap_err();
         assert!(e.to_string().contains("unknown scheme"));
     }
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 
 use super::{
     Capabilities, Fact, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
@@ -14,11 +14,16 @@ use crate::config::{IdSource, QueueConfig};
 use crate::error::{Error, Result};
 use crate::message::{Message, Record};
 
+/// The longest line a JSON Lines source may have: a line is read whole before it is parsed,
+/// so this bounds the memory one line takes (a 48 MiB body, base64-encoded, fits).
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
 pub struct FileBackend {
     addr: Address,
     id: Option<IdSource>,
-    /// Opened as a purge's archive: the file, for appending.
-    archive: Option<std::sync::Mutex<std::fs::File>>,
+    /// Opened as a purge's archive: the file for appending, opened (and created) by the first
+    /// batch the run sends, so that a dry run or a refused run leaves no file behind.
+    archive: Option<std::sync::Mutex<Option<std::fs::File>>>,
 }
 
 impl FileBackend {
@@ -33,13 +38,30 @@ impl FileBackend {
             });
         }
         let archive = match addr {
-            Address::File(FileAddress::Path(p)) if opts.as_target => Some(std::sync::Mutex::new(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(p)
-                    .map_err(|e| Error::io(p, e))?,
-            )),
+            Address::File(FileAddress::Path(p)) if opts.as_target => {
+                // Refused before anything is asked or moved (the open at the first batch
+                // refuses a link created later).
+                if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+                    return Err(Error::invalid_arg(
+                        "--archive",
+                        format!(
+                            "{} is a symlink; an archive holds message bodies and is written only to a file of its own (0600): remove the link or choose another path",
+                            p.display()
+                        ),
+                    ));
+                }
+                // A directory that is not there is said before anything is asked or moved
+                // (the file itself is created by the first batch).
+                if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty())
+                    && !dir.is_dir()
+                {
+                    return Err(Error::io(
+                        p,
+                        std::io::Error::from(std::io::ErrorKind::NotFound),
+                    ));
+                }
+                Some(std::sync::Mutex::new(None))
+            }
             _ => None,
         };
         Ok(FileBackend {
@@ -120,19 +142,31 @@ impl QueueBackend for FileBackend {
         let id = self.id.clone();
         let what = path.display().to_string();
         Ok(Box::pin(async_stream::try_stream! {
-            let mut lines = BufReader::new(reader).lines();
+            let mut reader = BufReader::new(reader);
+            let mut buf = Vec::new();
             let mut n: u64 = 0;
             let mut line_no: u64 = 0;
-            while let Some(line) = lines.next_line().await.map_err(|e| Error::io(&path, e))? {
+            loop {
                 line_no += 1;
+                let input_err = |reason: String| Error::Input { what: what.clone(), line: line_no, reason };
+                let Some(line) = next_line(&mut reader, &mut buf).await.map_err(|e| match e {
+                    LineError::Io(e) => Error::io(&path, e),
+                    LineError::TooLong => input_err(format!(
+                        "longer than {} (dlqctl reads at most that much of one line)",
+                        crate::human::human_bytes(MAX_LINE_BYTES as i64)
+                    )),
+                    LineError::NotUtf8(e) => input_err(format!("not UTF-8 ({e})")),
+                })?
+                else {
+                    break;
+                };
                 if line.trim().is_empty() {
                     continue;
                 }
                 if opts.limit.is_some_and(|l| n >= l) {
                     break;
                 }
-                let input_err = |reason: String| Error::Input { what: what.clone(), line: line_no, reason };
-                let rec: Record = serde_json::from_str(&line).map_err(|e| input_err(e.to_string()))?;
+                let rec: Record = serde_json::from_str(line).map_err(|e| input_err(e.to_string()))?;
                 let mut m = Message::from_record(rec).map_err(input_err)?;
                 super::finish_read(&mut m, id.as_ref());
                 n += 1;
@@ -177,8 +211,47 @@ impl QueueSink for FileBackend {
             .as_ref()
             .expect("a sink only when opened as an archive");
         let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
+        if f.is_none() {
+            // The run's first batch: the file is created (0600) now, or appended to.
+            *f = Some(crate::fsutil::append_private(&path).map_err(|e| Error::io(&path, e))?);
+        }
+        let f = f.as_mut().expect("opened above");
         f.write_all(&text).map_err(|e| Error::io(&path, e))?;
         f.sync_data().map_err(|e| Error::io(&path, e))?;
         Ok(vec![SendOutcome::Sent; batch.len()])
     }
+}
+
+enum LineError {
+    Io(std::io::Error),
+    TooLong,
+    NotUtf8(std::str::Utf8Error),
+}
+
+/// The next line of `r` (without its line break), read into `buf`: None at the end. A line
+/// longer than [`MAX_LINE_BYTES`] is an error as soon as that many bytes were read.
+async fn next_line<'b, R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    buf: &'b mut Vec<u8>,
+) -> std::result::Result<Option<&'b str>, LineError> {
+    buf.clear();
+    let mut limited = r.take(MAX_LINE_BYTES as u64 + 1);
+    let n = limited
+        .read_until(b'\n', buf)
+        .await
+        .map_err(LineError::Io)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+    } else if buf.len() > MAX_LINE_BYTES {
+        return Err(LineError::TooLong);
+    }
+    std::str::from_utf8(buf)
+        .map(Some)
+        .map_err(LineError::NotUtf8)
 }

@@ -1,7 +1,9 @@
 //! In-memory queues for unit tests: the move engine's contract checked without services
 //! (`ops::moves::conformance`). A queue is a list of messages; a move session claims them
 //! in order and removes exactly the ones `settle` is told were accepted; a send appends a
-//! copy that keeps the stable id and gets a native id of its own.
+//! copy that keeps the stable id and gets a native id of its own. A queue may instead settle
+//! by position, as a Kafka topic's redrive group does (`by_position`): settling a message
+//! then also removes the skipped messages before it in its partition.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -29,6 +31,11 @@ pub struct Queue {
     pub reject_bodies_with: Option<String>,
     /// After this many accepted copies, set the interrupt (Ctrl-C in the middle of a run).
     pub interrupt_after: Option<(u64, Interrupt)>,
+    /// Settle by position per `Message::partition`, like a Kafka redrive group's offsets.
+    pub by_position: bool,
+    /// A source whose removal of a message does not take effect when its body contains this
+    /// (an SQS delete answered Failed, or acknowledged and undone).
+    pub keep_on_delete: Option<String>,
 }
 
 /// The in-memory queues of one test, by address.
@@ -117,11 +124,19 @@ impl QueueBackend for MemoryBackend {
             next: 0,
             end,
             claimed: Vec::new(),
+            skipped: HashMap::new(),
+            blocked: std::collections::HashSet::new(),
+            committed_past: 0,
+            unremoved: Vec::new(),
         }))
     }
 
     async fn identity(&self) -> Result<Option<String>> {
         Ok(Some(format!("memory:{}", self.addr)))
+    }
+
+    fn settles_by_position(&self) -> bool {
+        self.q.lock().unwrap().by_position
     }
 
     async fn backlog(&self, _for_redrive: bool) -> Result<Option<Backlog>> {
@@ -180,7 +195,45 @@ struct MemorySession {
     q: Arc<Mutex<Queue>>,
     next: usize,
     end: usize,
-    claimed: Vec<String>,
+    /// Native id and partition of each message of the claimed batch.
+    claimed: Vec<(String, Option<i32>)>,
+    /// By position: per partition, the skipped messages since the last one settled there.
+    skipped: HashMap<Option<i32>, Vec<String>>,
+    /// By position: partitions where a message was refused (nothing after it is settled).
+    blocked: std::collections::HashSet<Option<i32>>,
+    committed_past: u64,
+    /// Of the batch settled last: accepted, but not removed (`keep_on_delete`).
+    unremoved: Vec<(usize, String)>,
+}
+
+impl MemorySession {
+    /// The native ids that settling the claimed batch removes: the accepted ones, and where
+    /// the queue settles by position the skipped ones before them in their partitions.
+    fn gone(&mut self, by_position: bool, accepted: &[usize], failed: &[usize]) -> Vec<String> {
+        if !by_position {
+            return accepted
+                .iter()
+                .map(|&i| self.claimed[i].0.clone())
+                .collect();
+        }
+        let mut gone = Vec::new();
+        for (i, (id, p)) in self.claimed.iter().enumerate() {
+            if self.blocked.contains(p) {
+                continue;
+            }
+            if failed.contains(&i) {
+                self.blocked.insert(*p);
+            } else if accepted.contains(&i) {
+                let passed = self.skipped.remove(p).unwrap_or_default();
+                self.committed_past += passed.len() as u64;
+                gone.extend(passed);
+                gone.push(id.clone());
+            } else {
+                self.skipped.entry(*p).or_default().push(id.clone());
+            }
+        }
+        gone
+    }
 }
 
 #[async_trait]
@@ -193,7 +246,10 @@ impl MoveSession for MemorySession {
             return Ok(None);
         }
         let batch = q.messages[self.next..upto].to_vec();
-        self.claimed = batch.iter().map(|m| m.native_id.clone()).collect();
+        self.claimed = batch
+            .iter()
+            .map(|m| (m.native_id.clone(), m.partition))
+            .collect();
         Ok(Some(Claim::new(batch)))
     }
 
@@ -201,15 +257,43 @@ impl MoveSession for MemorySession {
         &mut self,
         _ticket: Ticket,
         accepted: &[usize],
-        _failed: &[usize],
+        failed: &[usize],
     ) -> Result<()> {
-        let gone: Vec<&String> = accepted.iter().map(|&i| &self.claimed[i]).collect();
-        let mut q = self.q.lock().unwrap();
-        q.messages.retain(|m| !gone.contains(&&m.native_id));
-        let kept = self.claimed.len() - accepted.len();
-        self.next += kept;
-        self.end -= accepted.len();
+        let q = self.q.clone();
+        let mut q = q.lock().unwrap();
+        let mut gone = self.gone(q.by_position, accepted, failed);
+        // keep_on_delete: an accepted message whose removal does not take effect stays.
+        for &i in accepted {
+            let id = &self.claimed[i].0;
+            let sticks = q.keep_on_delete.as_ref().is_some_and(|t| {
+                q.messages.iter().any(|m| {
+                    m.native_id == *id && String::from_utf8_lossy(&m.body).contains(t.as_str())
+                })
+            });
+            if sticks {
+                gone.retain(|g| g != id);
+                self.unremoved
+                    .push((i, "the source did not remove it".to_string()));
+            }
+        }
+        // Messages before the batch (passed over now) and in it leave the list.
+        let before = q.messages[..self.next]
+            .iter()
+            .filter(|m| gone.contains(&m.native_id))
+            .count();
+        let kept = self.claimed.len() - (gone.len() - before);
+        q.messages.retain(|m| !gone.contains(&m.native_id));
+        self.next = self.next - before + kept;
+        self.end -= gone.len();
         self.claimed.clear();
         Ok(())
+    }
+
+    fn committed_past(&self) -> u64 {
+        self.committed_past
+    }
+
+    fn unremoved(&mut self) -> Vec<(usize, String)> {
+        std::mem::take(&mut self.unremoved)
     }
 }

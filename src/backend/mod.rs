@@ -24,6 +24,11 @@ pub mod kafka;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+// RabbitMQ (issue 27): the address form is built always, the backend with the feature.
+pub mod rabbitmq;
+// Redis job queues (Sidekiq, BullMQ): everything in backend/redis/.
+#[cfg(feature = "redis")]
+pub mod redis;
 #[cfg(feature = "sqs")]
 pub mod sqs;
 
@@ -136,6 +141,9 @@ pub struct MoveOptions {
     /// The batch rows must carry bodies and attributes (a filter or a foreign target needs
     /// them); when false a local mover may fetch ids only.
     pub need_content: bool,
+    /// Of the content, only each message's redrive count is needed (the loop guard on an
+    /// unfiltered local move): a local mover may fetch ids and that count alone.
+    pub count_only: bool,
     /// Column mapping of a PostgreSQL target table, for local moves.
     pub target_columns: std::collections::BTreeMap<String, String>,
     /// The headers a copy carries; a local mover that copies messages itself applies them.
@@ -151,6 +159,22 @@ pub struct MoveOptions {
     /// A local mover's copies count one more redrive (`dlqctl-redrive-count`): a redrive's do,
     /// a purge's archive copies do not.
     pub count_redrive: bool,
+}
+
+/// Messages a run leaves in the source that it neither examined nor removed, or cannot say
+/// what became of, and why (SQS: behind a FIFO group's head that the run left, past the
+/// in-flight limit, held by an interrupted earlier run). A run that reports any ends with
+/// exit 1: it cannot say that it moved everything its filters selected.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Unaccounted {
+    /// How many (an estimate where `approximate`: from the queue's approximate counts).
+    pub count: u64,
+    pub approximate: bool,
+    /// Why, and what to do, in one line.
+    pub reason: String,
+    /// When they become visible to a re-run by themselves, where known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The result of offering one message to a target.
@@ -263,6 +287,32 @@ pub trait MoveSession: Send {
     /// run does not see them twice).
     async fn finish(&mut self) -> Result<()> {
         Ok(())
+    }
+
+    /// Whether the session may still move anything: Err once it lost what makes it the only
+    /// mover (Kafka: the redrive lease). The engine asks before it sends a batch's copies;
+    /// the session itself checks before every claim and every settle.
+    fn holds(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// How many messages the filters skipped that settling passed over anyway (Kafka: records
+    /// before the last one moved in their partition, which the committed offset covers).
+    fn committed_past(&self) -> u64 {
+        0
+    }
+
+    /// Of the batch settled last: the accepted messages (indices into that batch) whose
+    /// removal did not take effect, each with why. Their copies were accepted, the originals
+    /// are still in the source: they count as failed, not moved.
+    fn unremoved(&mut self) -> Vec<(usize, String)> {
+        Vec::new()
+    }
+
+    /// After [`MoveSession::finish`]: what the run leaves that it can account for neither as
+    /// moved nor as skipped or failed (see [`Unaccounted`]).
+    fn unaccounted(&self) -> Vec<Unaccounted> {
+        Vec::new()
     }
 
     /// Move the messages at `selected` into `target` and settle the batch in one step (only
@@ -383,6 +433,20 @@ pub trait QueueBackend: Send + Sync {
     async fn backlog(&self, _for_redrive: bool) -> Result<Option<Backlog>> {
         Ok(None)
     }
+    /// Whether removing a message here is committing a position past it (Kafka: the redrive
+    /// group's offset), so that settling one message settles every message before it in its
+    /// partition ([`Message::partition`]). A filtered run then passes over the skipped
+    /// messages before the last one it moves in a partition: its dry run and its summary count
+    /// them (`committed_past`). False where each message is removed on its own.
+    fn settles_by_position(&self) -> bool {
+        false
+    }
+    /// Why a redrive finds nothing to read, where the queue can tell more than "empty" (Kafka:
+    /// the redrive group has consumed every record the topic still holds). Shown in the plan
+    /// and in the summary of a run that examined nothing.
+    async fn nothing_pending(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
     /// Where a redrive of `m` goes when the user did not say (None: unknown).
     async fn destination(&self, m: &Message) -> Result<Option<Address>>;
     /// Facts for `verify`.
@@ -398,6 +462,12 @@ pub trait QueueBackend: Send + Sync {
     /// Give back whatever reads still hold (SQS: make browsed messages visible again).
     async fn close(&self) -> Result<()> {
         Ok(())
+    }
+    /// After [`QueueBackend::close`]: what the reads left unexamined, where the backend can
+    /// tell (an SQS FIFO queue hands out nothing more of a group while a read holds one of
+    /// its messages), so that a dry run says so.
+    fn unaccounted(&self) -> Vec<Unaccounted> {
+        Vec::new()
     }
 }
 
@@ -455,6 +525,8 @@ pub struct OpenOptions {
     pub kafka: crate::config::KafkaConfig,
     /// Kafka: move with transactions (`redrive --exactly-once`).
     pub exactly_once: bool,
+    /// RabbitMQ settings (`[rabbitmq]`; issue 27).
+    pub rabbitmq: crate::config::RabbitmqConfig,
 }
 
 /// AWS settings from the command line (the SDK's standard environment and profiles apply
@@ -477,6 +549,9 @@ pub struct AwsOptions {
     /// Where the redrive journal lives (`DLQCTL_STATE_DIR`; default the user's state
     /// directory).
     pub state_dir: Option<std::path::PathBuf>,
+    /// How many messages a run may hold in flight before it stops taking more (None: the
+    /// default, under SQS's limit; `DLQCTL_SQS_HOLD_LIMIT`, for tests).
+    pub hold_limit: Option<usize>,
 }
 
 /// How a FIFO target gets each copy's MessageDeduplicationId.
@@ -551,11 +626,27 @@ pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<Box<dyn QueueBac
         Address::Kafka(_) => Ok(Box::new(kafka::KafkaBackend::open(addr, opts).await?)),
         #[cfg(not(feature = "kafka"))]
         Address::Kafka(_) => Err(not_built("kafka")),
+        // Redis job queues (backend/redis/).
+        #[cfg(feature = "redis")]
+        Address::Redis(_) => Ok(Box::new(redis::RedisBackend::open(addr, opts).await?)),
+        #[cfg(not(feature = "redis"))]
+        Address::Redis(_) => Err(not_built("redis")),
+        // RabbitMQ (issue 27).
+        #[cfg(feature = "rabbitmq")]
+        Address::Rabbitmq(_) => Ok(Box::new(rabbitmq::RabbitBackend::open(addr, opts).await?)),
+        #[cfg(not(feature = "rabbitmq"))]
+        Address::Rabbitmq(_) => Err(not_built("rabbitmq")),
     }
 }
 
 #[cfg_attr(
-    all(feature = "postgres", feature = "sqs", feature = "kafka"),
+    all(
+        feature = "postgres",
+        feature = "sqs",
+        feature = "kafka",
+        feature = "redis",
+        feature = "rabbitmq"
+    ),
     allow(dead_code)
 )]
 fn not_built(backend: &'static str) -> Error {

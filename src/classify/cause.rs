@@ -32,10 +32,18 @@ static CAUSED_BY: LazyLock<Regex> =
 static NODE_CAUSE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[cause\]: ").expect("regex"));
 static LINE_MARKERS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r" ---> |\*\* \(EXIT\) |nested exception is ").expect("regex"));
+/// Every marker above as a literal: one pass says whether a text is a chain at all (most are
+/// not, and then none of the searches above runs).
+static ANY_MARKER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"The above exception|During handling of the above|\nNext |Caused by|\[cause\]: | ---> |\*\* \(EXIT\) |nested exception is ").expect("regex")
+});
 
 /// The part of `text` that holds its root cause when `text` is a chain of wrapped errors, else
 /// `None`. Always a subslice of `text`, so that match offsets in it carry over.
 pub fn innermost(text: &str) -> Option<&str> {
+    if !ANY_MARKER.is_match(text) {
+        return None;
+    }
     let nonempty = |s: &str| !s.trim().is_empty();
     if let Some(m) = PYTHON.find(text) {
         return Some(&text[..m.start()]).filter(|s| nonempty(s));

@@ -1,7 +1,9 @@
 //! Error fingerprints: one failure, one short id, whatever ids, numbers or times it mentions.
 //!
 //! A message's fingerprint is its error type plus the first line of its error message with the
-//! variable parts replaced by placeholders (the *template*), hashed to eight hex characters.
+//! variable parts replaced by placeholders (the *template*), hashed to sixteen hex characters
+//! (64 bits: among 10,000 templates the chance that two share an id is about 3 in a trillion;
+//! with 32 bits it was about 1 in 100).
 //! Two messages that failed the same way have the same fingerprint; `classify --by fingerprint`
 //! groups by it and `--fingerprint` selects a group. The rules are documented in
 //! docs/triage.md ("Fingerprints") and pinned by the tests below and the corpus: changing them
@@ -16,7 +18,16 @@ use sha2::{Digest, Sha256};
 use crate::message::Message;
 
 /// Version of the normalisation, hashed into every id: a change to the rules bumps it.
-const VERSION: &str = "fp1";
+/// fp2: ids of 64 bits; a word followed by a number (`cust-7`, `JOB42`, `int64`) keeps its
+/// word, whatever the number's length.
+/// fp3: key=value pairs, names in parentheses and typographic quotes are placeholders too.
+const VERSION: &str = "fp3";
+
+/// Hex characters in an id.
+pub const ID_LEN: usize = 16;
+
+/// The fewest characters of an id that `--fingerprint` takes as a prefix.
+pub const MIN_PREFIX: usize = 8;
 
 /// Characters of the template kept (after normalisation).
 const MAX_TEMPLATE: usize = 300;
@@ -26,7 +37,7 @@ pub const NO_ERROR: &str = "(no error recorded)";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fingerprint {
-    /// Eight lowercase hex characters.
+    /// Sixteen lowercase hex characters.
     pub id: String,
     /// `Type: message` with the variable parts replaced.
     pub template: String,
@@ -49,6 +60,23 @@ static RULES: LazyLock<Vec<(Regex, With)>> = LazyLock::new(|| {
         (r#""[^"\n]{0,200}""#, Text("<str>")),
         (r"(^|[^\w])'[^'\n]{0,200}'", Text("${1}<str>")),
         (r"`[^`\n]{0,200}`", Text("<str>")),
+        // Other quotes: typographic and guillemets.
+        (
+            "\u{201c}[^\u{201d}\n]{0,200}\u{201d}|\u{2018}[^\u{2019}\n]{0,200}\u{2019}|\u{ab}[^\u{bb}\n]{0,200}\u{bb}|\u{201e}[^\u{201c}\u{201d}\n]{0,200}[\u{201c}\u{201d}]",
+            Text("<str>"),
+        ),
+        // A name in parentheses (`(tenant acme)`, `(tenant: acme)`, `(tenant=acme)`): the name
+        // stays, the value goes. One word alone in parentheses (`(closed)`) is a reason, not a
+        // name: it stays.
+        (
+            r"\(([A-Za-z_][\w.-]*)(?:[:=] *| +)[^()\s]+\)",
+            Text("(${1} <v>)"),
+        ),
+        // key=value pairs (`tenant=acme`, `user_id=u-17`, a URL's query): the key stays.
+        (
+            r#"\b([A-Za-z_][\w.-]*)=[^\s,;&)\]}"'<>]+(?:,[^\s,;&)\]}"'<>=]+)*"#,
+            Text("${1}=<v>"),
+        ),
         // ISO-8601 timestamps and dates, and times of day.
         (
             r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?",
@@ -73,8 +101,14 @@ static RULES: LazyLock<Vec<(Regex, With)>> = LazyLock::new(|| {
             Text("${1}<path>"),
         ),
         (r"(?i)\b0x[0-9a-f]+\b", Text("<hex>")),
+        // A word and a number (`cust-7`, `ord-88120`, `JOB42`, `int64`, `v1.2`): the word stays,
+        // whatever the number's length (so `cust-99` and `cust-100` are one failure).
+        (
+            r"\b([A-Za-z]+[-_]?)\d+(?:\.\d+)?\b",
+            Text("${1}<num>"),
+        ),
         // Ids: a token of 8 characters or more that mixes letters and digits (`cus_N3kd9aQ`,
-        // `ord-88120`, a 24-character object id); shorter ones (`utf8`) keep their letters.
+        // a 24-character object id); shorter ones (`e2e`) keep their letters.
         (
             r"\b[\w-]*(?:\d[\w-]*[A-Za-z]|[A-Za-z][\w-]*\d)[\w-]*\b",
             Decide(|m| (m.len() >= 8).then_some("<id>")),
@@ -119,14 +153,17 @@ pub fn template(error_type: Option<&str>, message: Option<&str>) -> String {
     out
 }
 
-/// The id of a template: the first eight hex characters of its SHA-256 (with the version).
+/// The id of a template: the first sixteen hex characters of its SHA-256 (with the version).
 pub fn id_of(template: &str) -> String {
     let digest = Sha256::new()
         .chain_update(VERSION)
         .chain_update([0])
         .chain_update(template)
         .finalize();
-    digest[..4].iter().map(|b| format!("{b:02x}")).collect()
+    digest[..ID_LEN / 2]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A message's fingerprint.
@@ -142,11 +179,20 @@ pub fn fingerprint(m: &Message) -> Fingerprint {
     }
 }
 
-/// Whether `s` has the shape of a fingerprint id (for `--fingerprint`).
+/// Whether `s` has the shape of a fingerprint id.
 pub fn is_id(s: &str) -> bool {
-    s.len() == 8
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == ID_LEN && is_hex(s)
+}
+
+/// Whether `s` can stand for an id on `--fingerprint`: the id, or a prefix of at least
+/// [`MIN_PREFIX`] characters.
+pub fn is_prefix(s: &str) -> bool {
+    (MIN_PREFIX..=ID_LEN).contains(&s.len()) && is_hex(s)
+}
+
+fn is_hex(s: &str) -> bool {
+    s.bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 #[cfg(test)]
@@ -188,6 +234,8 @@ mod tests {
                 "POST https://payments.internal/v1/charges/ch_3Nk8aQ2x failed",
                 "POST https://payments.internal/v<num>/charges/<id> failed",
             ),
+            ("order ord-88120 failed", "order ord-<num> failed"),
+            ("field of type int64", "field of type int<num>"),
             (r"cannot read C:\data\in\7.csv", "cannot read <path>"),
             ("open(/tmp/a/b) failed", "open(<path>) failed"),
             (
@@ -260,7 +308,75 @@ mod tests {
         );
         assert!(!is_id("3fa2c1"));
         assert!(!is_id("3FA2C1D0"));
+        assert!(is_prefix(&id[..8]) && is_prefix(&id) && !is_prefix(&id[..7]));
     }
 
-    const PINNED_ID: &str = "133f852a";
+    const PINNED_ID: &str = "ef5ad7b560df8133";
+
+    /// One failure, one template, whatever the length of the ids and numbers it mentions
+    /// (issue 24 item 8: `cust-99` and `cust-100` made two groups).
+    #[test]
+    fn an_id_is_one_placeholder_whatever_its_length() {
+        let first = t("customer cust-0 not found");
+        for n in 0..=297 {
+            assert_eq!(
+                t(&format!("customer cust-{n} not found")),
+                first,
+                "cust-{n}"
+            );
+        }
+        for (a, b) in [
+            ("order ord-7 failed", "order ord-88120 failed"),
+            ("job JOB42 stuck", "job JOB4200917 stuck"),
+            ("user u_1 unknown", "user u_123456789 unknown"),
+        ] {
+            assert_eq!(t(a), t(b), "{a} / {b}");
+        }
+    }
+    /// Issue 30 item 5: the variable parts people put in errors (a name in parentheses,
+    /// key=value pairs, quoted values whatever the quotes) do not split one failure into
+    /// groups. Each group is one failure as it appears in the corpus or the operator's session.
+    #[test]
+    fn names_in_parentheses_pairs_and_any_quotes_are_one_failure() {
+        let groups: &[&[&str]] = &[
+            &[
+                "currency XTS is not supported (tenant acme)",
+                "currency XTS is not supported (tenant globex)",
+                "currency XTS is not supported (tenant: initech)",
+                "currency XTS is not supported (tenant=umbrella)",
+            ],
+            &[
+                "rate limit exceeded tenant=acme user_id=u-17 retry_after=2s",
+                "rate limit exceeded tenant=globex user_id=u-90812 retry_after=30s",
+            ],
+            &[
+                "unknown product \u{201c}Blue Mug\u{201d}",
+                "unknown product \u{2018}Red Plate\u{2019}",
+                "unknown product \u{ab}Tea Pot\u{bb}",
+                "unknown product \"Green Cup\"",
+                "unknown product 'Spoon'",
+                "unknown product `Fork`",
+            ],
+            &[
+                "GET https://api.internal/v1/rates?base=EUR&symbols=USD failed",
+                "GET https://api.internal/v1/rates?base=GBP&symbols=JPY,CHF failed",
+            ],
+        ];
+        for group in groups {
+            let first = t(group[0]);
+            for text in &group[1..] {
+                assert_eq!(t(text), first, "{text} / {}", group[0]);
+            }
+        }
+        // What the failure is stays: another message, another template.
+        assert_ne!(
+            t("currency XTS is not supported (tenant acme)"),
+            t("currency XTS is disabled (tenant acme)")
+        );
+        // A parenthesised reason of one word is not a name: it stays.
+        assert_eq!(
+            t("Net::ReadTimeout with #<TCPSocket:(closed)>"),
+            "Net::ReadTimeout with #<TCPSocket:(closed)>"
+        );
+    }
 }

@@ -1,9 +1,8 @@
 //! Failure classification: user rules first, then the built-in ones; the first match wins.
 
+use std::borrow::Cow;
 use std::path::Path;
-use std::sync::LazyLock;
 
-use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{RuleConfig, RuleKind, one_line};
@@ -14,8 +13,12 @@ mod cause;
 #[cfg(test)]
 mod corpus_tests;
 pub mod fingerprint;
+mod rule;
+#[cfg(test)]
+mod taxonomy_tests;
 
 pub use cause::innermost;
+pub use rule::{BUILTIN_RULES, Rule};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -52,33 +55,13 @@ pub struct Class {
     pub rule: String,
 }
 
-#[derive(Clone)]
-pub struct Rule {
-    pub name: String,
-    pub kind: Kind,
-    /// One line on why a match means this kind.
-    pub reason: Option<String>,
-    pub builtin: bool,
-    error: Option<Regex>,
-    body: Option<Regex>,
-    attributes: Vec<(String, Regex)>,
-}
-
-/// The built-in rules, in order: `match` has exactly the shape of a `[[rules]]` entry in
-/// dlqctl.toml, so that any of them can be copied into a user's config verbatim.
-pub const BUILTIN_RULES: &str = include_str!("rules.toml");
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BuiltinFile {
-    rules: Vec<RuleConfig>,
-}
-
 /// The user's rules, compiled when the classifier is built (a bad one is an error before
 /// anything is read), and the built-in rules, compiled on first use (a run that classifies
 /// nothing does not pay for them).
 pub struct Classifier {
     user: Vec<Rule>,
+    /// Whether a user rule looks at the body (else the body is not decoded for the rules).
+    user_body: bool,
 }
 
 #[derive(Deserialize)]
@@ -109,6 +92,10 @@ pub struct Explanation {
     pub rule: String,
     /// The rule's reason (none for user rules without one, or when nothing matched).
     pub reason: Option<String>,
+    /// The published taxonomy the rule comes from, and where it is (built-in rules; user rules
+    /// that say).
+    pub taxonomy: Option<String>,
+    pub source: Option<String>,
     /// Whether the rule is a built-in one (none when nothing matched).
     pub builtin: Option<bool>,
     /// Whether the built-in rules matched the innermost cause of a wrapped error (true) or the
@@ -126,6 +113,20 @@ impl Explanation {
         Class {
             kind: self.kind,
             rule: self.rule.clone(),
+        }
+    }
+
+    fn found(r: &Rule, span: Span, in_cause: bool, not_matched: Vec<String>) -> Explanation {
+        Explanation {
+            kind: r.kind,
+            rule: r.name.clone(),
+            reason: r.reason.clone(),
+            taxonomy: r.taxonomy.clone(),
+            source: r.source.clone(),
+            builtin: Some(r.builtin),
+            in_cause,
+            span: Some(span),
+            not_matched,
         }
     }
 }
@@ -174,7 +175,10 @@ impl Classifier {
         for r in &user {
             rules.push(Rule::compile(r, false).map_err(bad)?);
         }
-        Ok(Classifier { user: rules })
+        Ok(Classifier {
+            user_body: rules.iter().any(Rule::needs_body),
+            user: rules,
+        })
     }
 
     pub fn builtin() -> Classifier {
@@ -183,7 +187,7 @@ impl Classifier {
 
     /// Every rule, in the order they are tried: the user's, then the built-in ones.
     pub fn rules(&self) -> impl Iterator<Item = &Rule> {
-        self.user.iter().chain(builtin_rules())
+        self.user.iter().chain(&rule::builtin().rules)
     }
 
     /// Knows this class or rule name (for `--class`).
@@ -194,68 +198,77 @@ impl Classifier {
         ) || self.rules().any(|r| r.name == name)
     }
 
+    /// The class of `m`: what [`Classifier::explain`] says, without the explanation (no spans,
+    /// no list of the rules that did not match: once per message, that is most of the work).
     pub fn classify(&self, m: &Message) -> Class {
-        self.decide(m, false).class()
+        let error = m.error_str();
+        let error = error.as_deref();
+        let body = self.body(m);
+        let class = |r: &Rule| Class {
+            kind: r.kind,
+            rule: r.name.clone(),
+        };
+        if let Some(r) = self.user.iter().find(|r| r.holds(m, error, &body)) {
+            return class(r);
+        }
+        let Some(error) = error else {
+            return unmatched("no-error-recorded");
+        };
+        let builtin = rule::builtin();
+        let first = innermost(error)
+            .and_then(|cause| builtin.first(cause))
+            .or_else(|| builtin.first(error));
+        match first {
+            Some(i) => class(&builtin.rules[i]),
+            None => unmatched("unrecognised-error"),
+        }
     }
 
     /// The class of `m` and how it was found. User rules look at the whole error text; the
     /// built-in rules look at the innermost cause of a wrapped error first (see
     /// [`cause::innermost`]), then at the whole text. The first match wins.
     pub fn explain(&self, m: &Message) -> Explanation {
-        self.decide(m, true)
-    }
-
-    /// The first rule that matches; `misses`: also name the rules before it that did not
-    /// (for `--explain`; plain classification skips that work, once per message).
-    fn decide(&self, m: &Message, misses: bool) -> Explanation {
-        let error = m.error_text();
-        let body = String::from_utf8_lossy(&m.body);
+        let error = m.error_str();
         let error = error.as_deref();
-        let cause = error.and_then(cause::innermost);
+        let body = self.body(m);
         let mut not_matched: Vec<String> = Vec::new();
-        let found = |r: &Rule, span: Span, in_cause: bool, not_matched: Vec<String>| Explanation {
-            kind: r.kind,
-            rule: r.name.clone(),
-            reason: r.reason.clone(),
-            builtin: Some(r.builtin),
-            in_cause,
-            span: Some(span),
-            not_matched,
-        };
         for r in &self.user {
             match r.find(m, error, error, &body) {
-                Some(span) => return found(r, span, false, not_matched),
-                None if misses => not_matched.push(r.name.clone()),
-                None => {}
+                Some(span) => return Explanation::found(r, span, false, not_matched),
+                None => not_matched.push(r.name.clone()),
             }
         }
-        for (part, in_cause) in [(cause, true), (error, false)] {
-            if in_cause && part.is_none() {
-                continue;
-            }
-            for r in builtin_rules() {
-                match r.find(m, error, part, &body) {
-                    Some(span) => return found(r, span, in_cause, not_matched),
-                    None if misses && !not_matched.contains(&r.name) => {
-                        not_matched.push(r.name.clone())
-                    }
-                    None => {}
-                }
+        let builtin = rule::builtin();
+        if let Some(error) = error {
+            let cause = innermost(error);
+            for (part, in_cause) in [(cause, true), (Some(error), false)] {
+                let Some(part) = part else { continue };
+                let Some(i) = builtin.first(part) else {
+                    continue;
+                };
+                let r = &builtin.rules[i];
+                // (The set and the rule's own regex are the same pattern: they agree.)
+                let Some(span) = r.find(m, Some(error), Some(part), &body) else {
+                    continue;
+                };
+                // The rules before the first match failed on both texts they were tried on.
+                not_matched.extend(builtin.rules[..i].iter().map(|r| r.name.clone()));
+                return Explanation::found(r, span, in_cause, not_matched);
             }
         }
+        not_matched.extend(builtin.rules.iter().map(|r| r.name.clone()));
         Explanation {
-            kind: Kind::Unclassified,
-            rule: if error.is_some() {
-                "unrecognised-error"
-            } else {
-                "no-error-recorded"
-            }
-            .into(),
-            reason: None,
-            builtin: None,
-            in_cause: false,
-            span: None,
             not_matched,
+            ..Explanation::unmatched(error.is_some())
+        }
+    }
+
+    /// The body as text, for user rules that look at it (else empty: nothing decodes it).
+    fn body<'a>(&self, m: &'a Message) -> Cow<'a, str> {
+        if self.user_body {
+            String::from_utf8_lossy(&m.body)
+        } else {
+            Cow::Borrowed("")
         }
     }
 
@@ -272,104 +285,32 @@ impl Classifier {
     }
 }
 
-/// The built-in rules, compiled once, on first use.
-fn builtin_rules() -> &'static [Rule] {
-    static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-        toml::from_str::<BuiltinFile>(BUILTIN_RULES)
-            .expect("src/classify/rules.toml parses")
-            .rules
-            .iter()
-            .map(|r| Rule::compile(r, true).expect("built-in rule compiles"))
-            .collect()
-    });
-    &RULES
+fn unmatched(rule: &str) -> Class {
+    Class {
+        kind: Kind::Unclassified,
+        rule: rule.into(),
+    }
 }
 
-impl Rule {
-    /// A rule from its config; the error is one line naming the rule.
-    fn compile(r: &RuleConfig, builtin: bool) -> std::result::Result<Rule, String> {
-        // Rule names are quoted with control characters escaped, so that the error stays on
-        // one line (tests/it/bad_input.rs found `name = "\n"`).
-        let name = crate::address::escape_controls(&r.name);
-        let m = &r.matcher;
-        if m.error.is_none() && m.body.is_none() && m.attributes.is_empty() {
-            return Err(format!(
-                "rule `{name}` matches nothing: give match.error, match.body or match.attributes"
-            ));
-        }
-        let compile = |what: &str, re: &str| {
-            Regex::new(re).map_err(|e| {
-                format!(
-                    "rule `{name}`: {what} is not a valid regex ({})",
-                    one_line(&e.to_string())
-                )
-            })
+impl Explanation {
+    /// No rule matched: `unrecognised-error`, or `no-error-recorded` without an error text.
+    fn unmatched(has_error: bool) -> Explanation {
+        let rule = if has_error {
+            "unrecognised-error"
+        } else {
+            "no-error-recorded"
         };
-        Ok(Rule {
-            name: r.name.clone(),
-            kind: r.kind.into(),
-            reason: r.reason.clone(),
-            builtin,
-            error: m
-                .error
-                .as_deref()
-                .map(|re| compile("match.error", re))
-                .transpose()?,
-            body: m
-                .body
-                .as_deref()
-                .map(|re| compile("match.body", re))
-                .transpose()?,
-            attributes: m
-                .attributes
-                .iter()
-                .map(|(k, re)| Ok((k.clone(), compile("match.attributes", re)?)))
-                .collect::<std::result::Result<_, String>>()?,
-        })
-    }
-
-    /// Where this rule matches `m`, its error regex looking at `part` (the whole `error` text
-    /// or a slice of it), or `None`. Every condition must hold; the span is the error's match,
-    /// else the body's, else the first attribute's.
-    fn find(
-        &self,
-        m: &Message,
-        error: Option<&str>,
-        part: Option<&str>,
-        body: &str,
-    ) -> Option<Span> {
-        let mut span = None;
-        if let Some(re) = &self.error {
-            let (error, part) = (error?, part?);
-            let found = re.find(part)?;
-            let base = part.as_ptr() as usize - error.as_ptr() as usize;
-            span = Some(Span {
-                field: "error".into(),
-                start: base + found.start(),
-                end: base + found.end(),
-                text: found.as_str().to_string(),
-            });
+        Explanation {
+            kind: Kind::Unclassified,
+            rule: rule.into(),
+            reason: None,
+            taxonomy: None,
+            source: None,
+            builtin: None,
+            in_cause: false,
+            span: None,
+            not_matched: Vec::new(),
         }
-        if let Some(re) = &self.body {
-            let found = re.find(body)?;
-            span.get_or_insert_with(|| Span {
-                field: "body".into(),
-                start: found.start(),
-                end: found.end(),
-                text: found.as_str().to_string(),
-            });
-        }
-        for (name, re) in &self.attributes {
-            let value = m.attribute(name)?.display();
-            let found = re.find(&value)?;
-            span.get_or_insert_with(|| Span {
-                field: format!("attribute:{name}"),
-                start: found.start(),
-                end: found.end(),
-                text: found.as_str().to_string(),
-            });
-        }
-        span
     }
 }
 
@@ -408,7 +349,7 @@ mod tests {
             (
                 "read tcp: connection reset by peer",
                 Kind::Transient,
-                "connection",
+                "socket-error-text",
             ),
             (
                 "ERROR: deadlock detected (SQLSTATE 40P01)",
@@ -423,7 +364,7 @@ mod tests {
             (
                 "Unexpected token } in JSON at position 12",
                 Kind::Permanent,
-                "parse-error",
+                "json-parse",
             ),
             // An HTML error page where JSON was expected: often a proxy's, so not decided.
             (
@@ -481,7 +422,7 @@ mod tests {
         assert!(!e.in_cause);
         assert_eq!(
             e.not_matched.first().map(String::as_str),
-            Some("lock-conflict")
+            Some("declared-permanent")
         );
         assert!(!e.not_matched.contains(&"timeout".to_string()));
     }
@@ -489,7 +430,7 @@ mod tests {
     #[test]
     fn builtin_rules_are_user_rules() {
         // Every built-in rule parses as a user's [[classify.rules]] entry, reason and all.
-        let file: BuiltinFile = toml::from_str(BUILTIN_RULES).unwrap();
+        let file: rule::BuiltinFile = toml::from_str(BUILTIN_RULES).unwrap();
         let mut names = std::collections::HashSet::new();
         for r in &file.rules {
             assert!(names.insert(r.name.clone()), "duplicate rule {}", r.name);
@@ -517,6 +458,8 @@ mod tests {
             name: "flux".into(),
             kind: RuleKind::Transient,
             reason: None,
+            taxonomy: None,
+            source: None,
             matcher: RuleMatch {
                 error: Some("(?i)flux".into()),
                 ..RuleMatch::default()
@@ -527,12 +470,54 @@ mod tests {
         assert!(c.knows("flux") && c.knows("transient") && !c.knows("nope"));
     }
 
+    /// Issue 24 item 12: a number in the 4xx/5xx range is a status code only where the text
+    /// says it is one; an amount, a balance or an index is not.
+    #[test]
+    fn numbers_are_status_codes_only_where_the_text_says_so() {
+        let c = Classifier::builtin();
+        for text in [
+            "PaymentDeclined: card declined by issuer (order 82733, amount 500.28 EUR)",
+            "PaymentDeclined: card declined by issuer (order 82733, amount 404.29 EUR)",
+            "insufficient funds: balance 503.10 below amount 620.00",
+            "order 502 has 429 items; shipment 504 of 410 pending",
+        ] {
+            let got = c.classify(&with_error(text));
+            assert_eq!(got.kind, Kind::Unclassified, "{text}: {got:?}");
+        }
+        for (text, kind, rule) in [
+            ("HTTP 503", Kind::Transient, "unavailable"),
+            (
+                "the server responded with status 500",
+                Kind::Transient,
+                "unavailable",
+            ),
+            (
+                "Request failed with status code 404",
+                Kind::Permanent,
+                "not-found",
+            ),
+            (
+                "upstream said 503 Service Unavailable",
+                Kind::Transient,
+                "unavailable",
+            ),
+            ("status: 429", Kind::Transient, "rate-limited"),
+            ("HTTP/1.1 504", Kind::Transient, "timeout"),
+            ("statusCode=422", Kind::Permanent, "validation"),
+        ] {
+            let got = c.classify(&with_error(text));
+            assert_eq!((got.kind, got.rule.as_str()), (kind, rule), "{text}");
+        }
+    }
+
     #[test]
     fn bad_rules_are_config_errors() {
         let rule = RuleConfig {
             name: "broken".into(),
             kind: RuleKind::Permanent,
             reason: None,
+            taxonomy: None,
+            source: None,
             matcher: RuleMatch {
                 error: Some("(unclosed".into()),
                 ..RuleMatch::default()

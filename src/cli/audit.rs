@@ -1,4 +1,5 @@
 use crate::error::{Error, Result, exit};
+use crate::output::OutputFormat;
 use crate::settings::Ctx;
 
 /// List recent runs that changed something: who, where, what, why and how it ended
@@ -39,52 +40,22 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
     let skip = runs.len().saturating_sub(a.limit);
     runs.drain(..skip);
     let p = &ctx.printer;
-    if !p.is_table() {
-        p.json(&runs)?;
-        return Ok(exit::OK);
+    match p.format {
+        // One run a line, for jq (`select(.command == "purge")`).
+        OutputFormat::Jsonl => {
+            for r in &runs {
+                p.jsonl(r)?;
+            }
+            return Ok(exit::OK);
+        }
+        OutputFormat::Table => {}
+        _ => return p.json(&runs).map(|_| exit::OK),
     }
     if runs.is_empty() {
         p.note(&format!("no runs recorded in {}", path.display()));
         return Ok(exit::OK);
     }
-    let mut t = p.table();
-    t.set_header(vec![
-        "started",
-        "who",
-        "command",
-        "source → targets",
-        "moved",
-        "exit",
-        "reason",
-    ]);
-    for r in &runs {
-        let i = &r.intent;
-        let (moved, code) = match &r.outcome {
-            Some(o) => (
-                o.counts
-                    .get("moved")
-                    .and_then(serde_json::Value::as_u64)
-                    .map_or("-".into(), |n| n.to_string()),
-                o.exit_code.to_string(),
-            ),
-            None => ("?".into(), "unfinished".into()),
-        };
-        let targets = if i.targets.is_empty() {
-            "(no archive)".to_string()
-        } else {
-            i.targets.join(", ")
-        };
-        t.add_row(vec![
-            i.time.format("%Y-%m-%d %H:%M:%S").to_string(),
-            format!("{}@{}", i.user, i.host),
-            i.command.clone(),
-            format!("{} → {targets}", i.source),
-            moved,
-            code,
-            i.reason.clone().unwrap_or_default(),
-        ]);
-    }
-    p.line(&t.to_string())?;
+    p.line(&p.grid(&crate::ops::tables::audit::table(&runs)))?;
     p.line(&format!("{} run(s) from {}", runs.len(), path.display()))?;
     Ok(exit::OK)
 }

@@ -4,10 +4,14 @@ use crate::settings::Ctx;
 
 /// Fix one message by hand and send it back, keeping its stable id
 ///
-/// Opens the message's record (docs/jsonl.md) in $VISUAL or $EDITOR. After you save, shows
-/// the diff and asks; then sends the edited copy the way redrive does (to --to, else its
-/// source) and removes the original once the copy is accepted. An unchanged file does nothing.
-/// Needs a terminal (exit 2 without one); in scripts use `redrive --transform JQ`.
+/// Finds the message where a redrive reads (Kafka: from the redrive group's offsets) and opens
+/// its body (a JSON body as JSON), attributes, key and group in $VISUAL or $EDITOR; what must
+/// not change is listed in `#` lines. After you save, shows the diff and the plan, then asks;
+/// then sends the edited copy the way redrive does (to --to, else its source) and removes the
+/// original once the copy is accepted, unless the message changed or left meanwhile. An
+/// unchanged file does nothing; what you typed is kept until it is sent, and the same command
+/// reopens it. Needs a terminal (exit 2 without one); in scripts use `redrive --transform JQ`.
+/// See docs/triage.md.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Dead-letter queue URL or name from dlqctl.toml

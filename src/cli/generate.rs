@@ -24,6 +24,12 @@ pub struct Artifact {
     pub contents: Vec<u8>,
 }
 
+/// The CLI as the generated files show it: `--version`'s commit and target left out, so
+/// that they change with the version number only.
+fn command() -> clap::Command {
+    super::Cli::command().long_version(None::<&str>)
+}
+
 pub fn artifacts() -> Vec<Artifact> {
     let mut out = Vec::new();
     for (shell, file) in [
@@ -34,13 +40,13 @@ pub fn artifacts() -> Vec<Artifact> {
         (Shell::Elvish, "completions/dlqctl.elv"),
     ] {
         let mut buf = Vec::new();
-        clap_complete::generate(shell, &mut super::Cli::command(), "dlqctl", &mut buf);
+        clap_complete::generate(shell, &mut command(), "dlqctl", &mut buf);
         out.push(Artifact {
             path: file.into(),
             contents: buf,
         });
     }
-    let cmd = super::Cli::command();
+    let cmd = command();
     let mut buf = Vec::new();
     clap_mangen::Man::new(cmd.clone())
         .render(&mut buf)

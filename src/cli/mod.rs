@@ -9,7 +9,7 @@ use crate::classify::Classifier;
 use crate::config::Config;
 use crate::error::{Error, Result, exit};
 use crate::filter::Filter;
-use crate::output::{ColorChoice, OutputFormat, Printer, PrinterOptions};
+use crate::output::{ColorChoice, OutputChoice, OutputFormat, Printer, PrinterOptions};
 use crate::settings::{Ctx, FilterInput, Interrupt, Phase, build_filter};
 
 mod audit;
@@ -26,13 +26,16 @@ mod redrive;
 mod replay;
 mod tail;
 mod verify;
+mod version;
 
 pub use generate::{Artifact, artifacts};
+pub use version::{BuildInfo, build_info};
 
-const ABOUT: &str = "Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache Kafka and PostgreSQL";
+const ABOUT: &str = "Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache Kafka, PostgreSQL and RabbitMQ";
 
 const LONG_ABOUT: &str = "\
-Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache Kafka and PostgreSQL.
+Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache Kafka, PostgreSQL
+and RabbitMQ.
 
 Redrive and replay keep every message's stable id, so idempotent consumers turn repeats into
 no-ops, and no command deletes a message before its copy is accepted by the target.";
@@ -49,6 +52,11 @@ QUEUE is a URL or the name of a [queues.NAME] entry in dlqctl.toml:
   kafka://HOST:PORT[,HOST:PORT...]/TOPIC
   postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE[&queue=NAME][&source=SCHEMA.TABLE]
   postgres://USER@HOST:PORT/DB?system={systems}[&queue=NAME]
+  redis[s]://HOST:PORT/DB?system=sidekiq[&queue=NAME][&namespace=NS][&set=retry]
+  redis[s]://HOST:PORT/DB?system=bullmq&queue=NAME[&prefix=bull]
+  amqp[s]://USER@HOST:PORT/VHOST?queue=NAME[&api=http://HOST:15672]  (a target also
+    ?exchange=NAME&routing_key=KEY; the password from the URL, DLQCTL_AMQP_PASSWORD or
+    [rabbitmq] password)
   FILE.jsonl | file:PATH | -   (a file written by `dlqctl export`, for replay)
 
 Exit codes: 0 success, 1 a check failed or some messages were not moved, 2 usage or config
@@ -57,7 +65,7 @@ error, 3 backend unreachable / not found / permission denied, 130 interrupted."
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "dlqctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = after_help())]
+#[command(name = "dlqctl", version, long_version = build_info().long_version(), about = ABOUT, long_about = LONG_ABOUT, after_help = after_help())]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -69,7 +77,7 @@ pub struct Cli {
 pub struct GlobalArgs {
     /// Output format [default: table at a terminal, json otherwise]
     #[arg(long, global = true, value_enum, value_name = "FORMAT")]
-    pub output: Option<OutputFormat>,
+    pub output: Option<OutputChoice>,
     /// Config file [default: ./dlqctl.toml, then the user config dir]
     #[arg(long, global = true, env = "DLQCTL_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -79,7 +87,8 @@ pub struct GlobalArgs {
     /// More diagnostics on stderr (-v, -vv)
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
-    /// Never draw progress bars
+    /// Never show progress: no bar at a terminal, no progress lines on stderr without one
+    /// (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)
     #[arg(long, global = true)]
     pub no_progress: bool,
     /// Why this run changes something: recorded in the audit trail (docs/audit.md)
@@ -105,7 +114,7 @@ pub struct AwsArgs {
     /// SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]
     #[arg(long, global = true, value_name = "URL")]
     pub endpoint_url: Option<String>,
-    /// Read a DLQ that has its own RedrivePolicy, although each read counts as a receive and can push messages onward
+    /// Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)
     #[arg(long, global = true)]
     pub allow_onward_redrive: bool,
     /// How copies sent to a FIFO queue get their MessageDeduplicationId
@@ -158,6 +167,7 @@ pub enum Command {
     Check(check::Args),
     Audit(audit::Args),
     Completions(completions::Args),
+    Version(version::Args),
     #[command(hide = true)]
     GenerateArtifacts(generate::Args),
 }
@@ -190,13 +200,13 @@ pub struct FilterArgs {
     /// Only the ids listed in FILE, one per line (- for stdin)
     #[arg(long, value_name = "FILE")]
     pub ids_from: Option<PathBuf>,
-    /// Only messages with this error fingerprint (as `classify --by fingerprint` shows;
-    /// comma-separated or repeated)
+    /// Only messages with this error fingerprint (as `classify --by fingerprint` shows, or a
+    /// unique prefix of 8 or more characters; comma-separated or repeated)
     #[arg(long = "fingerprint", value_name = "FP")]
     pub fingerprints: Vec<String>,
-    /// Only messages for which the jq expression JQ is true, over the message's record with
-    /// .json (the body parsed), .attrs (name → value), .error_text, .class, .rule,
-    /// .fingerprint (docs/triage.md), e.g. '.json.amount_cents > 100000'
+    /// Only messages for which the jq expression JQ is true (it must give true or false), over
+    /// the message's record with .json (the body parsed), .attrs (name → value), .error_text,
+    /// .class, .rule, .fingerprint (docs/triage.md), e.g. '.json.amount_cents > 100000'
     #[arg(long = "where", value_name = "JQ")]
     pub query: Option<String>,
     /// Extra classification rules (TOML), ahead of the config's and the built-in ones
@@ -336,6 +346,11 @@ impl FilterArgs {
             fingerprints: &self.fingerprints,
             query: self.query.as_deref(),
         })?;
+        let mut filter = filter;
+        if let Some(q) = &mut filter.query {
+            // A --where that spins yields to Ctrl-C.
+            q.watch(&ctx.interrupt);
+        }
         Ok((filter, classifier))
     }
 }
@@ -376,8 +391,9 @@ pub fn main() -> i32 {
 
 fn init_logging(verbose: u8) {
     let level = match verbose {
-        // The AWS credential chain warns about each provider it tried (IMDS on a laptop).
-        0 => "warn,aws_config=error,aws_smithy_runtime=error",
+        // The AWS credential chain warns about each provider it tried (IMDS on a laptop);
+        // lapin logs each channel error that dlqctl reports itself (issue 27).
+        0 => "warn,aws_config=error,aws_smithy_runtime=error,lapin=off",
         1 => "info,sqlx=warn",
         2 => "debug,sqlx=info",
         _ => "trace",
@@ -400,6 +416,14 @@ async fn run(cli: Cli) -> i32 {
         quiet: g.quiet,
         verbose: g.verbose,
         no_progress: g.no_progress,
+        progress_interval: std::env::var("DLQCTL_PROGRESS_INTERVAL")
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map_or(
+                crate::output::PROGRESS_INTERVAL,
+                std::time::Duration::from_secs_f64,
+            ),
     });
     if printer.format == OutputFormat::Junit
         && !matches!(cli.command, Command::Verify(_) | Command::Check(_))
@@ -419,7 +443,9 @@ async fn run(cli: Cli) -> i32 {
     }
     let mut config = match &cli.command {
         // These never need the config; a broken one must not stop them.
-        Command::Completions(_) | Command::GenerateArtifacts(_) => Config::default(),
+        Command::Completions(_) | Command::Version(_) | Command::GenerateArtifacts(_) => {
+            Config::default()
+        }
         _ => match Config::load(g.config.as_deref()) {
             Ok(c) => c,
             Err(e) => return report(&e),
@@ -463,6 +489,7 @@ async fn run(cli: Cli) -> i32 {
         Command::Check(a) => check::run(&ctx, a).await,
         Command::Audit(a) => audit::run(&ctx, a).await,
         Command::Completions(a) => completions::run(&ctx, a),
+        Command::Version(a) => version::run(&ctx, a),
         Command::GenerateArtifacts(a) => generate::run(a),
     };
     let code = match result {
@@ -499,6 +526,10 @@ fn spawn_signal_handler(interrupt: Interrupt) {
             if !got {
                 return;
             }
+            if interrupt.phase() == Phase::Editing {
+                // The editor's: the terminal sends it to the whole foreground group.
+                continue;
+            }
             count += 1;
             if count == 1 {
                 match interrupt.phase() {
@@ -509,13 +540,15 @@ fn spawn_signal_handler(interrupt: Interrupt) {
                     Phase::Changing => crate::output::notice(
                         "\ninterrupting: finishing the current batch (press Ctrl-C again to stop at once)",
                     ),
-                    Phase::Reading => {
+                    Phase::Reading | Phase::Editing => {
                         crate::output::notice("\ninterrupting (press Ctrl-C again to stop at once)")
                     }
                 }
                 interrupt.trigger();
             } else {
                 // The open transaction, if any, is rolled back by the server: nothing is lost.
+                // The audit trail says how many had left the source by now.
+                crate::audit::stopped();
                 crate::output::notice("stopped");
                 std::process::exit(exit::INTERRUPTED);
             }

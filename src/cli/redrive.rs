@@ -107,7 +107,9 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             transform: a
                 .transform
                 .as_deref()
-                .map(crate::query::Transform::compile)
+                .map(|code| {
+                    crate::query::Transform::compile(code).map(|t| t.watching(&ctx.interrupt))
+                })
                 .transpose()?,
         },
     )

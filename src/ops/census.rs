@@ -5,7 +5,7 @@
 //! Memory is bounded whatever the queue's size: at most [`MAX_GROUPS`] fingerprints (the rest
 //! counted together), 48 hourly buckets, and one bucket per older day.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Duration, NaiveDate, Timelike, Utc};
 use futures::StreamExt;
@@ -22,6 +22,10 @@ pub const HOURS: usize = 48;
 
 /// The fingerprint under which the messages of groups past the cap are counted.
 pub const OTHER: &str = "(other)";
+
+/// With a baseline: the fingerprint under which the messages of *new* fingerprints (not in
+/// the baseline) past the cap are counted, so that `check --baseline` still flags them.
+pub const OTHER_NEW: &str = "(other new)";
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FingerprintCount {
@@ -119,14 +123,29 @@ pub fn sparkline(values: &[u64]) -> String {
 impl Census {
     /// Count one message.
     pub fn add(&mut self, m: &crate::message::Message, classifier: &Classifier) {
+        self.add_against(m, classifier, None);
+    }
+
+    /// Count one message; `known`: a baseline's fingerprints, so that a new one past the cap
+    /// is counted as new ([`OTHER_NEW`]) rather than lost in [`OTHER`].
+    pub fn add_against(
+        &mut self,
+        m: &crate::message::Message,
+        classifier: &Classifier,
+        known: Option<&HashSet<String>>,
+    ) {
         self.scanned += 1;
         let class = classifier.classify(m);
         *self.by_kind.entry(class.kind).or_default() += 1;
         let fp = fingerprint::fingerprint(m);
         let full = self.by_fingerprint.len() >= MAX_GROUPS;
-        let entry = match self.by_fingerprint.contains_key(&fp.id) || !full {
-            true => self
-                .by_fingerprint
+        let past = |name: &str, what: &str| FingerprintCount {
+            fingerprint: name.into(),
+            template: format!("(messages of {what}fingerprints past the first 10,000)"),
+            ..FingerprintCount::default()
+        };
+        let entry = if self.by_fingerprint.contains_key(&fp.id) || !full {
+            self.by_fingerprint
                 .entry(fp.id.clone())
                 .or_insert_with(|| FingerprintCount {
                     fingerprint: fp.id,
@@ -134,15 +153,15 @@ impl Census {
                     kind: Some(class.kind),
                     rule: class.rule.clone(),
                     count: 0,
-                }),
-            false => self
-                .by_fingerprint
+                })
+        } else if known.is_some_and(|k| !k.contains(&fp.id)) {
+            self.by_fingerprint
+                .entry(OTHER_NEW.into())
+                .or_insert_with(|| past(OTHER_NEW, "new "))
+        } else {
+            self.by_fingerprint
                 .entry(OTHER.into())
-                .or_insert_with(|| FingerprintCount {
-                    fingerprint: OTHER.into(),
-                    template: "(messages of fingerprints past the first 10,000)".into(),
-                    ..FingerprintCount::default()
-                }),
+                .or_insert_with(|| past(OTHER, ""))
         };
         entry.count += 1;
         *self.by_class.entry((class.kind, class.rule)).or_default() += 1;
@@ -164,12 +183,14 @@ impl Census {
     }
 }
 
-/// Read up to `cap` messages of `b` (all with None) and count them.
+/// Read up to `cap` messages of `b` (all with None) and count them; `known`: a baseline's
+/// fingerprints (see [`Census::add_against`]).
 pub async fn take(
     ctx: &Ctx,
     b: &dyn QueueBackend,
     classifier: &Classifier,
     cap: Option<u64>,
+    known: Option<&HashSet<String>>,
 ) -> Result<Census> {
     let mut census = Census::default();
     let mut stream = b
@@ -180,13 +201,16 @@ pub async fn take(
         })
         .await?;
     let mut stopped = false;
+    let bar = ctx.printer.progress(None, "reading");
     while let Some(m) = stream.next().await {
         if ctx.interrupt.is_set() || cap.is_some_and(|c| census.scanned >= c) {
             stopped = true;
             break;
         }
-        census.add(&m?, classifier);
+        census.add_against(&m?, classifier, known);
+        bar.inc(1);
     }
+    bar.finish_and_clear();
     census.complete = !stopped && cap.is_none_or(|c| census.scanned < c);
     Ok(census)
 }
@@ -224,5 +248,35 @@ mod tests {
         assert_eq!(sparkline(&[0, 1, 4, 8]), " ▂▅█");
         assert_eq!(sparkline(&[0, 0]), "  ");
         assert_eq!(sparkline(&[]), "");
+    }
+
+    /// With a baseline, a new fingerprint past the cap is still counted as new.
+    #[test]
+    fn a_new_fingerprint_past_the_cap_is_counted_as_new() {
+        let c = Classifier::builtin();
+        let msg = |e: String| crate::message::Message {
+            error: Some(crate::message::ErrorInfo {
+                message: Some(e),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let kind = |i: usize| {
+            format!(
+                "kind {}{}{}",
+                (b'a' + (i % 26) as u8) as char,
+                (b'a' + (i / 26 % 26) as u8) as char,
+                (b'a' + (i / 676 % 26) as u8) as char
+            )
+        };
+        let known: HashSet<String> = (0..MAX_GROUPS)
+            .map(|i| fingerprint::fingerprint(&msg(kind(i))).id)
+            .collect();
+        let mut census = Census::default();
+        for i in 0..MAX_GROUPS + 3 {
+            census.add_against(&msg(kind(i)), &c, Some(&known));
+        }
+        assert_eq!(census.by_fingerprint[OTHER_NEW].count, 3);
+        assert!(!census.by_fingerprint.contains_key(OTHER));
     }
 }

@@ -22,6 +22,7 @@ use crate::output::OutputFormat;
 use crate::settings::{Ctx, QueueRef};
 
 /// Fingerprints a baseline file names.
+#[derive(Debug)]
 pub struct Baseline {
     pub path: String,
     pub fingerprints: HashSet<String>,
@@ -29,10 +30,21 @@ pub struct Baseline {
 
 impl Baseline {
     /// Read a `classify --by fingerprint --output json` file (or an array of them, or a
-    /// `{"fingerprints": [...]}` list).
+    /// `{"fingerprints": [...]}` list). A report that did not cover its whole queue
+    /// (`complete: false`: interrupted, or `--max`), that was not grouped by fingerprint, or
+    /// whose groups overflowed into `(other groups)` is refused: every fingerprint it lacks
+    /// would be reported as new.
     pub fn load(path: &Path) -> Result<Baseline> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::invalid_arg(
+                "--baseline",
+                format!(
+                    "cannot read {}; write one with `dlqctl classify QUEUE --by fingerprint --output json > {shown}`",
+                    Error::io(path, e)
+                ),
+            )
+        })?;
         let bad = |why: &str| {
             Error::invalid_arg(
                 "--baseline",
@@ -56,6 +68,7 @@ impl Baseline {
         for r in reports {
             if let Some(groups) = r["groups"].as_array() {
                 found_list = true;
+                partial(r, groups).map_err(|why| bad(&why))?;
                 fingerprints.extend(
                     groups
                         .iter()
@@ -73,11 +86,57 @@ impl Baseline {
                 "has no `groups` (was it written with --by fingerprint?)",
             ));
         }
+        if let Some(old) = fingerprints
+            .iter()
+            .find(|f| !crate::classify::fingerprint::is_id(f))
+        {
+            return Err(bad(&format!(
+                "`{}` is not a fingerprint of this version (sixteen hex characters, fp3): it was written by an older dlqctl",
+                crate::address::escape_controls(old)
+            )));
+        }
         Ok(Baseline {
             path: shown,
             fingerprints,
         })
     }
+}
+
+/// Why a classify report cannot be a baseline, if it cannot.
+fn partial(r: &Value, groups: &[Value]) -> std::result::Result<(), String> {
+    if let Some(by) = r["by"].as_array()
+        && !by.iter().any(|k| k == "fingerprint")
+    {
+        let by: Vec<&str> = by.iter().filter_map(Value::as_str).collect();
+        return Err(format!(
+            "it was written with --by {}, which records no fingerprints",
+            by.join(",")
+        ));
+    }
+    if r["complete"] == Value::Bool(false) {
+        return Err(if r["interrupted"] == Value::Bool(true) {
+            format!(
+                "it is partial: its classify was interrupted after {} messages (complete: false)",
+                r["total"]
+            )
+        } else {
+            format!(
+                "it is partial: it covers the first {} messages only (complete: false: written with --max?)",
+                r["total"]
+            )
+        });
+    }
+    if groups
+        .iter()
+        .any(|g| g["key"]["fingerprint"] == "(other groups)")
+    {
+        return Err(format!(
+            "it holds more than {} fingerprints: those past the first {} are not in it",
+            crate::ops::groups::MAX_GROUPS,
+            crate::ops::groups::MAX_GROUPS
+        ));
+    }
+    Ok(())
 }
 
 pub struct CheckRequest {
@@ -92,6 +151,8 @@ pub struct CheckRequest {
 #[derive(Serialize)]
 pub struct CheckReport {
     pub passed: bool,
+    /// Stopped by Ctrl-C: the queues after the current one were not checked.
+    pub interrupted: bool,
     pub queues: Vec<QueueState>,
 }
 
@@ -100,6 +161,10 @@ pub struct QueueState {
     pub queue: String,
     pub address: String,
     pub checks: Vec<Check>,
+    /// Whether the messages read for the class and baseline checks were all of them (absent
+    /// when no message was read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub complete: Option<bool>,
     /// Fingerprints the baseline does not have, largest first (with --baseline).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub new_fingerprints: Option<Vec<FingerprintCount>>,
@@ -129,6 +194,7 @@ pub async fn run(ctx: &Ctx, req: CheckRequest) -> Result<i32> {
         .all(|q| q.checks.iter().all(|c| c.status != Status::Fail));
     let report = CheckReport {
         passed,
+        interrupted: ctx.interrupt.is_set(),
         queues: out,
     };
     render(ctx, &report)?;
@@ -149,21 +215,21 @@ fn validate(q: &QueueRef, l: &LimitsConfig, c: &Classifier, baseline: bool) -> R
         && l.classes.is_empty()
         && !baseline
     {
-        return Err(Error::invalid_arg(
-            "QUEUE",
-            format!(
+        return Err(Error::Refused {
+            command: "check",
+            reason: format!(
                 "nothing to check for {}: give --max-messages, --max-age, --max-in-flight, --max-class or --baseline, or set [queues.NAME.limits] in dlqctl.toml",
-                q.label()
+                q.name.clone().unwrap_or_else(|| q.label())
             ),
-        ));
+        });
     }
     for name in l.classes.keys() {
         if !c.knows(name) {
             return Err(Error::invalid_arg(
                 "--max-class",
                 format!(
-                    "`{name}` (limits of {}) is neither transient, permanent, unclassified nor a rule name",
-                    q.label()
+                    "`{name}` (a limit of {}) is neither transient, permanent, unclassified nor a rule name",
+                    q.name.clone().unwrap_or_else(|| q.label())
                 ),
             ));
         }
@@ -176,6 +242,7 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
         queue: q.name.clone().unwrap_or_else(|| q.address.to_string()),
         address: q.address.to_string(),
         checks: Vec::new(),
+        complete: None,
         new_fingerprints: None,
         census: None,
         inspection: None,
@@ -216,7 +283,8 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
         ctx.printer.warn(&format!("reading {} {effect}", q.address));
     }
     let census = if wants_scan {
-        match census::take(ctx, b.as_ref(), &req.classifier, req.scan_max).await {
+        let known = req.baseline.as_ref().map(|b| &b.fingerprints);
+        match census::take(ctx, b.as_ref(), &req.classifier, req.scan_max, known).await {
             Ok(c) => Some(c),
             Err(e) => {
                 state.checks.push(fail("Messages are readable", e));
@@ -278,7 +346,9 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
                     status,
                     format!(
                         "oldest message {} old, first enqueued {}{sample}",
-                        crate::human::fmt_duration(Duration::from_secs(age.as_secs())),
+                        crate::human::human_age(
+                            chrono::Duration::from_std(age).unwrap_or_default()
+                        ),
                         t.format("%Y-%m-%d %H:%M:%S UTC")
                     ),
                 )
@@ -339,7 +409,7 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
                 })
                 .cloned()
                 .collect();
-            let title = format!("No failure kind missing from {}", base.path);
+            let title = format!("No new kind of failure since {}", base.path);
             state.checks.push(if new.is_empty() {
                 Check::new(
                     "baseline",
@@ -375,6 +445,7 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
             state.new_fingerprints = Some(new);
         }
     }
+    state.complete = census.as_ref().map(|c| c.complete);
     state.census = census;
     state.inspection = Some(ins);
     state
@@ -400,11 +471,16 @@ fn render(ctx: &Ctx, r: &CheckReport) -> Result<()> {
         )),
         OutputFormat::Json | OutputFormat::Jsonl => p.json(r),
         OutputFormat::Prometheus => p.write(&metrics(r).render()),
-        OutputFormat::Table => crate::ops::verify::checks_table(
+        OutputFormat::Table => crate::ops::tables::checks::render(
             p,
             r.queues
                 .iter()
-                .map(|q| (q.queue.as_str(), q.address.as_str(), q.checks.as_slice())),
+                .map(|q| crate::ops::tables::checks::QueueChecks {
+                    queue: &q.queue,
+                    address: &q.address,
+                    checks: &q.checks,
+                    new_fingerprints: q.new_fingerprints.as_deref(),
+                }),
             r.passed,
         ),
     }
@@ -433,4 +509,62 @@ fn metrics(r: &CheckReport) -> Metrics {
         );
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> std::result::Result<Baseline, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.json");
+        std::fs::write(&path, text).unwrap();
+        Baseline::load(&path).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn only_a_whole_fingerprint_report_is_a_baseline() {
+        let fp = "28cf12f9e7f989ec";
+        let group = format!(r#"{{"key": {{"fingerprint": "{fp}"}}, "count": 3}}"#);
+        let ok = load(&format!(
+            r#"{{"total": 3, "complete": true, "interrupted": false, "by": ["fingerprint"], "groups": [{group}]}}"#
+        ))
+        .unwrap();
+        assert!(ok.fingerprints.contains(fp));
+        // Written before dlqctl said whether a report was complete: taken as it is.
+        load(&format!(
+            r#"{{"by": ["fingerprint"], "groups": [{group}]}}"#
+        ))
+        .unwrap();
+        load(&format!(r#"{{"fingerprints": ["{fp}"]}}"#)).unwrap();
+        for (text, why) in [
+            (
+                format!(
+                    r#"{{"total": 2, "complete": false, "interrupted": true, "by": ["fingerprint"], "groups": [{group}]}}"#
+                ),
+                "interrupted after 2 messages",
+            ),
+            (
+                format!(
+                    r#"{{"total": 5, "complete": false, "interrupted": false, "by": ["fingerprint"], "groups": [{group}]}}"#
+                ),
+                "--max",
+            ),
+            (
+                r#"{"complete": true, "by": ["class"], "groups": [{"key": {"class": "transient"}}]}"#.to_string(),
+                "written with --by class",
+            ),
+            (
+                format!(
+                    r#"{{"complete": true, "by": ["fingerprint"], "groups": [{group}, {{"key": {{"fingerprint": "(other groups)"}}}}]}}"#
+                ),
+                "more than 10000 fingerprints",
+            ),
+            (r#"{"fingerprints": ["4c4b54d8"]}"#.to_string(), "older dlqctl"),
+            (r#"{"total": 3}"#.to_string(), "has no `groups`"),
+        ] {
+            let e = load(&text).unwrap_err();
+            assert!(e.contains(why), "{text}: {e}");
+        }
+    }
 }

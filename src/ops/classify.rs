@@ -33,6 +33,11 @@ pub struct ClassifyRequest {
 pub struct ClassifyReport {
     pub queue: String,
     pub total: u64,
+    /// Whether every message of the queue was read: false when Ctrl-C stopped the run or
+    /// `--max` did (the counts are then of part of the queue; `check --baseline` refuses it).
+    pub complete: bool,
+    /// Stopped by Ctrl-C.
+    pub interrupted: bool,
     pub kinds: BTreeMap<Kind, u64>,
     pub classes: Vec<ClassRow>,
     /// With --by: the keys, and the groups largest first.
@@ -127,15 +132,17 @@ async fn classify_with(
     let mut groups = (!req.by.is_empty()).then(|| Groups::new(req.by.clone(), dedupe.is_some()));
     let mut processed_total = 0u64;
     let mut explanations = req.explain.then(Vec::new);
+    let mut capped = false;
     while let Some(m) = stream.next().await {
         if ctx.interrupt.is_set() {
             break;
         }
         if req.max.is_some_and(|mx| total >= mx) {
+            capped = true;
             break;
         }
         let m = m?;
-        if !req.filter.matches(&m, now, &req.classifier) {
+        if !req.filter.matches(&m, now, &req.classifier)? {
             continue;
         }
         total += 1;
@@ -180,9 +187,14 @@ async fn classify_with(
     for c in &classes {
         *kinds.entry(c.kind).or_default() += c.count;
     }
+    let interrupted = ctx.interrupt.is_set();
+    // Without filters the scan itself stops at --max: reaching it is taken as "not all".
+    let capped = capped || req.max.is_some_and(|mx| total >= mx);
     let report = ClassifyReport {
         queue: req.queue.address.to_string(),
         total,
+        complete: !interrupted && !capped,
+        interrupted,
         kinds,
         classes,
         by: groups
@@ -272,106 +284,6 @@ async fn mark(
     Ok(n)
 }
 
-/// The groups of `--by` as a table: a column per key (the template after the fingerprint),
-/// the class unless a key is the class, the counts, the times and a sample.
-fn groups_table(
-    r: &ClassifyReport,
-    groups: &[GroupRow],
-    mut t: comfy_table::Table,
-) -> comfy_table::Table {
-    let by = r.by.clone().unwrap_or_default();
-    let with_class = !by.iter().any(|k| k == "class" || k == "rule");
-    let mut header: Vec<String> = Vec::new();
-    for k in &by {
-        header.push(k.clone());
-        if k == "fingerprint" {
-            header.push("template".into());
-        }
-    }
-    if with_class {
-        header.push("class".into());
-    }
-    header.push("messages".into());
-    if r.dedupe.is_some() {
-        header.push("processed".into());
-    }
-    header.extend(["first seen", "last seen", "sample"].map(String::from));
-    t.set_header(header);
-    for g in groups {
-        let mut row: Vec<String> = Vec::new();
-        for k in &by {
-            row.push(match g.key.get(k) {
-                Some(serde_json::Value::String(s)) => s.clone(),
-                _ => "-".into(),
-            });
-            if k == "fingerprint" {
-                row.push(g.template.clone().unwrap_or_else(|| "-".into()));
-            }
-        }
-        if with_class {
-            row.push(format!("{}/{}", g.kind, g.rule));
-        }
-        row.push(g.count.to_string());
-        if r.dedupe.is_some() {
-            row.push(g.processed.unwrap_or(0).to_string());
-        }
-        row.push(when(g.first_seen));
-        row.push(when(g.last_seen));
-        row.push(g.sample_id.clone());
-        t.add_row(row);
-    }
-    t
-}
-
-fn when(t: Option<DateTime<Utc>>) -> String {
-    t.map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M").to_string())
-}
-
-/// The classes as a table: one row per rule, kinds and rule names never wrapped.
-fn classes_table(r: &ClassifyReport, mut t: comfy_table::Table) -> comfy_table::Table {
-    let mut header = vec!["kind", "rule", "messages"];
-    if r.dedupe.is_some() {
-        header.push("processed");
-    }
-    let redriven = r.classes.iter().any(|c| c.redriven > 0);
-    if redriven {
-        header.push("redriven (max)");
-    }
-    header.extend(["first seen", "last seen", "sample"]);
-    t.set_header(header);
-    for c in &r.classes {
-        let mut row = vec![c.kind.to_string(), c.rule.clone(), c.count.to_string()];
-        if let Some(n) = c.processed {
-            row.push(n.to_string());
-        }
-        if redriven {
-            row.push(format!("{} ({}×)", c.redriven, c.max_redrive_count));
-        }
-        row.push(when(c.first_seen));
-        row.push(when(c.last_seen));
-        row.push(format!(
-            "{}: {}",
-            c.sample_id,
-            c.sample_error.as_deref().unwrap_or("(no error recorded)")
-        ));
-        t.add_row(row);
-    }
-    // Kinds and rule names are words to copy into --class: never wrapped mid-word (the sample
-    // column wraps instead).
-    for (i, longest) in [
-        (0, r.classes.iter().map(|c| c.kind.to_string().len()).max()),
-        (1, r.classes.iter().map(|c| c.rule.chars().count()).max()),
-    ] {
-        if let (Some(col), Some(n)) = (t.column_mut(i), longest) {
-            col.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
-                // (The width includes the one-space padding on either side.)
-                comfy_table::Width::Fixed(n.max(4) as u16 + 2),
-            ));
-        }
-    }
-    t
-}
-
 fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
     let p = &ctx.printer;
     if !p.is_table() {
@@ -383,11 +295,7 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
             p.line(&format!("  {l}"))?;
         }
     }
-    let t = match &r.groups {
-        Some(g) => groups_table(r, g, p.table()),
-        None => classes_table(r, p.table()),
-    };
-    p.line(&t.to_string())?;
+    p.line(&p.grid(&crate::ops::tables::classify::table(r)))?;
     let k = |kind| r.kinds.get(&kind).copied().unwrap_or(0);
     p.line(&format!(
         "{} messages: {} transient, {} permanent, {} unclassified",
@@ -396,6 +304,17 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
         k(Kind::Permanent),
         k(Kind::Unclassified)
     ))?;
+    if !r.complete {
+        p.line(&format!(
+            "partial: {} after {} messages; the queue may hold more",
+            if r.interrupted {
+                "interrupted (Ctrl-C)"
+            } else {
+                "stopped at --max"
+            },
+            r.total
+        ))?;
+    }
     if let Some(d) = &r.dedupe {
         p.line(&format!(
             "{} already recorded in {} (replaying them is a no-op); {} not yet processed",
@@ -425,6 +344,12 @@ pub fn explanation_lines(e: &Explanation) -> Vec<String> {
     let mut lines = vec![format!("class {}/{}", e.kind, e.rule)];
     if let Some(r) = &e.reason {
         lines.push(format!("reason: {r}"));
+    }
+    if let Some(t) = &e.taxonomy {
+        match &e.source {
+            Some(s) => lines.push(format!("taxonomy: {t} ({s})")),
+            None => lines.push(format!("taxonomy: {t}")),
+        }
     }
     if let Some(s) = &e.span {
         let place = if e.in_cause {
@@ -458,41 +383,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rule_names_are_not_wrapped_mid_word() {
-        let row = |rule: &str| ClassRow {
-            kind: Kind::Transient,
-            rule: rule.into(),
-            count: 3,
-            processed: None,
-            redriven: 0,
-            max_redrive_count: 0,
-            first_seen: None,
-            last_seen: None,
-            sample_id: "ord-1".into(),
-            sample_error: Some(
-                "upstream call timed out after 30 seconds while calling the payments service"
-                    .into(),
-            ),
-        };
-        let r = ClassifyReport {
-            queue: "q".into(),
-            total: 3,
-            kinds: BTreeMap::new(),
-            classes: vec![row("downstream-payments-timeout")],
-            by: None,
-            groups: None,
-            dedupe: None,
-            explanations: None,
-        };
-        let mut t = comfy_table::Table::new();
-        t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
-            .set_width(80);
-        let text = classes_table(&r, t).to_string();
-        assert!(text.contains("downstream-payments-timeout"), "{text}");
-        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
-    }
-
-    #[test]
     fn an_explanation_names_the_rule_the_match_and_the_rules_before() {
         let e = Classifier::builtin().explain_text(
             "org.x.Wrapper: failed\nCaused by: java.net.SocketException: Connection reset",
@@ -500,12 +390,17 @@ mod tests {
         let lines = explanation_lines(&e);
         assert_eq!(lines[0], "class transient/connection", "{lines:?}");
         assert!(lines[1].starts_with("reason: "), "{lines:?}");
+        // Issue 30: the explanation names the taxonomy the rule comes from, and where it is.
         assert!(
-            lines[2].contains("innermost cause") && lines[2].ends_with(": Connection reset"),
+            lines[2].starts_with("taxonomy: ") && lines[2].contains("https://"),
             "{lines:?}"
         );
         assert!(
-            lines[3].starts_with("did not match: lock-conflict, "),
+            lines[3].contains("innermost cause") && lines[3].ends_with(": Connection reset"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[4].starts_with("did not match: declared-permanent, lock-conflict, "),
             "{lines:?}"
         );
         let none = Classifier::builtin().explain_text("the flux capacitor hiccuped");

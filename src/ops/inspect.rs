@@ -37,7 +37,7 @@ pub async fn run(ctx: &Ctx, req: InspectRequest) -> Result<i32> {
                 ));
                 None
             }
-            (cap, _) => Some(census::take(ctx, b.as_ref(), &classifier, Some(cap)).await?),
+            (cap, _) => Some(census::take(ctx, b.as_ref(), &classifier, Some(cap), None).await?),
         };
         if let Some(c) = &census {
             ins.arrivals = Some(arrivals_json(c));
@@ -188,51 +188,15 @@ async fn add_dedupe(ins: &mut Inspection, cfg: &crate::config::DedupeConfig) {
     ));
 }
 
-/// A fact's name as a table shows it: the unit is in the shown value (`14d`, `12.4 MiB`), not
-/// the label (`retention`, not `retention seconds`).
-fn label(name: &str) -> String {
-    let base = ["_seconds", "_ms", "_bytes"]
-        .iter()
-        .find_map(|u| name.strip_suffix(u))
-        .unwrap_or(name);
-    base.replace('_', " ")
-}
-
 fn render(ctx: &Ctx, ins: &Inspection) -> Result<()> {
     let p = &ctx.printer;
-    let mut t = p.table();
-    t.set_header(vec![ins.queue.clone(), String::new()]);
-    for f in &ins.facts {
-        let shown = if f.display.is_empty() {
-            match &f.value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            }
-        } else {
-            f.display.clone()
-        };
-        t.add_row(vec![label(&f.name), shown]);
-    }
-    p.line(&t.to_string())?;
+    p.line(&p.grid(&crate::ops::tables::inspect::facts(ins)))?;
     for tab in &ins.tables {
         if tab.rows.is_empty() {
             continue;
         }
-        let mut t = p.table();
-        t.set_header(tab.columns.clone());
-        for r in &tab.rows {
-            t.add_row(
-                r.iter()
-                    .map(|v| match v {
-                        Value::String(s) => s.clone(),
-                        Value::Null => "-".into(),
-                        other => other.to_string(),
-                    })
-                    .collect::<Vec<_>>(),
-            );
-        }
         p.line(&tab.title)?;
-        p.line(&t.to_string())?;
+        p.line(&p.grid(&crate::ops::tables::inspect::table(tab)))?;
     }
     if let Some(a) = &ins.arrivals {
         for l in arrival_lines(a) {
@@ -240,7 +204,7 @@ fn render(ctx: &Ctx, ins: &Inspection) -> Result<()> {
         }
     }
     for n in &ins.notes {
-        p.line(&format!("note: {n}"))?;
+        p.line(&p.para("note: ", n))?;
     }
     Ok(())
 }
@@ -263,7 +227,7 @@ fn arrival_lines(a: &Value) -> Vec<String> {
     };
     let mut lines = vec![
         format!(
-            "dead-letter arrivals{sample}, last 48 h by hour (oldest left, peak {peak}/h, {last48} in all):"
+            "arrivals{sample} by hour, last 48 h, oldest left (peak {peak}/h, {last48} in all):"
         ),
         format!("  │{}│", census::sparkline(&hourly)),
     ];

@@ -11,4 +11,5 @@ pub mod metrics;
 pub mod moves;
 pub mod native;
 pub mod read;
+pub mod tables;
 pub mod verify;

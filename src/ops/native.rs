@@ -31,6 +31,10 @@ struct NativeSummary {
 
 pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
     let p = &ctx.printer;
+    if !req.dry_run {
+        // Before anything is read (docs/audit.md).
+        ctx.require_reason()?;
+    }
     let b = ctx
         .opener
         .open(&req.source.address, &req.source.source_options())
@@ -85,7 +89,7 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
         let audit = ctx
             .audit(
                 "native-cancel",
-                &req.source.address.to_string(),
+                &req.source,
                 Vec::new(),
                 format!("task {handle}"),
             )
@@ -159,7 +163,7 @@ pub async fn run(ctx: &Ctx, req: NativeRequest) -> Result<i32> {
     let audit = ctx
         .audit(
             "native-redrive",
-            &req.source.address.to_string(),
+            &req.source,
             vec![req.to.as_ref().map_or_else(
                 || "each message's source queue".to_string(),
                 ToString::to_string,

@@ -75,7 +75,7 @@ async fn peek_with(ctx: &Ctx, req: &ReadRequest, b: &dyn backend::QueueBackend) 
         }
         let Some(m) = stream.next().await else { break };
         let m = m?;
-        if !req.filter.matches(&m, now, &req.classifier) {
+        if !req.filter.matches(&m, now, &req.classifier)? {
             continue;
         }
         shown += 1;
@@ -104,7 +104,7 @@ fn emit(
 ) -> Result<()> {
     let p = &ctx.printer;
     if p.format == OutputFormat::Table {
-        let mut text = card(m, c, p.color);
+        let mut text = card(m, c, p.color, p.width());
         if explain {
             // The explanation goes under the header line and the facts.
             let lines: String = crate::ops::classify::explanation_lines(&c.explain(m))
@@ -146,9 +146,25 @@ fn emit(
     }
 }
 
+/// `lead` then `text`, wrapped to `width` with the lines after the first under the text (a
+/// long value breaks at spaces, or at a URL's or a class name's separators), and a line feed.
+fn hanging(lead: &str, text: &str, width: Option<usize>) -> String {
+    let indent = lead.chars().count();
+    match width {
+        Some(w) => {
+            let lines = crate::output::table::wrap(text, w.saturating_sub(indent).max(24), 6);
+            format!(
+                "{lead}{}\n",
+                lines.join(&format!("\n{}", " ".repeat(indent)))
+            )
+        }
+        None => format!("{lead}{text}\n"),
+    }
+}
+
 /// One message for people: a header line, the facts, the body (JSON pretty-printed, binary
 /// as a hex preview, control characters escaped).
-pub fn card(m: &Message, c: &Classifier, color: bool) -> String {
+pub fn card(m: &Message, c: &Classifier, color: bool, width: Option<usize>) -> String {
     let now = Utc::now();
     let (b, r) = if color {
         ("\x1b[1m", "\x1b[0m")
@@ -189,9 +205,30 @@ pub fn card(m: &Message, c: &Classifier, color: bool) -> String {
         "fingerprint {}",
         crate::classify::fingerprint::fingerprint(m).id
     ));
-    s.push_str(&format!("  {}\n", facts.join(" · ")));
+    // The facts, a line each as wide as the terminal (a fact is never broken), and the error
+    // wrapped under its label.
+    let room = width.map_or(usize::MAX, |w| w.saturating_sub(2).max(20));
+    let mut line = String::new();
+    for f in facts {
+        if !line.is_empty() && line.chars().count() + 3 + f.chars().count() > room {
+            s.push_str(&format!("  {line}\n"));
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push_str(" · ");
+        }
+        line.push_str(&f);
+    }
+    s.push_str(&format!("  {line}\n"));
     if let Some(e) = m.error_text() {
-        s.push_str(&format!("  error: {}\n", one_line_trunc(&e, 300)));
+        let e = one_line_trunc(&e, 300);
+        match width {
+            Some(w) => {
+                let lines = crate::output::table::wrap(&e, w.saturating_sub(9).max(20), 4);
+                s.push_str(&format!("  error: {}\n", lines.join("\n         ")));
+            }
+            None => s.push_str(&format!("  error: {e}\n")),
+        }
     }
     for a in &m.attributes {
         let v = match &a.value {
@@ -207,7 +244,7 @@ pub fn card(m: &Message, c: &Classifier, color: bool) -> String {
             Some(n) => format!("{n} (raw {v})"),
             None => v,
         };
-        s.push_str(&format!("  {} = {v}\n", a.name));
+        s.push_str(&hanging(&format!("  {} = ", a.name), &v, width));
     }
     s.push_str(&body_for_people(&m.body));
     s.push('\n');
@@ -344,12 +381,12 @@ async fn tail_with(ctx: &Ctx, req: &TailRequest, b: &dyn backend::QueueBackend) 
         let Some(item) = item else { break }; // idle timeout
         let Some(m) = item else { break };
         let m = m?;
-        if !r.filter.matches(&m, Utc::now(), &r.classifier) {
+        if !r.filter.matches(&m, Utc::now(), &r.classifier)? {
             continue;
         }
         shown += 1;
         match p.format {
-            OutputFormat::Table => p.write(&card(&m, &r.classifier, p.color))?,
+            OutputFormat::Table => p.write(&card(&m, &r.classifier, p.color, p.width()))?,
             _ => p.jsonl(&m.to_record())?,
         }
         p.flush()?;
@@ -402,20 +439,11 @@ async fn export_with(ctx: &Ctx, req: &ExportRequest, b: &dyn backend::QueueBacke
             ..ScanOptions::default()
         })
         .await?;
-    // To a file: write beside it and rename at the end, so a failed export never leaves a
-    // truncated file that looks complete.
-    let (mut file, partial) = match &req.output {
-        Some(path) if path.as_os_str() != "-" => {
-            let partial = path.with_extension(format!(
-                "{}partial",
-                path.extension()
-                    .map(|e| format!("{}.", e.to_string_lossy()))
-                    .unwrap_or_default()
-            ));
-            let f = std::fs::File::create(&partial).map_err(|e| Error::io(&partial, e))?;
-            (Some(std::io::BufWriter::new(f)), Some(partial))
-        }
-        _ => (None, None),
+    // To a file: write beside it and move it into place at the end, so a failed export never
+    // leaves a truncated file that looks complete.
+    let mut file = match &req.output {
+        Some(path) if path.as_os_str() != "-" => Some(Partial::create(path)?),
+        _ => None,
     };
     let bar = p.progress(None, "exporting");
     let now = Utc::now();
@@ -430,34 +458,28 @@ async fn export_with(ctx: &Ctx, req: &ExportRequest, b: &dyn backend::QueueBacke
             break;
         }
         let m = m?;
-        if !r.filter.matches(&m, now, &r.classifier) {
+        if !r.filter.matches(&m, now, &r.classifier)? {
             continue;
         }
         n += 1;
         let line = serde_json::to_string(&m.to_record()).expect("serialisable");
         match &mut file {
-            Some(f) => {
-                let path = partial.as_ref().expect("a partial path with a file");
-                f.write_all(line.as_bytes())
-                    .and_then(|_| f.write_all(b"\n"))
-                    .map_err(|e| Error::io(path, e))?;
-            }
+            Some(f) => f.line(&line)?,
             None => p.line(&line)?,
         }
         bar.inc(1);
     }
     bar.finish_and_clear();
-    if let (Some(mut f), Some(partial), Some(path)) = (file, partial, &req.output) {
-        f.flush().map_err(|e| Error::io(&partial, e))?;
-        f.get_ref().sync_all().map_err(|e| Error::io(&partial, e))?;
+    if let (Some(f), Some(path)) = (file, &req.output) {
         if interrupted {
+            let kept = f.keep()?;
             p.warn(&format!(
                 "interrupted: {n} messages written to {}",
-                partial.display()
+                kept.display()
             ));
             return Ok(exit::INTERRUPTED);
         }
-        std::fs::rename(&partial, path).map_err(|e| Error::io(path, e))?;
+        f.persist(path, req.force)?;
         p.note(&format!("exported {n} messages to {}", path.display()));
     } else {
         p.flush()?;
@@ -466,4 +488,86 @@ async fn export_with(ctx: &Ctx, req: &ExportRequest, b: &dyn backend::QueueBacke
         }
     }
     Ok(exit::OK)
+}
+
+/// An export's file while it is written: beside the output, under a name of its own (two
+/// exports to one file never share it), created 0600 (it holds message bodies).
+struct Partial {
+    file: std::io::BufWriter<tempfile::NamedTempFile>,
+}
+
+impl Partial {
+    fn create(path: &std::path::Path) -> Result<Partial> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        let name = path
+            .file_name()
+            .map_or_else(|| "export".into(), |n| n.to_string_lossy().into_owned());
+        let f = tempfile::Builder::new()
+            .prefix(&format!("{name}."))
+            .suffix(".partial")
+            .tempfile_in(dir)
+            .map_err(|e| Error::io(dir.join(format!("{name}.*.partial")), e))?;
+        Ok(Partial {
+            file: std::io::BufWriter::new(f),
+        })
+    }
+
+    fn path(&self) -> &std::path::Path {
+        self.file.get_ref().path()
+    }
+
+    fn line(&mut self, line: &str) -> Result<()> {
+        self.file
+            .write_all(line.as_bytes())
+            .and_then(|_| self.file.write_all(b"\n"))
+            .map_err(|e| Error::io(self.file.get_ref().path(), e))
+    }
+
+    /// Flushed and synced, as a file of its own: its path.
+    fn keep(self) -> Result<PathBuf> {
+        let f = self.finish()?;
+        let path = f.path().to_path_buf();
+        f.keep().map_err(|e| Error::io(&path, e.error))?;
+        Ok(path)
+    }
+
+    fn finish(self) -> Result<tempfile::NamedTempFile> {
+        let path = self.path().to_path_buf();
+        let f = self
+            .file
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?;
+        f.as_file().sync_all().map_err(|e| Error::io(&path, e))?;
+        Ok(f)
+    }
+
+    /// Move into place at `path`: never over a file that appeared while the export ran
+    /// (atomically; `force` replaces it). The directory is synced after.
+    fn persist(self, path: &std::path::Path, force: bool) -> Result<()> {
+        let f = self.finish()?;
+        let partial = f.path().to_path_buf();
+        let done = if force {
+            f.persist(path).map(drop)
+        } else {
+            f.persist_noclobber(path).map(drop)
+        };
+        match done {
+            Ok(()) => crate::fsutil::sync_parent(path).map_err(|e| Error::io(path, e)),
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+                let kept = e.file.keep().map(|(_, p)| p).unwrap_or(partial);
+                Err(Error::invalid_arg(
+                    "--output-file",
+                    format!(
+                        "{} was created while the export ran; dlqctl does not overwrite it: the export is in {} (rename it, or export again with --force)",
+                        path.display(),
+                        kept.display()
+                    ),
+                ))
+            }
+            Err(e) => Err(Error::io(path, e.error)),
+        }
+    }
 }

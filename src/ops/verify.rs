@@ -338,31 +338,18 @@ pub fn checks_table<'a>(
     queues: impl Iterator<Item = (&'a str, &'a str, &'a [Check])>,
     passed: bool,
 ) -> Result<()> {
-    let (mut n, mut fails, mut warns) = (0, 0, 0);
-    for (queue, address, checks) in queues {
-        n += 1;
-        let mut t = p.table();
-        t.set_header(vec!["", "check", "detail"]);
-        for c in checks {
-            t.add_row(vec![
-                c.status.to_string(),
-                c.title.clone(),
-                c.detail.clone(),
-            ]);
-            fails += usize::from(c.status == Status::Fail);
-            warns += usize::from(c.status == Status::Warn);
-        }
-        if queue == address {
-            p.line(queue)?;
-        } else {
-            p.line(&format!("{queue} ({address})"))?;
-        }
-        p.line(&t.to_string())?;
-    }
-    p.line(&format!(
-        "{}: {n} queue(s), {fails} failed, {warns} warning(s)",
-        if passed { "PASS" } else { "FAIL" },
-    ))
+    crate::ops::tables::checks::render(
+        p,
+        queues.map(
+            |(queue, address, checks)| crate::ops::tables::checks::QueueChecks {
+                queue,
+                address,
+                checks,
+                new_fingerprints: None,
+            },
+        ),
+        passed,
+    )
 }
 
 /// Checks as JUnit XML: a suite per queue, a test case per check (verify and check).

@@ -219,3 +219,239 @@ async fn the_audit_table_gets_a_row_per_run() {
         .await;
     assert!(moved.iter().all(|id| ids.contains(id)), "{moved:?}");
 }
+
+/// What a reviewer reads (issue 25): the filter of each run, an archive by its absolute path,
+/// the queue by its configured name, and one run a line with `--output jsonl`.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_audit_shows_the_filter_and_the_archive_path() {
+    let mut p = PgSameDb::new();
+    p.fresh(10).await;
+    let (dlq, _) = p.urls();
+    let sb = Sandbox::new();
+    sb.write(
+        "dlqctl.toml",
+        &format!("[queues.orders]\ndlq = \"{dlq}\"\n"),
+    );
+    sb.run(&[
+        "purge",
+        "orders",
+        "--archive",
+        "poison.jsonl",
+        "--where",
+        ".id | test(\"m-[12]$\")",
+        "--reason",
+        "INC-4211 poison",
+        "--yes",
+        "--output",
+        "json",
+    ])
+    .ok();
+    let r = runs(&sb);
+    assert_eq!(r.len(), 1, "{r:?}");
+    let archive = r[0]["targets"][0].as_str().unwrap_or_default();
+    assert!(
+        archive.starts_with("file:/") && archive.ends_with("/poison.jsonl"),
+        "the archive is recorded by its absolute path: {archive}"
+    );
+    assert_eq!(r[0]["queue"], "orders", "{}", r[0]);
+    for width in ["80", "120"] {
+        let t = sb
+            .run_env(&["audit", "--output", "table"], &[("COLUMNS", width)])
+            .ok();
+        assert!(
+            t.stdout.contains("filter") && t.stdout.contains("where"),
+            "{width}: a filter column:\n{}",
+            t.stdout
+        );
+        assert!(t.stdout.contains("orders"), "{}", t.stdout);
+    }
+    let lines = sb.run(&["audit", "--output", "jsonl"]).ok();
+    let records = lines.jsonl();
+    assert_eq!(records.len(), 1, "{}", lines.stdout);
+    assert_eq!(records[0]["command"], "purge", "one run a line");
+}
+
+/// A second Ctrl-C stops a run at once, before it can write its outcome: the progress it
+/// recorded still says how many messages had left the dead-letter queue, exactly.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_stopped_by_a_second_ctrl_c_says_how_many_moved() {
+    let mut p = PgSameDb::new();
+    p.fresh(400).await;
+    let (dlq, _) = p.urls();
+    let sb = Sandbox::new();
+    let mut child = sb
+        .cmd(&[
+            "redrive",
+            &dlq,
+            "--batch-size",
+            "5",
+            "--rate",
+            "200/s",
+            "--yes",
+            "--output",
+            "json",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(Duration::from_secs(60), "35 moved", || {
+        let p = &p;
+        async move { p.copies().await >= 35 }
+    })
+    .await;
+    // Hold the queue table against writes (reads go on): the run's next batch waits, so the
+    // first Ctrl-C cannot finish it, and the count below is what had moved.
+    let pool = sqlx::PgPool::connect(&crate::harness::pg_url())
+        .await
+        .unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    let table = dlq
+        .split("source=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "LOCK TABLE {table} IN EXCLUSIVE MODE"
+    )))
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    let moved = p.copies().await;
+    let mut stderr = child.stderr.take().unwrap();
+    let interrupt = || {
+        let st = std::process::Command::new("kill")
+            .arg("-INT")
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    interrupt();
+    // Once the first is handled ("interrupting: finishing the current batch"), the second.
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("interrupting") {
+        let mut buf = [0u8; 256];
+        let n = std::io::Read::read(&mut stderr, &mut buf).unwrap();
+        assert!(
+            n > 0,
+            "no word of the interrupt: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
+    interrupt();
+    let status = child.wait().unwrap();
+    tx.rollback().await.unwrap();
+    assert_eq!(status.code(), Some(130));
+    let r = runs(&sb);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(r[0]["outcome"].is_null(), "stopped at once: {}", r[0]);
+    assert_eq!(r[0]["progress"]["moved"], moved, "{}", r[0]);
+    assert_eq!(r[0]["progress"]["stopped"], true, "{}", r[0]);
+    let t = sb
+        .run_env(&["audit", "--output", "table"], &[("COLUMNS", "80")])
+        .ok();
+    assert!(
+        t.stdout.contains(&format!(" {moved} ")) && t.stdout.contains("stopped"),
+        "{}",
+        t.stdout
+    );
+}
+
+/// `[audit] require_reason` is checked before anything is read: without `--reason`, a run
+/// whose queue cannot even be reached is refused for the missing reason (exit 2), and at a
+/// terminal no plan is shown and no question asked.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_reason_is_refused_before_anything_is_read() {
+    let sb = Sandbox::new();
+    sb.write("dlqctl.toml", "[audit]\nrequire_reason = true\n");
+    let nowhere = "postgres://dlqctl@127.0.0.1:1/nowhere?table=dead_letters";
+    let to = "postgres://dlqctl@127.0.0.1:1/nowhere?table=queue_messages";
+    for args in [
+        vec!["redrive", nowhere, "--to", to, "--yes"],
+        vec!["replay", nowhere, "--to", to, "--yes"],
+        vec!["purge", nowhere, "--no-archive", "--yes"],
+    ] {
+        let r = sb.run(&args).code(2);
+        assert!(r.stderr.contains("--reason"), "{args:?}: {}", r.stderr);
+    }
+    // A dry run changes nothing: no reason needed (it fails on the unreachable queue).
+    sb.run(&["redrive", nowhere, "--to", to, "--dry-run"])
+        .code(3);
+    assert!(runs(&sb).is_empty());
+}
+
+/// An audit table that refuses the intent (here: it does not exist) stops the run before it
+/// starts, and leaves no phantom "unfinished" run in the log: the run is recorded as ended
+/// without starting, with the reason.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_audit_table_that_fails_leaves_no_unfinished_run() {
+    let mut p = PgSameDb::new();
+    p.fresh(3).await;
+    let (dlq, _) = p.urls();
+    let sb = Sandbox::new();
+    sb.write(
+        "dlqctl.toml",
+        &format!(
+            "[audit]\nurl = \"{}\"\ntable = \"no_such_schema.dlqctl_audit\"\n",
+            crate::harness::pg_url()
+        ),
+    );
+    let r = sb.run(&["redrive", &dlq, "--yes", "--output", "json"]);
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert_eq!(p.remaining().await, 3, "nothing moved");
+    for run in runs(&sb) {
+        assert!(
+            !run["outcome"].is_null(),
+            "a run that never started is not unfinished: {run}"
+        );
+        assert_ne!(run["outcome"]["exit_code"], 0, "{run}");
+    }
+}
+
+/// The audit log and its ids file hold message ids and reasons: created 0600, never through a
+/// symlink.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_audit_log_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut p = PgSameDb::new();
+    p.fresh(1005).await;
+    let (dlq, _) = p.urls();
+    let sb = Sandbox::new();
+    let log = sb.path("state/audit.jsonl");
+    sb.write(
+        "dlqctl.toml",
+        &format!("[audit]\npath = \"{}\"\n", log.display()),
+    );
+    sb.run(&["purge", &dlq, "--no-archive", "--yes", "--output", "json"])
+        .ok();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&log), 0o600, "the log");
+    let ids = std::fs::read_dir(sb.path("state/audit-ids"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert_eq!(mode(&ids), 0o600, "the ids file");
+
+    // A symlink where the log should be: refused, nothing removed, the link's target untouched.
+    p.fresh(2).await;
+    let (dlq, _) = p.urls();
+    let elsewhere = sb.path("elsewhere.txt");
+    std::fs::write(&elsewhere, "mine\n").unwrap();
+    let linked = sb.path("linked.jsonl");
+    std::os::unix::fs::symlink(&elsewhere, &linked).unwrap();
+    sb.write(
+        "dlqctl.toml",
+        &format!("[audit]\npath = \"{}\"\n", linked.display()),
+    );
+    let r = sb.run(&["purge", &dlq, "--no-archive", "--yes", "--output", "json"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("symlink"), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "mine\n");
+    assert_eq!(p.remaining().await, 2);
+}

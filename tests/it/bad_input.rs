@@ -404,6 +404,52 @@ fn check_address(input: &str) -> Result<(), TestCaseError> {
                 again
             );
         }
+        // A Redis job queue: one line, parses back to itself (the password shows as ***).
+        Address::Redis(r) => {
+            one_line("an accepted address", &shown)?;
+            let again = Address::parse(&shown);
+            let same = match &again {
+                Ok(Address::Redis(q)) => {
+                    let mut q = q.clone();
+                    q.password = r.password.clone();
+                    q == *r
+                }
+                _ => false,
+            };
+            prop_assert!(
+                same,
+                "{:?} shows as {:?}, which parses to {:?}",
+                input,
+                shown,
+                again
+            );
+        }
+        // RabbitMQ (issue 27): shown without its password, and parses back to itself.
+        Address::Rabbitmq(r) => {
+            one_line("an accepted address", &shown)?;
+            prop_assert!(
+                !shown.contains(':')
+                    || r.password
+                        .as_deref()
+                        .is_none_or(|p| p.len() < 4 || !shown.contains(p))
+            );
+            let again = Address::parse(&shown);
+            let same = match &again {
+                Ok(Address::Rabbitmq(t)) => {
+                    let mut t = t.clone();
+                    t.password = r.password.clone();
+                    t == *r
+                }
+                _ => false,
+            };
+            prop_assert!(
+                same,
+                "{:?} shows as {:?}, which parses to {:?}",
+                input,
+                shown,
+                again
+            );
+        }
         // An ARN shows as sqs://NAME: region and account are not part of the display.
         Address::Sqs(s) => {
             one_line("an accepted address", &shown)?;
@@ -795,6 +841,8 @@ fn rule_config() -> BoxedStrategy<RuleConfig> {
                 RuleKind::Permanent
             },
             reason: None,
+            taxonomy: None,
+            source: None,
             matcher: RuleMatch {
                 error,
                 body,
@@ -1352,7 +1400,7 @@ const ROWS: &[(&[&str], i32, &str)] = &[
     (&["peek", "sqs://has space"], 2, "not an SQS queue name"),
     (&["peek", "arn:aws:sns:us-east-1:1:q"], 2, "arn:aws:sqs:REGION:ACCOUNT:NAME"),
     (&["peek", "https://sqs.us-east-1.amazonaws.com/onlyname"], 2, "SQS queue URL"),
-    (&["peek", "redis://x/y"], 2, "unknown scheme `redis`"),
+    (&["peek", "nats://x/y"], 2, "unknown scheme `nats`"),
     (&["peek", " postgre://h/db\n"], 2, "unknown scheme `postgre`"),
     (&["peek", "orders"], 2, "unknown queue `orders`"),
     (&["peek", "file:"], 2, "file: needs a path"),
@@ -1555,6 +1603,8 @@ fn inputs_the_properties_found() {
         name: "\n".into(),
         kind: RuleKind::Permanent,
         reason: None,
+        taxonomy: None,
+        source: None,
         matcher: RuleMatch::default(),
     };
     let e = Classifier::new(&[vague], None, None)
@@ -1583,5 +1633,49 @@ fn inputs_the_properties_found() {
             .and_then(Message::from_record)
             .expect_err(line);
         one_line(&e);
+    }
+}
+
+/// RabbitMQ addresses (issue 27): user info with and without a password, vhosts, queue and
+/// exchange parameters, unknown ones and typos.
+fn amqp_address() -> BoxedStrategy<String> {
+    let user = prop_oneof![
+        Just(String::new()),
+        pick(&["app@", "app:s3cr3t-pw@", "a%40b:p%2Fw@"]),
+        piece().prop_map(|p| format!("{p}@")),
+    ];
+    let key = prop_oneof![
+        3 => pick(&["queue", "exchange", "routing_key", "api", "qeue", "QUEUE"]),
+        1 => piece(),
+    ];
+    let value = prop_oneof![
+        3 => "[a-zA-Z0-9._-]{0,12}",
+        1 => pick(&["http://h:15672", "https://h:15671/", "ftp://x", "http://u:p@h"]),
+        1 => piece(),
+    ];
+    let pair = (key, value).prop_map(|(k, v)| format!("{k}={v}"));
+    (
+        pick(&["amqp", "amqps", "AMQP"]),
+        user,
+        prop_oneof![pick(&["mq", "127.0.0.1", "mq:5672", "mq:x", ""]), piece()],
+        prop_oneof![pick(&["", "/", "/%2F", "/prod", "/a/b"]), piece()],
+        prop::collection::vec(pair, 0..4),
+    )
+        .prop_map(|(scheme, user, host, vhost, q)| {
+            format!("{scheme}://{user}{host}{vhost}?{}", q.join("&"))
+        })
+        .boxed()
+}
+
+proptest! {
+    #![proptest_config(prop_config())]
+
+    #[test]
+    fn amqp_addresses_never_panic_and_never_show_a_password(input in amqp_address()) {
+        check_address(&input)?;
+        if let Ok(a) = Address::parse(&input) {
+            let shown = a.to_string();
+            prop_assert!(!shown.contains("s3cr3t-pw"), "{input:?} shows as {shown:?}");
+        }
     }
 }

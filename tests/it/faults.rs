@@ -24,7 +24,7 @@ use crate::pair::{KafkaPair, Pair, PgSameDb, PgTwoDb, River, SqsPair, spawn_redr
 use crate::proxy::{Proxy, Trigger, When};
 
 /// Messages per run: ten batches of four.
-const N: usize = 40;
+pub(crate) const N: usize = 40;
 const BATCH: &str = "4";
 
 /// The seed of the kill instants: fixed, so a run can be replayed; overridden by
@@ -37,7 +37,7 @@ fn seed() -> u64 {
 }
 
 /// Kill points per pair: 20, or `DLQCTL_KILL_POINTS` (to replay one, or to go further).
-fn points() -> usize {
+pub(crate) fn points() -> usize {
     std::env::var("DLQCTL_KILL_POINTS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -58,7 +58,7 @@ pub struct Figures {
 }
 
 impl Figures {
-    fn report(&self, pair: &str, what: &str) {
+    pub(crate) fn report(&self, pair: &str, what: &str) {
         eprintln!(
             "reliability: {pair} {what}: kill points {} (run over before the instant: {}), faults {}, messages {}, lost {}, duplicates {} (all with their stable id)",
             self.kills, self.finished_first, self.faults, self.messages, self.lost, self.duplicates
@@ -497,4 +497,81 @@ async fn the_checks_catch_a_lost_message() {
         .map(|s| *s)
         .unwrap_or_default();
     assert!(msg.contains("lost") && msg.contains("m-1"), "{msg}");
+}
+
+/// The faults a Redis job library meets: the connection reset before the retry script, after
+/// it ran and before its answer (the client cannot know it ran), before a removal and after
+/// it; a stall. Each script removes the exact member and acts only if it was there, so a
+/// re-run retries the rest and nothing twice.
+async fn redis_faults<P: Pair>(p: &mut P, f: &mut Figures, retry: bool) {
+    let proxy = Proxy::start(p.upstream(), false);
+    p.via(proxy.port);
+    let (cmd, what) = if retry {
+        ("EVALSHA", "the retry script (EVALSHA)")
+    } else {
+        ("ZREM", "the removal (ZREM)")
+    };
+    let cases: Vec<(String, Trigger, usize, When)> = vec![
+        (
+            format!("reset before {what}"),
+            Trigger::RedisCommand(cmd),
+            2,
+            When::Before,
+        ),
+        (
+            format!("reset after {what} ran, before its answer"),
+            Trigger::RedisCommand(cmd),
+            2,
+            When::AfterResponse,
+        ),
+        (
+            "reset on a read (ZRANGE)".into(),
+            Trigger::RedisCommand("ZRANGE"),
+            3,
+            When::Before,
+        ),
+        (
+            format!("a 2 s stall on {what}"),
+            Trigger::RedisCommand(cmd),
+            1,
+            When::Stall(Duration::from_secs(2)),
+        ),
+    ];
+    for (what, t, nth, when) in cases {
+        let codes: &[i32] = if matches!(when, When::Stall(_)) {
+            &[0]
+        } else {
+            &[0, 3]
+        };
+        f.duplicates += fault(p, &proxy, |x| x.arm(t, nth, when), codes, &what).await;
+        f.faults += 1;
+        f.messages += N;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sidekiq_survives_kills_and_faults() {
+    let mut p = crate::pair::SidekiqPair::new();
+    let mut f = kill_points(&mut p, points()).await;
+    redis_faults(&mut p, &mut f, true).await;
+    f.report("sidekiq", "retried in place, one Lua script per batch");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bullmq_survives_kills_and_faults() {
+    let mut p = crate::pair::BullMqPair::new();
+    let mut f = kill_points(&mut p, points()).await;
+    redis_faults(&mut p, &mut f, true).await;
+    f.report(
+        "bullmq",
+        "retried in place by BullMQ's reprocessJob, one script call per batch",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sidekiq_to_a_pg_table_survives_kills_and_faults() {
+    let mut p = crate::pair::SidekiqToPg::new();
+    let mut f = kill_points(&mut p, points()).await;
+    redis_faults(&mut p, &mut f, false).await;
+    f.report("sidekiq-to-pg", "copied into a table, then removed (ZREM)");
 }

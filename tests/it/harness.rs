@@ -66,6 +66,12 @@ impl Run {
     }
 }
 
+/// The binary under test: this build's, or `DLQCTL_TEST_BIN` (another build, e.g. to show
+/// that a new test fails on the code before a fix).
+pub fn bin() -> String {
+    std::env::var("DLQCTL_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_dlqctl").into())
+}
+
 /// A scratch directory as the working directory and HOME, so no user config leaks in.
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
@@ -89,7 +95,7 @@ impl Sandbox {
     }
 
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dlqctl"));
+        let mut c = Command::new(bin());
         c.args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -127,6 +133,51 @@ impl Sandbox {
 static SEQ: AtomicU32 = AtomicU32::new(0);
 static CLEANED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Whether the test process `pid` (the number in a schema's or cron job's name, zero-padded
+/// in a schema's: `0012345` parses as 12345) has ended.
+fn ended(pid: &str) -> bool {
+    pid.parse::<u32>()
+        .map(|p| p != std::process::id() && !std::path::Path::new(&format!("/proc/{p}")).exists())
+        .unwrap_or(false)
+}
+
+/// Drop the `t_NAME_PID_N` schemas and `dlqctl-test-PID-…` cron jobs of test runs that ended.
+async fn drop_schemas_of_ended_runs(pool: &PgPool) {
+    let names: Vec<String> =
+        sqlx::query_scalar("SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 't\\_%'")
+            .fetch_all(pool)
+            .await
+            .unwrap_or_default();
+    for n in names {
+        let parts: Vec<&str> = n.rsplitn(3, '_').collect();
+        if parts.len() == 3 && ended(parts[1]) {
+            let _ = sqlx::raw_sql(AssertSqlSafe(format!(
+                "DROP SCHEMA IF EXISTS \"{n}\" CASCADE"
+            )))
+            .execute(pool)
+            .await;
+        }
+    }
+    let jobs: Vec<(i64, String)> =
+        sqlx::query_as("SELECT jobid, jobname FROM cron.job WHERE jobname LIKE 'dlqctl-test-%'")
+            .fetch_all(pool)
+            .await
+            .unwrap_or_default();
+    for (id, name) in jobs {
+        let pid = name
+            .trim_start_matches("dlqctl-test-")
+            .split('-')
+            .next()
+            .unwrap_or("");
+        if ended(pid) {
+            let _ = sqlx::query("SELECT cron.unschedule($1)")
+                .bind(id)
+                .execute(pool)
+                .await;
+        }
+    }
+}
+
 /// A schema of its own for one test, with the generic layout created in it.
 pub struct Db {
     pub pool: PgPool,
@@ -141,22 +192,19 @@ impl Db {
     /// Like [`Db::new`], in the database at `url` (the demo database, for moves between two).
     pub async fn new_in(url: &str, name: &str) -> Db {
         let n = SEQ.fetch_add(1, Ordering::SeqCst);
-        let schema = format!("t_{}_{}_{}", name, std::process::id(), n);
+        // Fixed widths (the pid and the sequence padded): what a table shows of a name has the
+        // same width on every run (tests/it/widths.rs).
+        let schema = format!("t_{}_{:07}_{:03}", name, std::process::id(), n);
         let pool = PgPoolOptions::new()
             .max_connections(4)
             .connect(url)
             .await
             .expect("connect to the test PostgreSQL");
         // Schemas of earlier runs are dropped by the first test of this run; a failed test's
-        // data stays until then, for inspection.
+        // data stays until then, for inspection. Only those of processes that have ended: a
+        // test run beside this one (another checkout's) keeps its own.
         if url == pg_url() && !CLEANED.swap(true, Ordering::SeqCst) {
-            let pid = std::process::id();
-            let _ = sqlx::raw_sql(AssertSqlSafe(format!(
-                "DO $$DECLARE r record; BEGIN FOR r IN SELECT nspname FROM pg_namespace WHERE nspname LIKE 't\\_%' AND nspname NOT LIKE 't\\_%\\_{pid}\\_%' LOOP EXECUTE format('DROP SCHEMA %I CASCADE', r.nspname); END LOOP; END$$;
-                 SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname LIKE 'dlqctl-test-%' AND jobname NOT LIKE '%-{pid}-%';"
-            )))
-            .execute(&pool)
-            .await;
+            drop_schemas_of_ended_runs(&pool).await;
         }
         sqlx::raw_sql(AssertSqlSafe(format!(
             "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema};"
@@ -289,7 +337,7 @@ impl Sqs {
             .build();
         Sqs {
             client: aws_sdk_sqs::Client::from_conf(conf),
-            prefix: format!("{name}-{}-{n}", std::process::id()),
+            prefix: format!("{name}-{:07}-{n:03}", std::process::id()),
         }
     }
 
@@ -501,7 +549,7 @@ impl Kafka {
         let producer = c.create().expect("producer");
         Kafka {
             bootstrap,
-            prefix: format!("{name}-{}-{n}", std::process::id()),
+            prefix: format!("{name}-{:07}-{n:03}", std::process::id()),
             producer,
             mock: None,
         }
@@ -521,7 +569,7 @@ impl Kafka {
             .expect("producer");
         Kafka {
             bootstrap,
-            prefix: format!("{name}-{}-{n}", std::process::id()),
+            prefix: format!("{name}-{:07}-{n:03}", std::process::id()),
             producer,
             mock: Some(mock),
         }

@@ -1,5 +1,6 @@
 //! The integration suite: one binary, the real dlqctl, real services (see harness.rs).
 
+mod amqp;
 mod artifacts;
 mod audit;
 mod bad_input;
@@ -7,18 +8,29 @@ mod conformance;
 mod dispose;
 mod exactly_once;
 mod faults;
+mod faults_rabbitmq;
 mod harness;
 mod kafka;
+mod kafka_trust;
 mod pair;
+mod pair_rabbitmq;
 mod pg_errors;
 mod pg_read;
 mod pg_redrive;
 mod pg_verify;
 mod proxy;
 mod purge;
+mod rabbitmq;
+mod rabbitmq_moves;
+mod redis;
+mod redis_harness;
+mod redis_retry;
 mod secrets;
 mod shapes;
+mod ship;
 mod sqs;
+mod sqs_accounting;
 mod systems;
 mod terminal;
 mod triage;
+mod widths;

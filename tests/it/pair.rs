@@ -48,6 +48,11 @@ pub trait Pair {
     }
     /// The copies as (stable id, body parsed, `dlqctl-redrive-count`), read back with
     /// `dlqctl peek` from `copies_url`.
+    /// From now on (`on`), or no longer, the redrive holds what it claims for longer than a
+    /// re-run takes (SQS: a visibility timeout of 300 s instead of 2), so that what a killed
+    /// run held is still held when the re-run looks. Backends whose claims end with the
+    /// process (row locks, a lease that runs out) need nothing.
+    fn hold_long(&mut self, _on: bool) {}
     async fn copy_records(&self, sb: &Sandbox) -> Vec<(String, serde_json::Value, u32)> {
         let Some(url) = self.copies_url() else {
             return Vec::new();
@@ -230,6 +235,9 @@ impl PgTwoDb {
 }
 
 impl Pair for PgTwoDb {
+    fn copies_url(&self) -> Option<String> {
+        Some(self.redrive()[3].clone())
+    }
     fn name(&self) -> String {
         "pg-two-db".into()
     }
@@ -497,6 +505,8 @@ impl Pair for JobSystem {
 /// An SQS dead-letter queue and a target queue (standard or FIFO), on the emulator.
 pub struct SqsPair {
     fifo: bool,
+    /// The redrive's `--visibility-timeout`, seconds.
+    visibility: u32,
     sqs: Option<Sqs>,
     dlq: String,
     target: String,
@@ -507,6 +517,7 @@ impl SqsPair {
     pub fn new(fifo: bool) -> SqsPair {
         SqsPair {
             fifo,
+            visibility: 2,
             sqs: None,
             dlq: String::new(),
             target: String::new(),
@@ -596,8 +607,11 @@ impl Pair for SqsPair {
             format!("sqs://{}", name(&self.target)),
             // Short, so that what a killed run held is visible again soon.
             "--visibility-timeout".into(),
-            "2".into(),
+            self.visibility.to_string(),
         ]
+    }
+    fn hold_long(&mut self, on: bool) {
+        self.visibility = if on { 300 } else { 2 };
     }
     fn env(&self, sb: &Sandbox) -> Vec<(String, String)> {
         let mut env = self.sqs().env(sb);
@@ -853,4 +867,414 @@ impl Pair for KafkaPair {
         )
     }
     fn via(&mut self, _port: u16) {}
+}
+
+/// A pair whose dead letters can be seeded as messages dlqctl redrove before (their
+/// `dlqctl-redrive-count` set): the loop guard's clause of the contract
+/// (`conformance::every_copy_counts_and_the_guard_holds`).
+pub trait Redriven: Pair {
+    /// `n` fresh dead letters, as [`Pair::fresh`] seeds them, the first `k` of them carrying
+    /// `dlqctl-redrive-count = count`; their stable ids.
+    async fn fresh_redriven(&mut self, n: usize, k: usize, count: u32) -> Vec<String>;
+}
+
+/// Set `dlqctl-redrive-count` on the dead letters with these message ids.
+async fn mark_redriven(db: &Db, ids: &[String], count: u32) {
+    let list: Vec<String> = ids.iter().map(|i| format!("'{i}'")).collect();
+    db.exec(&format!(
+        "UPDATE {{s}}.dead_letters SET headers = headers || jsonb_build_object('dlqctl-redrive-count', '{count}')
+          WHERE message_id IN ({})",
+        list.join(", ")
+    ))
+    .await;
+}
+
+impl Redriven for PgSameDb {
+    async fn fresh_redriven(&mut self, n: usize, k: usize, count: u32) -> Vec<String> {
+        let ids = self.fresh(n).await;
+        mark_redriven(self.db(), &ids[..k], count).await;
+        ids
+    }
+}
+
+impl Redriven for PgTwoDb {
+    async fn fresh_redriven(&mut self, n: usize, k: usize, count: u32) -> Vec<String> {
+        let ids = self.fresh(n).await;
+        mark_redriven(self.src.as_ref().unwrap(), &ids[..k], count).await;
+        ids
+    }
+}
+
+/// A dead-letter table and its queue table in one database, the stable id configured in the
+/// body (`id = "json:/order_id"`): the configured id is applied row by row, so a redrive moves
+/// each claimed batch row by row (read, insert, delete in the batch's transaction) instead of
+/// in one statement.
+pub struct PgRowByRow(PgSameDb);
+
+impl PgRowByRow {
+    pub fn new() -> PgRowByRow {
+        PgRowByRow(PgSameDb::new())
+    }
+}
+
+impl Pair for PgRowByRow {
+    fn copies_url(&self) -> Option<String> {
+        self.0.copies_url()
+    }
+    fn name(&self) -> String {
+        "pg-same-db-row-by-row".into()
+    }
+    async fn fresh(&mut self, n: usize) -> Vec<String> {
+        self.0.fresh(n).await;
+        // The stable id is the body's order_id: 0 … n-1.
+        (0..n).map(|i| i.to_string()).collect()
+    }
+    fn redrive(&self) -> Vec<String> {
+        self.0.redrive()
+    }
+    fn env(&self, sb: &Sandbox) -> Vec<(String, String)> {
+        let cfg = sb.write(
+            "row-by-row.toml",
+            &format!(
+                "[queues.rows]\ndlq = \"{}\"\nid = \"json:/order_id\"\n",
+                self.0.redrive()[1]
+            ),
+        );
+        vec![("DLQCTL_CONFIG".into(), cfg.to_string_lossy().into_owned())]
+    }
+    async fn remaining(&self) -> u64 {
+        self.0.remaining().await
+    }
+    async fn copies(&self) -> u64 {
+        self.0.copies().await
+    }
+    async fn target_ids(&self) -> Vec<Option<String>> {
+        self.0.target_ids().await
+    }
+    fn may_duplicate(&self) -> bool {
+        false
+    }
+    fn upstream(&self) -> SocketAddr {
+        self.0.upstream()
+    }
+    fn via(&mut self, port: u16) {
+        self.0.via(port);
+    }
+}
+
+impl Redriven for PgRowByRow {
+    async fn fresh_redriven(&mut self, n: usize, k: usize, count: u32) -> Vec<String> {
+        self.0.fresh_redriven(n, k, count).await;
+        (0..n).map(|i| i.to_string()).collect()
+    }
+}
+
+impl Redriven for SqsPair {
+    async fn fresh_redriven(&mut self, n: usize, k: usize, count: u32) -> Vec<String> {
+        use aws_sdk_sqs::types::MessageAttributeValue;
+        // Fresh, empty queues; then the dead letters as `fresh` sends them, with the count.
+        self.fresh(0).await;
+        let text = |v: &str| {
+            MessageAttributeValue::builder()
+                .data_type("String")
+                .string_value(v)
+                .build()
+                .unwrap()
+        };
+        let ids: Vec<String> = (0..n).map(|i| format!("m-{i}")).collect();
+        for (i, id) in ids.iter().enumerate() {
+            let mut send = self
+                .sqs()
+                .client
+                .send_message()
+                .queue_url(&self.dlq)
+                .message_body(format!("{{\"order\": \"{id}\"}}"))
+                .message_attributes("dlqctl-stable-id", text(id));
+            if i < k {
+                send = send.message_attributes("dlqctl-redrive-count", text(&count.to_string()));
+            }
+            if self.fifo {
+                send = send
+                    .message_group_id(format!("g{}", i % 3))
+                    .message_deduplication_id(id);
+            }
+            send.send().await.expect("seed the DLQ");
+        }
+        ids
+    }
+}
+
+impl Redriven for KafkaPair {
+    async fn fresh_redriven(&mut self, n: usize, k: usize, count: u32) -> Vec<String> {
+        // Fresh, empty topics; then the dead letters as `fresh` produces them, with the count.
+        self.fresh(0).await;
+        let orders = self.k().topic("orders");
+        let count = count.to_string();
+        let ids: Vec<String> = (0..n).map(|i| format!("m-{i}")).collect();
+        for (i, id) in ids.iter().enumerate() {
+            let mut headers: Vec<(&str, Option<&[u8]>)> = vec![
+                ("dlqctl-stable-id", Some(id.as_bytes())),
+                ("kafka_dlt-original-topic", Some(orders.as_bytes())),
+            ];
+            if i < k {
+                headers.push(("dlqctl-redrive-count", Some(count.as_bytes())));
+            }
+            self.k()
+                .produce(
+                    "dlt",
+                    Some((i % 2) as i32),
+                    Some(format!("cust-{}", i % 5).as_bytes()),
+                    Some(format!("{{\"order\": \"{id}\"}}").as_bytes()),
+                    &headers,
+                )
+                .await;
+        }
+        self.seeded = n;
+        ids
+    }
+}
+
+/// Dead Sidekiq jobs (made by Sidekiq itself), retried in place: a "copy" is a job back in
+/// `queue:default` under its jid.
+pub struct SidekiqPair {
+    db: Option<crate::redis_harness::RedisDb>,
+    port: Option<u16>,
+}
+
+impl SidekiqPair {
+    pub fn new() -> SidekiqPair {
+        SidekiqPair {
+            db: None,
+            port: None,
+        }
+    }
+    fn db(&self) -> &crate::redis_harness::RedisDb {
+        self.db.as_ref().expect("fresh() first")
+    }
+    fn url(&self) -> String {
+        let url = self.db().sidekiq();
+        match self.port {
+            Some(p) => with_port(&url, addr_of(&crate::redis_harness::redis_url()).port(), p),
+            None => url,
+        }
+    }
+}
+
+impl Pair for SidekiqPair {
+    fn name(&self) -> String {
+        "sidekiq".into()
+    }
+    async fn fresh(&mut self, n: usize) -> Vec<String> {
+        let db = crate::redis_harness::RedisDb::new().await;
+        let ids = crate::redis_harness::seed_sidekiq(&db, n).await;
+        self.db = Some(db);
+        ids
+    }
+    fn redrive(&self) -> Vec<String> {
+        vec!["redrive".into(), self.url()]
+    }
+    fn env(&self, _sb: &Sandbox) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    async fn remaining(&self) -> u64 {
+        self.db().zcard("dead").await
+    }
+    async fn copies(&self) -> u64 {
+        self.db().llen("queue:default").await
+    }
+    async fn target_ids(&self) -> Vec<Option<String>> {
+        self.db()
+            .sidekiq_queue_jids("default")
+            .await
+            .into_iter()
+            .map(Some)
+            .collect()
+    }
+    fn may_duplicate(&self) -> bool {
+        false
+    }
+    fn upstream(&self) -> SocketAddr {
+        addr_of(&crate::redis_harness::redis_url())
+    }
+    fn via(&mut self, port: u16) {
+        self.port = Some(port);
+    }
+}
+
+/// Failed BullMQ jobs (made by BullMQ itself), retried in place by its own reprocessJob: a
+/// "copy" is a job id back in `wait`.
+pub struct BullMqPair {
+    db: Option<crate::redis_harness::RedisDb>,
+    port: Option<u16>,
+}
+
+impl BullMqPair {
+    pub fn new() -> BullMqPair {
+        BullMqPair {
+            db: None,
+            port: None,
+        }
+    }
+    fn db(&self) -> &crate::redis_harness::RedisDb {
+        self.db.as_ref().expect("fresh() first")
+    }
+}
+
+impl Pair for BullMqPair {
+    fn name(&self) -> String {
+        "bullmq".into()
+    }
+    async fn fresh(&mut self, n: usize) -> Vec<String> {
+        let db = crate::redis_harness::RedisDb::new().await;
+        let ids = crate::redis_harness::seed_bullmq(&db, "orders", n).await;
+        self.db = Some(db);
+        ids
+    }
+    fn redrive(&self) -> Vec<String> {
+        let url = self.db().bullmq("orders");
+        let url = match self.port {
+            Some(p) => with_port(&url, addr_of(&crate::redis_harness::redis_url()).port(), p),
+            None => url,
+        };
+        vec!["redrive".into(), url]
+    }
+    fn env(&self, _sb: &Sandbox) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    async fn remaining(&self) -> u64 {
+        self.db().zcard("bull:orders:failed").await
+    }
+    async fn copies(&self) -> u64 {
+        self.db().llen("bull:orders:wait").await
+    }
+    async fn target_ids(&self) -> Vec<Option<String>> {
+        self.db()
+            .lrange("bull:orders:wait")
+            .await
+            .into_iter()
+            .map(Some)
+            .collect()
+    }
+    fn may_duplicate(&self) -> bool {
+        false
+    }
+    fn upstream(&self) -> SocketAddr {
+        addr_of(&crate::redis_harness::redis_url())
+    }
+    fn via(&mut self, port: u16) {
+        self.port = Some(port);
+    }
+}
+
+/// Dead Sidekiq jobs redriven `--to` a PostgreSQL table: copied with their jid, then removed
+/// from the dead set.
+pub struct SidekiqToPg {
+    inner: SidekiqPair,
+    pg: Option<Db>,
+}
+
+impl SidekiqToPg {
+    pub fn new() -> SidekiqToPg {
+        SidekiqToPg {
+            inner: SidekiqPair::new(),
+            pg: None,
+        }
+    }
+}
+
+impl Pair for SidekiqToPg {
+    fn copies_url(&self) -> Option<String> {
+        self.pg.as_ref().map(|d| d.table_url("queue_messages"))
+    }
+    fn name(&self) -> String {
+        "sidekiq-to-pg".into()
+    }
+    async fn fresh(&mut self, n: usize) -> Vec<String> {
+        self.pg = Some(Db::new("skpg").await);
+        self.inner.fresh(n).await
+    }
+    fn redrive(&self) -> Vec<String> {
+        let mut r = self.inner.redrive();
+        r.push("--to".into());
+        r.push(self.copies_url().unwrap());
+        r
+    }
+    fn env(&self, sb: &Sandbox) -> Vec<(String, String)> {
+        self.inner.env(sb)
+    }
+    async fn remaining(&self) -> u64 {
+        self.inner.remaining().await
+    }
+    async fn copies(&self) -> u64 {
+        self.pg.as_ref().unwrap().count("queue_messages").await as u64
+    }
+    async fn target_ids(&self) -> Vec<Option<String>> {
+        table_ids(self.pg.as_ref().unwrap(), "queue_messages").await
+    }
+    fn may_duplicate(&self) -> bool {
+        true
+    }
+    fn upstream(&self) -> SocketAddr {
+        self.inner.upstream()
+    }
+    fn via(&mut self, port: u16) {
+        self.inner.via(port);
+    }
+}
+
+/// Failed BullMQ jobs redriven `--to` an SQS queue: copied with their id, then removed with
+/// BullMQ's own removeJob.
+pub struct BullMqToSqs {
+    inner: BullMqPair,
+    sqs: SqsPair,
+}
+
+impl BullMqToSqs {
+    pub fn new() -> BullMqToSqs {
+        BullMqToSqs {
+            inner: BullMqPair::new(),
+            sqs: SqsPair::new(false),
+        }
+    }
+}
+
+impl Pair for BullMqToSqs {
+    fn copies_url(&self) -> Option<String> {
+        self.sqs.copies_url()
+    }
+    fn name(&self) -> String {
+        "bullmq-to-sqs".into()
+    }
+    async fn fresh(&mut self, n: usize) -> Vec<String> {
+        // The SQS pair's dead-letter queue stays empty: only its target is used.
+        self.sqs.fresh(0).await;
+        self.inner.fresh(n).await
+    }
+    fn redrive(&self) -> Vec<String> {
+        let mut r = self.inner.redrive();
+        r.push("--to".into());
+        r.push(self.sqs.redrive()[3].clone());
+        r
+    }
+    fn env(&self, sb: &Sandbox) -> Vec<(String, String)> {
+        self.sqs.env(sb)
+    }
+    async fn remaining(&self) -> u64 {
+        self.inner.remaining().await
+    }
+    async fn copies(&self) -> u64 {
+        self.sqs.copies().await
+    }
+    async fn target_ids(&self) -> Vec<Option<String>> {
+        self.sqs.target_ids().await
+    }
+    fn may_duplicate(&self) -> bool {
+        true
+    }
+    fn upstream(&self) -> SocketAddr {
+        self.inner.upstream()
+    }
+    fn via(&mut self, port: u16) {
+        self.inner.via(port);
+    }
 }

@@ -18,7 +18,7 @@ async fn addresses_and_names() {
         .code(2);
     assert!(one_error_line(&r.stderr).contains("table="), "{}", r.stderr);
     assert!(!r.stderr.contains("hunter2"));
-    let r = sb.run(&["peek", "redis://x/y"]).code(2);
+    let r = sb.run(&["peek", "nats://x/y"]).code(2);
     assert!(one_error_line(&r.stderr).contains("unknown scheme"));
     let r = sb.run(&["peek", "orders"]).code(2);
     assert!(

@@ -471,3 +471,183 @@ async fn a_bad_line_after_sent_copies_is_exit_1_not_2() {
     );
     assert_eq!(db.ids("queue_messages").await, vec!["a-1", "a-2"]);
 }
+
+/// `export -o FILE` never replaces a FILE that appeared while it ran (checked at the end too,
+/// atomically), and two exports to one FILE do not share a partial file. The file holds
+/// message bodies: 0600.
+#[tokio::test]
+async fn export_never_overwrites_a_file_that_appeared_meanwhile() {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let out = sb.path("out.jsonl");
+    let line = |id: &str| {
+        format!("{{\"v\":1,\"id\":\"{id}\",\"body\":\"x\",\"body_encoding\":\"utf8\"}}\n")
+    };
+    let start = || {
+        sb.cmd(&["export", "-", "-o", out.to_str().unwrap()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let partials = || {
+        std::fs::read_dir(sb.dir.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .contains("partial")
+            })
+            .count()
+    };
+    let wait_for = |n: usize| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while partials() < n {
+            assert!(std::time::Instant::now() < deadline, "no partial file");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+
+    // Someone else writes FILE while the export runs: it is not replaced.
+    let mut a = start();
+    a.stdin
+        .as_mut()
+        .unwrap()
+        .write_all(line("a").as_bytes())
+        .unwrap();
+    wait_for(1);
+    std::fs::write(&out, "theirs\n").unwrap();
+    drop(a.stdin.take());
+    let r = a.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "theirs\n");
+    assert!(
+        stderr.contains("partial"),
+        "says where the export is: {stderr}"
+    );
+    std::fs::remove_file(&out).unwrap();
+    for e in std::fs::read_dir(sb.dir.path()).unwrap() {
+        let e = e.unwrap();
+        if e.file_name().to_string_lossy().contains("partial") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+
+    // Two exports to one FILE: each writes its own partial file; the first to finish wins.
+    let mut a = start();
+    a.stdin
+        .as_mut()
+        .unwrap()
+        .write_all(line("a").as_bytes())
+        .unwrap();
+    wait_for(1);
+    let mut b = start();
+    b.stdin
+        .as_mut()
+        .unwrap()
+        .write_all(line("b").as_bytes())
+        .unwrap();
+    wait_for(2);
+    drop(a.stdin.take());
+    assert_eq!(a.wait_with_output().unwrap().status.code(), Some(0));
+    drop(b.stdin.take());
+    assert_eq!(b.wait_with_output().unwrap().status.code(), Some(2));
+    let won = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        won.lines().count() == 1 && won.contains("\"id\":\"a\""),
+        "the first export's file, whole: {won}"
+    );
+    let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "an export holds message bodies");
+}
+
+/// A JSON Lines source names the line that is not UTF-8, and refuses a line longer than its
+/// limit (naming it) instead of reading it whole into memory.
+#[tokio::test]
+async fn a_json_lines_source_names_its_bad_line() {
+    use std::io::Write;
+    let sb = Sandbox::new();
+    let good = "{\"v\":1,\"id\":\"a\",\"body\":\"x\",\"body_encoding\":\"utf8\"}\n";
+    let mut bad = good.repeat(2).into_bytes();
+    bad.extend_from_slice(b"{\"v\":1,\"id\":\"\xff\xfe\"}\n");
+    let file = sb.path("bad.jsonl");
+    std::fs::write(&file, bad).unwrap();
+    let r = sb
+        .run(&[
+            "peek",
+            file.to_str().unwrap(),
+            "-n",
+            "10",
+            "--output",
+            "jsonl",
+        ])
+        .code(2);
+    assert!(r.stderr.contains("line 3"), "{}", r.stderr);
+
+    let file = sb.path("huge.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
+    f.write_all(good.as_bytes()).unwrap();
+    f.write_all(b"{\"v\":1,\"id\":\"h\",\"body_encoding\":\"utf8\",\"body\":\"")
+        .unwrap();
+    let chunk = vec![b'a'; 1 << 20];
+    for _ in 0..65 {
+        f.write_all(&chunk).unwrap();
+    }
+    f.write_all(b"\"}\n").unwrap();
+    f.flush().unwrap();
+    drop(f);
+    let r = sb
+        .run(&[
+            "peek",
+            file.to_str().unwrap(),
+            "-n",
+            "10",
+            "--output",
+            "jsonl",
+        ])
+        .code(2);
+    assert!(
+        r.stderr.contains("line 2") && r.stderr.contains("longer than"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A JSON Lines file takes copies only as a purge's archive: `--to FILE` and `--park FILE` are
+/// refused, and the refusal creates no file.
+#[tokio::test]
+async fn a_refused_file_target_is_not_created() {
+    let db = Db::new("fileto").await;
+    db.seed(2).await;
+    let sb = Sandbox::new();
+    let to = sb.path("to.jsonl");
+    let park = sb.path("park.jsonl");
+    let to_s = to.to_str().unwrap();
+    let park_s = park.to_str().unwrap();
+    for args in [
+        vec!["redrive", &db.dlq(), "--to", to_s, "--yes"],
+        vec!["replay", &db.dlq(), "--to", to_s, "--yes"],
+        vec![
+            "redrive",
+            &db.dlq(),
+            "--max-redrives",
+            "1",
+            "--park",
+            park_s,
+            "--yes",
+        ],
+    ] {
+        let r = sb.run(&args).code(2);
+        assert!(
+            !to.exists() && !park.exists(),
+            "{args:?} created its file: {}",
+            r.stderr
+        );
+    }
+    assert_eq!(db.count("dead_letters").await, 2);
+}

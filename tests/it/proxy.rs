@@ -29,6 +29,13 @@ pub enum Trigger {
     Bytes(Vec<u8>),
     /// A Kafka request with this API key (0 Produce, 8 OffsetCommit, 11 JoinGroup).
     KafkaApi(i16),
+    /// An AMQP 0-9-1 method frame of this class and method (60,40 basic.publish; 60,80
+    /// basic.ack; 60,20 basic.consume): a connection that opens with `AMQP` is followed
+    /// frame by frame.
+    Amqp(u16, u16),
+    /// A Redis command with this name (`EVALSHA`, `ZREM`), read from the client's RESP
+    /// arrays (a pattern in a job's payload or a script's text does not count).
+    RedisCommand(&'static str),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,9 +213,17 @@ async fn pump(client: TcpStream, server: TcpStream, st: Arc<State>, kafka: bool)
             } else {
                 Vec::new()
             };
+            let methods = scan.amqp_methods(chunk);
+            // RESP is followed on every chunk too (a non-Redis client never starts with `*`).
+            let redis = scan.redis_commands(chunk);
             let fault = st.hit(|t| match t {
                 Trigger::KafkaApi(key) => apis.iter().filter(|a| *a == key).count(),
+                Trigger::Amqp(c, m) => methods.iter().filter(|x| **x == (*c, *m)).count(),
                 Trigger::Bytes(p) => scan.pattern_count(p, chunk),
+                Trigger::RedisCommand(c) => redis
+                    .iter()
+                    .filter(|r| r.eq_ignore_ascii_case(c.as_bytes()))
+                    .count(),
             });
             match fault {
                 Some(When::Before) => {
@@ -258,6 +273,14 @@ struct Scanner {
     /// Kafka framing: bytes of the current request still to skip, and a partial header.
     skip: usize,
     header: Vec<u8>,
+    /// AMQP framing: whether the stream opened with `AMQP` (None: not yet known), the bytes
+    /// of the current frame still to skip, and a partial frame header.
+    amqp: Option<bool>,
+    amqp_skip: usize,
+    amqp_header: Vec<u8>,
+    /// RESP: the client's bytes not yet parsed into whole commands (None once the stream is
+    /// seen not to be RESP).
+    resp: Option<Vec<u8>>,
 }
 
 impl Scanner {
@@ -274,6 +297,23 @@ impl Scanner {
         let keep = p.len().saturating_sub(1).min(hay.len());
         self.tail = hay[hay.len() - keep..].to_vec();
         n
+    }
+
+    /// The names of the Redis commands (RESP arrays of bulk strings) completed in `chunk`.
+    fn redis_commands(&mut self, chunk: &[u8]) -> Vec<Vec<u8>> {
+        let buf = self.resp.get_or_insert_with(Vec::new);
+        if buf.is_empty() && chunk.first().is_some_and(|b| *b != b'*') {
+            return Vec::new();
+        }
+        buf.extend_from_slice(chunk);
+        let mut out = Vec::new();
+        let mut at = 0;
+        while let Some((name, len)) = resp_command(&buf[at..]) {
+            out.push(name);
+            at += len;
+        }
+        buf.drain(..at);
+        out
     }
 
     /// The API keys of the Kafka requests that start in `chunk` (size i32, api_key i16, …).
@@ -301,6 +341,125 @@ impl Scanner {
     }
 }
 
+/// The first whole RESP command in `b`: its name and its length in bytes.
+fn resp_command(b: &[u8]) -> Option<(Vec<u8>, usize)> {
+    fn line(b: &[u8], at: usize) -> Option<(&[u8], usize)> {
+        let end = b[at..].windows(2).position(|w| w == b"\r\n")? + at;
+        Some((&b[at..end], end + 2))
+    }
+    let (head, mut at) = line(b, 0)?;
+    let n: usize = std::str::from_utf8(head.strip_prefix(b"*")?)
+        .ok()?
+        .parse()
+        .ok()?;
+    let mut name = Vec::new();
+    for i in 0..n {
+        let (len, next) = line(b, at)?;
+        let len: usize = std::str::from_utf8(len.strip_prefix(b"$")?)
+            .ok()?
+            .parse()
+            .ok()?;
+        if b.len() < next + len + 2 {
+            return None;
+        }
+        if i == 0 {
+            name = b[next..next + len].to_vec();
+        }
+        at = next + len + 2;
+    }
+    Some((name, at))
+}
+
+impl Scanner {
+    /// The (class, method) of the AMQP method frames that start in `chunk`, once the stream
+    /// opened with the protocol header `AMQP\0\0\x09\x01`; nothing for other protocols.
+    fn amqp_methods(&mut self, chunk: &[u8]) -> Vec<(u16, u16)> {
+        let mut rest = chunk;
+        if self.amqp.is_none() {
+            let k = (8 - self.amqp_header.len()).min(rest.len());
+            self.amqp_header.extend_from_slice(&rest[..k]);
+            rest = &rest[k..];
+            if self.amqp_header.len() < 8 {
+                return Vec::new();
+            }
+            self.amqp = Some(self.amqp_header.starts_with(b"AMQP"));
+            self.amqp_header.clear();
+        }
+        let mut out = Vec::new();
+        if self.amqp != Some(true) {
+            return out;
+        }
+        while !rest.is_empty() {
+            if self.amqp_skip > 0 {
+                let k = self.amqp_skip.min(rest.len());
+                self.amqp_skip -= k;
+                rest = &rest[k..];
+                continue;
+            }
+            // type (1), channel (2), size (4), and for a method frame class and method (4).
+            let need = if self.amqp_header.first() == Some(&1) {
+                11
+            } else {
+                7
+            };
+            let k = (need - self.amqp_header.len()).min(rest.len());
+            self.amqp_header.extend_from_slice(&rest[..k]);
+            rest = &rest[k..];
+            if self.amqp_header.len() < need {
+                continue;
+            }
+            let size = u32::from_be_bytes(self.amqp_header[3..7].try_into().unwrap()) as usize;
+            if need == 11 {
+                let class = u16::from_be_bytes(self.amqp_header[7..9].try_into().unwrap());
+                let method = u16::from_be_bytes(self.amqp_header[9..11].try_into().unwrap());
+                out.push((class, method));
+                self.amqp_skip = size.saturating_sub(4) + 1;
+            } else if self.amqp_header[0] == 1 {
+                // A method frame's header is complete only with its class and method.
+                continue;
+            } else {
+                self.amqp_skip = size + 1;
+            }
+            self.amqp_header.clear();
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod amqp_tests {
+    use super::*;
+
+    #[test]
+    fn amqp_method_frames_across_chunks() {
+        let frame = |t: u8, payload: &[u8]| {
+            let mut f = vec![t, 0, 1];
+            f.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+            f.extend_from_slice(payload);
+            f.push(0xce);
+            f
+        };
+        let mut bytes = b"AMQP\x00\x00\x09\x01".to_vec();
+        bytes.extend(frame(1, &[0, 60, 0, 40, 9, 9, 9]));
+        bytes.extend(frame(2, &[0, 60, 0, 0, 1, 2]));
+        bytes.extend(frame(3, b"body"));
+        bytes.extend(frame(8, &[]));
+        bytes.extend(frame(1, &[0, 60, 0, 80, 1]));
+        let mut s = Scanner::default();
+        let mut got = Vec::new();
+        for c in bytes.chunks(3) {
+            got.extend(s.amqp_methods(c));
+        }
+        assert_eq!(got, vec![(60, 40), (60, 80)]);
+        let mut other = Scanner::default();
+        assert!(
+            other
+                .amqp_methods(b"\x00\x00\x00\x10GET / HTTP/1.1")
+                .is_empty()
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,5 +480,12 @@ mod tests {
         bytes.extend_from_slice(&[0, 1]);
         assert_eq!(s.kafka_apis(&bytes[..13]), vec![3]);
         assert_eq!(s.kafka_apis(&bytes[13..]), vec![8]);
+        // Redis: two commands, the second split across reads; a name inside a value does
+        // not count.
+        let mut s = Scanner::default();
+        let cmds =
+            b"*2\r\n$4\r\nZREM\r\n$7\r\nEVALSHA\r\n*3\r\n$7\r\nEVALSHA\r\n$2\r\nab\r\n$1\r\n0\r\n";
+        assert_eq!(s.redis_commands(&cmds[..30]), vec![b"ZREM".to_vec()]);
+        assert_eq!(s.redis_commands(&cmds[30..]), vec![b"EVALSHA".to_vec()]);
     }
 }

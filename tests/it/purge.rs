@@ -289,3 +289,179 @@ async fn purge_on_kafka() {
     purge_survives_a_kill(&mut p).await;
     purge_into_a_queue(&mut p).await;
 }
+
+/// A purge and a transform say what happens in their own words (issue 25): a dry run of a
+/// purge "would remove" (JSON `would_remove`), never "would send"; an archive that is the queue
+/// itself, a file name without .jsonl and a missing directory are errors in `--archive`'s
+/// words; a transform's plan does not promise the body is kept.
+#[tokio::test]
+async fn purge_and_transform_say_what_happens_in_their_own_words() {
+    let mut p = PgSameDb::new();
+    p.fresh(10).await;
+    let (dlq, _) = p.urls();
+    let sb = Sandbox::new();
+    let dry = sb
+        .run(&[
+            "purge",
+            &dlq,
+            "--no-archive",
+            "--max",
+            "7",
+            "--dry-run",
+            "--output",
+            "table",
+        ])
+        .ok();
+    for text in [&dry.stdout, &dry.stderr] {
+        assert!(text.contains("would remove"), "{text}");
+        assert!(!text.contains("would send"), "{text}");
+    }
+    assert!(dry.stdout.starts_with("would remove 7 "), "{}", dry.stdout);
+    let json = sb
+        .run(&[
+            "purge",
+            &dlq,
+            "--no-archive",
+            "--max",
+            "7",
+            "--dry-run",
+            "--output",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(json["would_remove"], 7, "{json}");
+
+    let itself = sb
+        .run(&["purge", &dlq, "--archive", &dlq, "--dry-run"])
+        .code(2);
+    assert!(
+        itself.stderr.contains("--archive") && !itself.stderr.contains("--to"),
+        "{}",
+        itself.stderr
+    );
+    let json_name = sb
+        .run(&["purge", &dlq, "--archive", "poison.json", "--dry-run"])
+        .code(2);
+    assert!(
+        json_name.stderr.contains(".jsonl") && json_name.stderr.contains("file:"),
+        "{}",
+        json_name.stderr
+    );
+    let missing = sb
+        .run(&[
+            "purge",
+            &dlq,
+            "--archive",
+            "no-such-dir/poison.jsonl",
+            "--max",
+            "1",
+            "--yes",
+        ])
+        .code(2);
+    assert!(
+        missing.stderr.contains("no-such-dir does not exist")
+            && !missing.stderr.contains("os error"),
+        "{}",
+        missing.stderr
+    );
+    assert_eq!(p.remaining().await, 10, "nothing removed");
+
+    let transform = sb
+        .run(&[
+            "redrive",
+            &dlq,
+            "--transform",
+            ".json.order_id = 0",
+            "--max",
+            "1",
+            "--dry-run",
+            "--output",
+            "table",
+        ])
+        .ok();
+    assert!(
+        !transform.stderr.contains("stable id, body")
+            && transform.stderr.contains(".json.order_id = 0"),
+        "the plan says the transform makes the body:\n{}",
+        transform.stderr
+    );
+    assert!(
+        transform.stderr.contains("would move"),
+        "{}",
+        transform.stderr
+    );
+}
+
+/// A JSON Lines archive is created only when the run starts: a dry run, the refusal without a
+/// terminal, and "no" at the question leave no file. The file holds message bodies: created
+/// 0600, and a symlink in its place is refused before anything is removed.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_archive_file_is_created_private_and_only_by_a_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut p = PgSameDb::new();
+    p.fresh(N).await;
+    let (dlq, _) = p.urls();
+    let sb = Sandbox::new();
+    let archive = sb.path("poison.jsonl");
+    let file = archive.to_str().unwrap();
+    sb.run(&[
+        "purge",
+        &dlq,
+        "--archive",
+        file,
+        "--dry-run",
+        "--output",
+        "json",
+    ])
+    .ok();
+    assert!(!archive.exists(), "a dry run creates no archive");
+    sb.run(&["purge", &dlq, "--archive", file, "--output", "json"])
+        .code(2);
+    assert!(!archive.exists(), "a refused run creates no archive");
+    let (code, seen) = crate::terminal::at_terminal(
+        &sb,
+        &format!(
+            "{} purge '{dlq}' --archive '{file}'",
+            env!("CARGO_BIN_EXE_dlqctl")
+        ),
+        "Proceed?",
+        b"n",
+    );
+    assert_eq!(code, 0, "{seen}");
+    assert!(!archive.exists(), "\"no\" creates no archive: {seen}");
+
+    sb.run(&[
+        "purge",
+        &dlq,
+        "--archive",
+        file,
+        "--max",
+        "3",
+        "--yes",
+        "--output",
+        "json",
+    ])
+    .ok();
+    let mode = std::fs::metadata(&archive).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(archived(&archive).len(), 3);
+
+    let elsewhere = sb.path("elsewhere.txt");
+    std::fs::write(&elsewhere, "mine\n").unwrap();
+    let linked = sb.path("linked.jsonl");
+    std::os::unix::fs::symlink(&elsewhere, &linked).unwrap();
+    let r = sb.run(&[
+        "purge",
+        &dlq,
+        "--archive",
+        linked.to_str().unwrap(),
+        "--yes",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("symlink"), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "mine\n");
+    assert_eq!(p.remaining().await, (N - 3) as u64, "nothing removed");
+}

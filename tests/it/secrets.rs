@@ -884,3 +884,61 @@ async fn user_info_in_kafka_and_sqs_addresses_is_never_shown() {
     }
     assert!(leaks.is_empty(), "LEAKS:\n{}", leaks.join("\n"));
 }
+
+/// A password that is a common word (`PGPASSWORD=postgres`) is hidden where it stands as a
+/// password, and nowhere else: the URL scheme, the rule names and the docs' file names in an
+/// error stay readable (issue 25).
+#[test]
+fn a_password_that_is_a_common_word_blanks_nothing_else() {
+    let sb = Sandbox::new();
+    let url = pg_url();
+    let u = url::Url::parse(&url).unwrap();
+    let no_password = format!(
+        "postgres://{}@{}:{}{}",
+        u.username(),
+        u.host_str().unwrap(),
+        u.port().unwrap(),
+        u.path()
+    );
+    let env = pgpassword("postgres");
+    // A wrong password: the error names the server by its URL.
+    let r = sb
+        .run_with(
+            &[
+                "inspect",
+                &format!("{no_password}?table=public.dead_letters"),
+            ],
+            &env,
+        )
+        .code(3);
+    assert!(
+        r.stderr.contains(&no_password) && !r.stderr.contains("***"),
+        "nothing to hide, nothing hidden:\n{}",
+        r.stderr
+    );
+    // The same word as the password of a URL: hidden there, and only there.
+    let with_password = format!(
+        "postgres://{}:postgres@{}:{}{}?table=public.dead_letters&sslmode=bogus",
+        u.username(),
+        u.host_str().unwrap(),
+        u.port().unwrap(),
+        u.path()
+    );
+    let r = sb.run_with(&["inspect", &with_password], &env).code(2);
+    assert!(
+        r.stderr
+            .contains(&format!("postgres://{}:***@", u.username()))
+            && r.stderr.contains("postgres://USER@HOST")
+            && !r.stderr.contains(":postgres@"),
+        "{}",
+        r.stderr
+    );
+    // A missing table: the hint names docs/postgres.md.
+    let r = sb
+        .run_with(
+            &["peek", &format!("{url}?table=public.no_such_table")],
+            &env,
+        )
+        .code(3);
+    assert!(r.stderr.contains("docs/postgres.md"), "{}", r.stderr);
+}

@@ -339,3 +339,71 @@ async fn explain_says_why_each_message_has_its_class() {
         cards.stdout
     );
 }
+
+/// `--output jsonl` is one JSON object per line, on every command that prints data (issue 25):
+/// `jq 'select(.command == "purge")'` takes each line as it comes. docs/json.md says what each
+/// line is, command by command.
+#[tokio::test]
+async fn every_jsonl_output_is_one_object_per_line() {
+    let db = Db::new("jsonl").await;
+    db.seed(8).await;
+    let sb = Sandbox::new();
+    sb.write(
+        "dlqctl.toml",
+        &format!(
+            "[queues.orders]\ndlq = \"{}\"\n[queues.orders.limits]\nmax_messages = 100\n",
+            db.dlq()
+        ),
+    );
+    let queue = db.table_url("queue_messages");
+    let archive = db.table_url("queue_messages");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["inspect", "orders"],
+        vec!["inspect", "orders", &queue],
+        vec!["peek", "orders", "-n", "2"],
+        vec!["peek", "orders", "-n", "1", "--explain"],
+        vec!["tail", "orders", "--from-start", "--max", "2"],
+        vec!["classify", "orders"],
+        vec!["classify", "orders", "--by", "fingerprint"],
+        vec!["classify", "--test", "connection reset by peer"],
+        vec!["export", "orders", "--max", "2"],
+        vec!["verify"],
+        vec!["check", "orders"],
+        vec!["redrive", "orders", "--max", "2", "--dry-run"],
+        vec!["redrive", "orders", "--max", "1", "--yes"],
+        vec!["replay", "orders", "--to", &queue, "--max", "1", "--yes"],
+        vec!["purge", "orders", "--max", "1", "--no-archive", "--dry-run"],
+        vec![
+            "purge",
+            "orders",
+            "--max",
+            "1",
+            "--archive",
+            &archive,
+            "--yes",
+        ],
+        vec!["audit"],
+        vec!["version"],
+    ];
+    for args in commands {
+        let mut all = args.clone();
+        all.extend(["--output", "jsonl"]);
+        let r = sb.run(&all);
+        assert!(
+            r.code == 0 || (args[0] == "verify" && r.code == 1),
+            "{args:?}: exit {}\n{}",
+            r.code,
+            r.stderr
+        );
+        let lines: Vec<&str> = r.stdout.lines().collect();
+        assert!(!lines.is_empty(), "{args:?} printed nothing");
+        for l in lines {
+            let v: serde_json::Value = serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("{args:?}: not a JSON line ({e}):\n{l}"));
+            assert!(
+                v.is_object(),
+                "{args:?}: a line that is not an object:\n{l}"
+            );
+        }
+    }
+}

@@ -1069,3 +1069,41 @@ async fn the_error_data_aws_services_record_is_read_and_classified() {
     );
     assert_eq!(j["kinds"]["permanent"], 1, "a validation error: {j}");
 }
+
+/// A filtered SQS run reads the whole queue: its plan says how many receives that takes and
+/// what each costs (issue 25).
+#[tokio::test]
+async fn the_plan_of_a_filtered_sqs_run_says_what_its_reads_cost() {
+    let q = Sqs::new("reads").await;
+    let (_src, dlq) = q.pair(false, 3).await;
+    for i in 0..25 {
+        q.client
+            .send_message()
+            .queue_url(&dlq)
+            .message_body(format!("{{\"n\": {i}}}"))
+            .send()
+            .await
+            .unwrap();
+    }
+    let sb = Sandbox::new();
+    let r = sb
+        .run_with(
+            &[
+                "redrive",
+                &dlq,
+                "--match",
+                "\"n\": 7}",
+                "--dry-run",
+                "--output",
+                "table",
+            ],
+            &q.env(&sb),
+        )
+        .ok();
+    assert!(
+        r.stderr.contains("about 3 ReceiveMessage calls")
+            && r.stderr.contains("ApproximateReceiveCount"),
+        "{}",
+        r.stderr
+    );
+}

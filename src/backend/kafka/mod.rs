@@ -316,6 +316,28 @@ impl QueueBackend for KafkaBackend {
         }))
     }
 
+    fn settles_by_position(&self) -> bool {
+        true
+    }
+
+    async fn nothing_pending(&self) -> Result<Option<String>> {
+        let Some(o) = &self.opener else {
+            return Ok(None);
+        };
+        let marks = self.watermarks(o.as_ref())?;
+        let committed = self.committed(o.as_ref())?;
+        let held: i64 = marks.iter().map(|(_, lo, hi)| (hi - lo).max(0)).sum();
+        let pending = marks
+            .iter()
+            .any(|(p, lo, hi)| committed.get(p).copied().unwrap_or(*lo).max(*lo) < *hi);
+        Ok((held > 0 && !pending).then(|| {
+            format!(
+                "the redrive group {} has consumed everything: nothing pending. The topic still holds about {held} records (until its retention deletes them): `dlqctl replay` reads the topic from the start, `dlqctl peek` and `classify` show them",
+                self.redrive_group()
+            )
+        }))
+    }
+
     async fn identity(&self) -> Result<Option<String>> {
         // The cluster id where the broker reports one, else the brokers it lists: two
         // bootstrap lists can name one cluster.

@@ -4,6 +4,12 @@
 //! in batches through a bounded channel, so that reading, decoding and the copies' round trips
 //! overlap. Batches are settled in the order they were claimed; a batch's offsets are committed
 //! only once every copy in it (and in every batch before it) was delivered.
+//!
+//! A committed offset covers every record before it, so what a run commits is exactly what it
+//! had to pass to reach what it moved: on each partition, up to the last record it moved, short
+//! of the first record it could not move. A partition where nothing moved is not committed; the
+//! skipped records after the last moved one stay pending; the skipped ones before it are
+//! counted (`committed_past`). Every claim, copy and commit first asks the redrive lease.
 
 use std::collections::VecDeque;
 
@@ -30,6 +36,10 @@ pub struct KafkaMoveSession<'a> {
     /// The first offset per partition this run could not move: nothing at or after it is
     /// committed in this run, so the next run retries it.
     blocked: HashMap<i32, i64>,
+    /// Per partition, the records skipped since the last one moved there (not committed).
+    skipped: HashMap<i32, u64>,
+    /// Skipped records that a commit passed over (before a moved record of their partition).
+    committed_past: u64,
     /// The last batch's messages (for the transactional path).
     msgs: Vec<Message>,
     /// The transactional producer of `--exactly-once`.
@@ -41,7 +51,7 @@ pub struct KafkaMoveSession<'a> {
     /// Whether an asynchronous commit was sent after the last synchronous one.
     unsynced: bool,
     /// This run's hold on the topic: no second redrive copies the same records meanwhile.
-    _lease: super::lease::Lease,
+    lease: super::lease::Lease,
 }
 
 impl<'a> KafkaMoveSession<'a> {
@@ -97,25 +107,41 @@ impl<'a> KafkaMoveSession<'a> {
             claimed: VecDeque::new(),
             remaining,
             blocked: HashMap::new(),
+            skipped: HashMap::new(),
+            committed_past: 0,
             msgs: Vec::new(),
             tx: None,
             headers,
             position: HashMap::new(),
             unsynced: false,
-            _lease: lease,
+            lease,
         })
     }
 
-    /// The offsets to commit for a settled batch: `last + 1` per partition, short of the
-    /// first record that could not be sent in this run.
-    fn commit_offsets(&self, batch: &[(i32, i64)]) -> HashMap<i32, i64> {
+    /// The offsets to commit for a settled batch (records in offset order per partition):
+    /// per partition, one past the last record moved (`accepted`), short of the first record
+    /// that could not be sent in this run (`failed`). The rest were skipped: those before a
+    /// moved record of their partition are committed past (and counted), the others stay
+    /// pending.
+    fn advance(
+        &mut self,
+        batch: &[(i32, i64)],
+        accepted: &[usize],
+        failed: &[usize],
+    ) -> HashMap<i32, i64> {
         let mut commit: HashMap<i32, i64> = HashMap::new();
-        for &(p, o) in batch {
+        for (i, &(p, o)) in batch.iter().enumerate() {
             if self.blocked.get(&p).is_some_and(|b| o >= *b) {
                 continue;
             }
-            let e = commit.entry(p).or_insert(o + 1);
-            *e = (*e).max(o + 1);
+            if failed.contains(&i) {
+                self.blocked.insert(p, o);
+            } else if accepted.contains(&i) {
+                self.committed_past += self.skipped.remove(&p).unwrap_or(0);
+                commit.insert(p, o + 1);
+            } else {
+                *self.skipped.entry(p).or_default() += 1;
+            }
         }
         commit
     }
@@ -133,6 +159,7 @@ impl<'a> KafkaMoveSession<'a> {
 #[async_trait]
 impl MoveSession for KafkaMoveSession<'_> {
     async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
+        self.lease.check()?;
         let mut batch = match self.leftover.take() {
             Some(b) => b,
             None => match self.reading.next().await {
@@ -152,6 +179,8 @@ impl MoveSession for KafkaMoveSession<'_> {
             self.msgs = batch.msgs.clone();
             for m in &mut self.msgs {
                 self.headers.apply(m);
+                // A copy counts one more redrive (the loop guard), as on every move path.
+                m.count_redrive();
             }
         }
         Ok(Some(Claim::new(batch.msgs)))
@@ -160,20 +189,15 @@ impl MoveSession for KafkaMoveSession<'_> {
     async fn settle(
         &mut self,
         _ticket: Ticket,
-        _accepted: &[usize],
+        accepted: &[usize],
         failed: &[usize],
     ) -> Result<()> {
         let Some(batch) = self.claimed.pop_front() else {
             return Ok(());
         };
-        // Everything not failed is done: moved, or skipped by the filter (a filtered
-        // redrive consumes what it skips; see docs/kafka.md).
-        for &i in failed {
-            let (p, o) = batch[i];
-            let b = self.blocked.entry(p).or_insert(o);
-            *b = (*b).min(o);
-        }
-        let commit = self.commit_offsets(&batch);
+        // A run that lost its lease commits nothing more (another may be moving these).
+        self.lease.check()?;
+        let commit = self.advance(&batch, accepted, failed);
         if commit.is_empty() {
             return Ok(());
         }
@@ -203,11 +227,22 @@ impl MoveSession for KafkaMoveSession<'_> {
         Some(self.remaining)
     }
 
+    fn holds(&self) -> Result<()> {
+        self.lease.check()
+    }
+
+    fn committed_past(&self) -> u64 {
+        self.committed_past
+    }
+
     async fn finish(&mut self) -> Result<()> {
         self.reading.stop();
         if !std::mem::take(&mut self.unsynced) {
             return Ok(());
         }
+        // The positions were sent already (asynchronously); without the lease they are not
+        // sent again: what did not land is sent again by the next run (same stable ids).
+        self.lease.check()?;
         let tpl = self.offsets_tpl(&self.position)?;
         // A coordinator that moves or is still being looked up fails a commit with a
         // retriable error; retry those for a while, as the Java client's commitSync does,
@@ -237,6 +272,13 @@ impl MoveSession for KafkaMoveSession<'_> {
         };
         let shown = self.b.shown();
         let batch = self.claimed.pop_front().unwrap_or_default();
+        self.lease.check()?;
+        if selected.is_empty() {
+            // Nothing to copy: no transaction, and nothing to commit (the skipped records
+            // stay pending unless a later record of their partition moves).
+            self.advance(&batch, &[], &[]);
+            return Ok(Vec::new());
+        }
         if self.tx.is_none() {
             let mut c = self.b.config(produce::PRODUCER_TUNABLES);
             c.set(
@@ -249,7 +291,33 @@ impl MoveSession for KafkaMoveSession<'_> {
             blocking(|| p.producer().init_transactions(TIMEOUT)).map_err(|e| txn_err(&shown, e))?;
             self.tx = Some(p);
         }
-        let p = self.tx.as_ref().expect("set above");
+        // Up to the last record copied in each partition, atomically with the copies; the
+        // counts are put back if the transaction does not commit.
+        let before = (
+            self.committed_past,
+            self.blocked.clone(),
+            self.skipped.clone(),
+        );
+        let commit = self.advance(&batch, selected, &[]);
+        let tpl = self.offsets_tpl(&commit)?;
+        let outcome = self.in_transaction(t, selected, &tpl).await;
+        if outcome.is_err() {
+            (self.committed_past, self.blocked, self.skipped) = before;
+        }
+        outcome
+    }
+}
+
+impl KafkaMoveSession<'_> {
+    /// Copy the messages at `selected` into `t` and commit `tpl`, in one transaction.
+    async fn in_transaction(
+        &self,
+        t: &crate::address::KafkaAddress,
+        selected: &[usize],
+        tpl: &TopicPartitionList,
+    ) -> Result<Vec<SendOutcome>> {
+        let shown = self.b.shown();
+        let p = self.tx.as_ref().expect("set by move_locally");
         let msgs: Vec<Message> = selected.iter().map(|&i| self.msgs[i].clone()).collect();
         let p = p.producer();
         p.begin_transaction().map_err(|e| txn_err(&shown, e))?;
@@ -275,19 +343,11 @@ impl MoveSession for KafkaMoveSession<'_> {
                     ),
                 });
             }
-            // Every record of the batch is consumed (the skipped ones too), atomically
-            // with the copies.
-            let mut commit: HashMap<i32, i64> = HashMap::new();
-            for &(part, o) in &batch {
-                let e = commit.entry(part).or_insert(o + 1);
-                *e = (*e).max(o + 1);
-            }
-            let tpl = self.offsets_tpl(&commit)?;
             let cgm = self.c.group_metadata().ok_or_else(|| Error::Backend {
                 target: shown.clone(),
                 reason: "no consumer group metadata".into(),
             })?;
-            blocking(|| p.send_offsets_to_transaction(&tpl, &cgm, TIMEOUT))
+            blocking(|| p.send_offsets_to_transaction(tpl, &cgm, TIMEOUT))
                 .map_err(|e| txn_err(&shown, e))?;
             blocking(|| p.commit_transaction(TIMEOUT)).map_err(|e| txn_err(&shown, e))?;
             tracing::debug!(records = msgs.len(), "kafka: transaction committed");

@@ -6,7 +6,7 @@
 //! lines `sent MESSAGE_ID` / `deleted MESSAGE_ID`, flushed and synced before each delete.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
@@ -22,31 +22,31 @@ pub struct Journal {
 /// The journal directory: `STATE_DIR/journal` (`DLQCTL_STATE_DIR`, resolved by the settings),
 /// else the user's state directory.
 fn dir(state_dir: Option<&Path>) -> PathBuf {
-    if let Some(d) = state_dir {
-        return d.join("journal");
-    }
-    dirs::state_dir()
-        .or_else(dirs::data_local_dir)
-        .unwrap_or_else(std::env::temp_dir)
-        .join("dlqctl")
-        .join("journal")
+    crate::fsutil::state_dir(state_dir).join("journal")
+}
+
+/// The journal directory (created) and the queue's file name stem: its ARN (else URL) with
+/// every character other than `[A-Za-z0-9.-]` replaced by `_`.
+pub(super) fn place(state_dir: Option<&Path>, arn: &str, url: &str) -> Result<(PathBuf, String)> {
+    let key = if arn.is_empty() { url } else { arn };
+    let name: String = key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let d = dir(state_dir);
+    crate::fsutil::create_dir_private(&d).map_err(|e| Error::io(&d, e))?;
+    Ok((d, name))
 }
 
 impl Journal {
     pub fn open(state_dir: Option<&Path>, arn: &str, url: &str) -> Result<Journal> {
-        let key = if arn.is_empty() { url } else { arn };
-        let name: String = key
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let d = dir(state_dir);
-        std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+        let (d, name) = place(state_dir, arn, url)?;
         let path = d.join(format!("{name}.log"));
         let mut pending = HashSet::new();
         if let Ok(f) = File::open(&path) {
@@ -66,11 +66,8 @@ impl Journal {
         if !pending.is_empty() {
             tracing::warn!(count = pending.len(), path = %path.display(), "an earlier redrive was interrupted after sending; those messages will be deleted, not sent again");
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| Error::io(&path, e))?;
+        // Private, never through a symbolic link, its directory synced (src/fsutil.rs).
+        let file = crate::fsutil::append_private(&path).map_err(|e| Error::io(&path, e))?;
         Ok(Journal {
             path,
             file,
@@ -126,8 +123,11 @@ impl Journal {
             text.push_str(id);
             text.push('\n');
         }
-        std::fs::write(&tmp, text)
+        let _ = std::fs::remove_file(&tmp);
+        crate::fsutil::create_private(&tmp)
+            .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|_| f.sync_data()))
             .and_then(|_| std::fs::rename(&tmp, &self.path))
+            .and_then(|_| crate::fsutil::sync_parent(&self.path))
             .map_err(|e| Error::io(&self.path, e))
     }
 }

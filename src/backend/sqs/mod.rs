@@ -27,9 +27,12 @@ use crate::config::{IdSource, QueueConfig};
 use crate::error::{Error, Result};
 use crate::message::Message;
 
+mod calls;
 mod client;
 mod facts;
+mod holds;
 mod journal;
+mod mover;
 pub mod native;
 mod record;
 mod send;
@@ -58,6 +61,8 @@ pub struct SqsBackend {
     /// Held (read) by every browse receive while it is in flight; `close` takes it for
     /// writing, so it releases only after a receive cut short by the reader has answered.
     inflight: Arc<tokio::sync::RwLock<()>>,
+    /// What browses read, and what they could not (see `read_accounting`).
+    reads: Mutex<session::ReadState>,
     sources: OnceCell<Vec<String>>,
 }
 
@@ -124,12 +129,32 @@ impl SqsBackend {
             opts: opts.aws.clone(),
             held: Arc::default(),
             inflight: Arc::default(),
+            reads: Mutex::default(),
             sources: OnceCell::new(),
         })
     }
 
     fn shown(&self) -> String {
         self.addr.to_string()
+    }
+
+    /// The messages in the queue now: visible, in flight and delayed (approximate on AWS;
+    /// exact on moto).
+    pub(crate) async fn in_queue(&self) -> Result<u64> {
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(&self.url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesDelayed)
+            .send()
+            .await
+            .map_err(|e| sdk_err(&self.shown(), e))?;
+        Ok(out
+            .attributes()
+            .map(|a| a.values().filter_map(|v| v.parse::<u64>().ok()).sum())
+            .unwrap_or(0))
     }
 
     /// ApproximateNumberOfMessages now (a stop-rule input, never the only one).
@@ -255,7 +280,7 @@ impl QueueBackend for SqsBackend {
 
     async fn begin_move(&self, _opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {
         self.guard_reads()?;
-        Ok(Box::new(session::SqsMoveSession::begin(self).await?))
+        Ok(Box::new(mover::SqsMoveSession::begin(self).await?))
     }
 
     async fn backlog(&self, _for_redrive: bool) -> Result<Option<super::Backlog>> {
@@ -294,7 +319,16 @@ impl QueueBackend for SqsBackend {
         // the server still answers: wait for it, or its messages stay hidden after the release.
         let _quiet = self.inflight.write().await;
         let held = std::mem::take(&mut *self.held.lock().unwrap_or_else(|p| p.into_inner()));
-        self.release(&held).await
+        self.release(&held).await?;
+        self.read_accounting().await
+    }
+
+    fn unaccounted(&self) -> Vec<super::Unaccounted> {
+        self.reads
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .unaccounted
+            .clone()
     }
 
     fn native_moves(&self) -> Option<&dyn NativeMoves> {

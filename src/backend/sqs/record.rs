@@ -36,7 +36,10 @@ const ERROR_CLASS_ATTRS: &[&str] = &[
 /// HTTP status; a 2xx there says nothing about the failure and is left out).
 const ERROR_CODE_ATTRS: &[&str] = &["error_code", "errorcode"];
 
-fn system_attr(m: &aws_sdk_sqs::types::Message, k: MessageSystemAttributeName) -> Option<&str> {
+pub(super) fn system_attr(
+    m: &aws_sdk_sqs::types::Message,
+    k: MessageSystemAttributeName,
+) -> Option<&str> {
     m.attributes().and_then(|a| a.get(&k)).map(String::as_str)
 }
 

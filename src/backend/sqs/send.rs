@@ -371,6 +371,7 @@ mod tests {
             opts: Default::default(),
             held: Default::default(),
             inflight: Default::default(),
+            reads: Default::default(),
             sources: Default::default(),
         }
     }

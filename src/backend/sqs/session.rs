@@ -1,34 +1,27 @@
-//! Reading SQS: browse (peek/export/classify), follow (tail) and the redrive session.
+//! Reading SQS: browse (peek/export/classify and every dry run) and follow (tail). The
+//! redrive session is in `mover.rs`.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use async_trait::async_trait;
-use aws_sdk_sqs::types::{
-    ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry,
-    MessageSystemAttributeName,
-};
+use aws_sdk_sqs::types::MessageSystemAttributeName;
 use chrono::{DateTime, Utc};
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
 
-use super::journal::Journal;
+use super::mover::HOLD_LIMIT;
 use super::{SqsBackend, sdk_err};
-use crate::backend::{Claim, MessageStream, MoveSession, Ticket};
+use crate::backend::{MessageStream, Unaccounted};
 use crate::error::{Error, Result};
-use crate::message::Message;
 
 /// Consecutive empty long polls that end a scan. One empty receive proves nothing on SQS.
 const EMPTY_STREAK: u32 = 3;
 
-/// Long-poll wait per receive, seconds.
-async fn receive(
+/// Receive up to `n` messages, hidden for `visibility` seconds, waiting up to `wait` seconds.
+/// None: SQS answered OverLimit (the queue has as many messages in flight as it allows).
+pub(super) async fn receive(
     b: &SqsBackend,
     n: i32,
     visibility: i32,
     wait: i32,
-) -> Result<Vec<aws_sdk_sqs::types::Message>> {
+) -> Result<Option<Vec<aws_sdk_sqs::types::Message>>> {
     request(&b.client, &b.url, &b.shown(), n, visibility, wait).await
 }
 
@@ -39,7 +32,7 @@ async fn request(
     n: i32,
     visibility: i32,
     wait: i32,
-) -> Result<Vec<aws_sdk_sqs::types::Message>> {
+) -> Result<Option<Vec<aws_sdk_sqs::types::Message>>> {
     let out = client
         .receive_message()
         .queue_url(url)
@@ -49,9 +42,20 @@ async fn request(
         .message_system_attribute_names(MessageSystemAttributeName::All)
         .message_attribute_names("All")
         .send()
-        .await
-        .map_err(|e| sdk_err(shown, e))?;
-    Ok(out.messages().to_vec())
+        .await;
+    match out {
+        Ok(out) => Ok(Some(out.messages().to_vec())),
+        Err(e) if e.as_service_error().is_some_and(|s| s.is_over_limit()) => Ok(None),
+        Err(e) => Err(sdk_err(shown, e)),
+    }
+}
+
+/// What tail says when SQS will not let it hold more.
+fn over_limit(b: &SqsBackend) -> Error {
+    Error::Backend {
+        target: b.shown(),
+        reason: "OverLimit: the queue has as many messages in flight as SQS allows (about 120,000), and tail keeps what it has read hidden; stop other readers, or tail with a shorter --visibility-timeout".into(),
+    }
 }
 
 /// A browse receive whose handles are recorded for `close` even when the reader drops it
@@ -61,14 +65,14 @@ async fn receive_held(
     b: &SqsBackend,
     visibility: i32,
     wait: i32,
-) -> Result<Vec<aws_sdk_sqs::types::Message>> {
+) -> Result<Option<Vec<aws_sdk_sqs::types::Message>>> {
     let guard = b.inflight.clone().read_owned().await;
     let (client, url, held) = (b.client.clone(), b.url.clone(), b.held.clone());
     let shown = b.shown();
     let task = tokio::spawn(async move {
         let _guard = guard;
         let r = request(&client, &url, &shown, 10, visibility, wait).await;
-        if let Ok(msgs) = &r {
+        if let Ok(Some(msgs)) = &r {
             held.lock().unwrap_or_else(|p| p.into_inner()).extend(
                 msgs.iter()
                     .filter_map(|m| m.receipt_handle())
@@ -85,6 +89,56 @@ async fn receive_held(
     })
 }
 
+/// What a browse saw, for the count at `close` (see [`SqsBackend::read_accounting`]).
+#[derive(Default)]
+pub(super) struct ReadState {
+    /// Distinct messages read.
+    pub(super) seen: u64,
+    /// The read went on until the queue showed nothing new (not cut short by its reader).
+    pub(super) exhausted: bool,
+    /// The read stopped at the in-flight limit, holding this many.
+    pub(super) stopped_at: Option<usize>,
+    pub(super) unaccounted: Vec<Unaccounted>,
+}
+
+impl SqsBackend {
+    fn note_read(&self, f: impl FnOnce(&mut ReadState)) {
+        f(&mut self.reads.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+
+    /// After a browse's release: what it could not read. A FIFO queue hands out nothing more
+    /// of a group while a read holds one of its messages, so a read sees only the first (at
+    /// most ten) messages of each group; and no read holds more than the in-flight limit.
+    pub(super) async fn read_accounting(&self) -> Result<()> {
+        let (seen, exhausted, stopped_at) = {
+            let r = self.reads.lock().unwrap_or_else(|p| p.into_inner());
+            (r.seen, r.exhausted, r.stopped_at)
+        };
+        if !(stopped_at.is_some() || (self.fifo && exhausted)) {
+            return Ok(());
+        }
+        let count = self.in_queue().await?.saturating_sub(seen);
+        if count == 0 {
+            return Ok(());
+        }
+        let reason = match stopped_at {
+            Some(held) => format!(
+                "not examined: the read stopped at {held} messages held in flight (a read keeps what it has read hidden until it ends, and SQS allows about 120,000 in flight per queue)"
+            ),
+            None => "not examined: a read keeps what it has read hidden until it ends, and SQS hands out nothing more of a FIFO message group while one of its messages is held, so a read sees at most the first 10 messages of each group. The run itself sees further, as it removes what it moves, unless a group starts with messages it leaves".into(),
+        };
+        self.note_read(|r| {
+            r.unaccounted.push(Unaccounted {
+                count,
+                approximate: true,
+                reason,
+                until: None,
+            })
+        });
+        Ok(())
+    }
+}
+
 /// Hide what was read for the scan's duration, dedupe by MessageId, stop on a streak of
 /// empty long polls; `close()` makes everything visible again.
 pub fn browse(
@@ -93,14 +147,23 @@ pub fn browse(
     since: Option<DateTime<Utc>>,
 ) -> MessageStream<'_> {
     let vis = b.visibility();
+    let hold_limit = b.opts.hold_limit.unwrap_or(HOLD_LIMIT);
     Box::pin(async_stream::try_stream! {
         let mut seen: HashSet<String> = HashSet::new();
         let mut streak = 0;
         let mut n = 0u64;
         'outer: loop {
+            let held = b.held.lock().unwrap_or_else(|p| p.into_inner()).len();
+            if held + 10 > hold_limit {
+                b.note_read(|r| r.stopped_at = Some(held));
+                break;
+            }
             // Every handle is recorded before anything is yielded: a reader that stops early
             // (peek -n 2) must still release all ten.
-            let msgs = receive_held(b, vis, b.opts.wait_seconds).await?;
+            let Some(msgs) = receive_held(b, vis, b.opts.wait_seconds).await? else {
+                b.note_read(|r| r.stopped_at = Some(held));
+                break;
+            };
             let mut fresh = 0;
             for m in msgs {
                 let id = m.message_id().unwrap_or_default().to_string();
@@ -113,14 +176,17 @@ pub fn browse(
                     continue;
                 }
                 n += 1;
+                b.note_read(|r| r.seen = seen.len() as u64);
                 yield msg;
                 if limit.is_some_and(|l| n >= l) {
                     break 'outer;
                 }
             }
+            b.note_read(|r| r.seen = seen.len() as u64);
             if fresh == 0 {
                 streak += 1;
                 if streak >= EMPTY_STREAK || (streak >= 2 && b.visible_now().await? == 0) {
+                    b.note_read(|r| r.exhausted = true);
                     break;
                 }
             } else {
@@ -140,7 +206,9 @@ pub fn follow(b: &SqsBackend, from_start: bool) -> MessageStream<'_> {
         if !from_start {
             let mut streak = 0;
             while streak < EMPTY_STREAK {
-                let msgs = receive_held(b, vis, b.opts.wait_seconds).await?;
+                let msgs = receive_held(b, vis, b.opts.wait_seconds)
+                    .await?
+                    .ok_or_else(|| over_limit(b))?;
                 let mut fresh = 0;
                 for m in &msgs {
                     if seen.insert(m.message_id().unwrap_or_default().to_string()) {
@@ -151,7 +219,7 @@ pub fn follow(b: &SqsBackend, from_start: bool) -> MessageStream<'_> {
             }
         }
         loop {
-            let msgs = receive_held(b, vis, 5).await?;
+            let msgs = receive_held(b, vis, 5).await?.ok_or_else(|| over_limit(b))?;
             for m in msgs {
                 let id = m.message_id().unwrap_or_default().to_string();
                 if !seen.insert(id) {
@@ -161,311 +229,4 @@ pub fn follow(b: &SqsBackend, from_start: bool) -> MessageStream<'_> {
             }
         }
     })
-}
-
-#[derive(Clone)]
-struct Claimed {
-    id: String,
-    receipt: String,
-}
-
-/// A redrive from an SQS queue.
-///
-/// Claimed messages are hidden (visibility timeout), and a heartbeat extends that while the
-/// run holds them. Accepted ones are journalled as sent, then deleted (only those); the rest
-/// stay hidden until the run ends, so the run does not see them again, and are then released.
-pub struct SqsMoveSession<'a> {
-    b: &'a SqsBackend,
-    batch: Vec<Claimed>,
-    held: Arc<Mutex<Vec<Claimed>>>,
-    current: Arc<Mutex<Vec<Claimed>>>,
-    seen: HashSet<String>,
-    streak: u32,
-    /// The last round returned fewer messages than it asked for.
-    short: bool,
-    journal: Journal,
-    heartbeat: tokio::task::JoinHandle<()>,
-    /// Set by the heartbeat when it could not extend the claimed messages' visibility: after
-    /// the timeout another operator may take them, so the run takes no new batch.
-    heartbeat_failed: Arc<Mutex<Option<Error>>>,
-}
-
-impl<'a> SqsMoveSession<'a> {
-    pub async fn begin(b: &'a SqsBackend) -> Result<SqsMoveSession<'a>> {
-        let journal = Journal::open(b.opts.state_dir.as_deref(), &b.arn, &b.url)?;
-        let held: Arc<Mutex<Vec<Claimed>>> = Arc::default();
-        let current: Arc<Mutex<Vec<Claimed>>> = Arc::default();
-        let vis = b.visibility();
-        let (client, url) = (b.client.clone(), b.url.clone());
-        let (h2, c2) = (held.clone(), current.clone());
-        let heartbeat_failed: Arc<Mutex<Option<Error>>> = Arc::default();
-        let (failed, shown) = (heartbeat_failed.clone(), b.shown());
-        // The heartbeat: every third of the visibility timeout, extend every message this run
-        // holds, so a long run never lets a claimed message reappear.
-        let heartbeat = tokio::spawn(async move {
-            let period = Duration::from_secs((vis as u64 / 3).max(1));
-            loop {
-                tokio::time::sleep(period).await;
-                let all: Vec<Claimed> = {
-                    let mut v = h2.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                    v.extend(c2.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned());
-                    v
-                };
-                for chunk in all.chunks(10) {
-                    let entries = chunk
-                        .iter()
-                        .enumerate()
-                        .map(|(i, c)| {
-                            ChangeMessageVisibilityBatchRequestEntry::builder()
-                                .id(format!("h{i}"))
-                                .receipt_handle(&c.receipt)
-                                .visibility_timeout(vis)
-                                .build()
-                                .expect("all required fields set")
-                        })
-                        .collect();
-                    if let Err(e) = client
-                        .change_message_visibility_batch()
-                        .queue_url(&url)
-                        .set_entries(Some(entries))
-                        .send()
-                        .await
-                    {
-                        tracing::warn!(
-                            "visibility heartbeat failed: {}",
-                            aws_sdk_sqs::error::DisplayErrorContext(&e)
-                        );
-                        let cause = sdk_err(&shown, e);
-                        let mut slot = failed.lock().unwrap_or_else(|p| p.into_inner());
-                        slot.get_or_insert(cause);
-                        return;
-                    }
-                }
-                tracing::debug!(messages = all.len(), "visibility extended");
-            }
-        });
-        Ok(SqsMoveSession {
-            b,
-            batch: Vec::new(),
-            held,
-            current,
-            seen: HashSet::new(),
-            streak: 0,
-            short: false,
-            journal,
-            heartbeat,
-            heartbeat_failed,
-        })
-    }
-
-    async fn delete(&self, items: &[Claimed]) -> Result<Vec<String>> {
-        let mut deleted = Vec::new();
-        let mut calls = FuturesUnordered::new();
-        for chunk in items.chunks(10) {
-            let entries: Vec<_> = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    DeleteMessageBatchRequestEntry::builder()
-                        .id(format!("d{i}"))
-                        .receipt_handle(&c.receipt)
-                        .build()
-                        .expect("all required fields set")
-                })
-                .collect();
-            let req = self
-                .b
-                .client
-                .delete_message_batch()
-                .queue_url(&self.b.url)
-                .set_entries(Some(entries));
-            calls.push(async move { (chunk, req.send().await) });
-        }
-        while let Some((chunk, r)) = calls.next().await {
-            let out = r.map_err(|e| sdk_err(&self.b.shown(), e))?;
-            for f in out.failed() {
-                let i: usize = f.id().trim_start_matches('d').parse().unwrap_or(usize::MAX);
-                if let Some(c) = chunk.get(i) {
-                    tracing::warn!(message_id = %c.id, code = f.code(), "copy sent but delete failed: it will reappear in the DLQ (same stable id, harmless duplicate)");
-                }
-            }
-            for s in out.successful() {
-                let i: usize = s.id().trim_start_matches('d').parse().unwrap_or(usize::MAX);
-                if let Some(c) = chunk.get(i) {
-                    deleted.push(c.id.clone());
-                }
-            }
-        }
-        Ok(deleted)
-    }
-}
-
-impl Drop for SqsMoveSession<'_> {
-    fn drop(&mut self) {
-        self.heartbeat.abort();
-    }
-}
-
-#[async_trait]
-impl MoveSession for SqsMoveSession<'_> {
-    async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
-        if let Some(cause) = self
-            .heartbeat_failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            // The messages held now may become visible to another operator once their
-            // timeout runs out: take no more, settle what is on its way, and say why.
-            return Err(Error::Backend {
-                target: self.b.shown(),
-                reason: format!(
-                    "the visibility heartbeat failed ({cause}), so the messages this run holds could be taken by another consumer once their visibility timeout ({}s) runs out: no new batch was taken. Let ChangeMessageVisibility work (docs/permissions.md) and re-run",
-                    self.b.visibility()
-                ),
-            });
-        }
-        let want = n.clamp(1, 10 * self.b.opts.parallel.max(1));
-        let vis = self.b.visibility();
-        loop {
-            // Once a round comes back short or empty the queue is nearly drained: one receive
-            // a round from then on, so the stop rule costs 2-3 requests, not 2-3 x --parallel.
-            let calls = if self.streak > 0 || self.short {
-                1
-            } else {
-                want.div_ceil(10)
-            };
-            let mut recv = FuturesUnordered::new();
-            let mut asked = 0usize;
-            for c in 0..calls {
-                let ask = (want - c * 10).min(10);
-                asked += ask;
-                recv.push(receive(self.b, ask as i32, vis, self.b.opts.wait_seconds));
-            }
-            let mut received = 0usize;
-            let mut out = Vec::new();
-            let mut resend_done: Vec<Claimed> = Vec::new();
-            let mut again: Vec<Claimed> = Vec::new();
-            while let Some(r) = recv.next().await {
-                let r = r?;
-                received += r.len();
-                for m in r {
-                    let id = m.message_id().unwrap_or_default().to_string();
-                    let receipt = m.receipt_handle().unwrap_or_default().to_string();
-                    if self.journal.was_sent(&id) {
-                        // Sent by an interrupted earlier run but never deleted: delete it now,
-                        // do not send it again.
-                        resend_done.push(Claimed { id, receipt });
-                        continue;
-                    }
-                    if !self.seen.insert(id.clone()) {
-                        // Seen before in this run (a FIFO message given back, or one whose
-                        // visibility ran out): give it back again, or keep holding it.
-                        again.push(Claimed { id, receipt });
-                        continue;
-                    }
-                    out.push((Claimed { id, receipt }, self.b.to_message(&m)));
-                }
-            }
-            self.short = received < asked;
-            if !again.is_empty() {
-                if self.b.fifo {
-                    let handles: Vec<String> = again.into_iter().map(|c| c.receipt).collect();
-                    self.b.release(&handles).await?;
-                } else {
-                    self.held
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .extend(again);
-                }
-            }
-            if !resend_done.is_empty() {
-                let deleted = self.delete(&resend_done).await?;
-                tracing::warn!(
-                    count = deleted.len(),
-                    "deleted messages that an interrupted earlier run had already sent"
-                );
-                self.journal.deleted(&deleted)?;
-            }
-            if out.is_empty() {
-                self.streak += 1;
-                if self.streak >= EMPTY_STREAK
-                    || (self.streak >= 2 && self.b.visible_now().await? == 0)
-                {
-                    return Ok(None);
-                }
-                continue;
-            }
-            self.streak = 0;
-            let (claimed, msgs): (Vec<Claimed>, Vec<Message>) = out.into_iter().unzip();
-            *self.current.lock().unwrap_or_else(|p| p.into_inner()) = claimed.clone();
-            self.batch = claimed;
-            return Ok(Some(Claim::new(msgs)));
-        }
-    }
-
-    async fn settle(
-        &mut self,
-        _ticket: Ticket,
-        accepted: &[usize],
-        _failed: &[usize],
-    ) -> Result<()> {
-        let batch = std::mem::take(&mut self.batch);
-        let acc: HashSet<usize> = accepted.iter().copied().collect();
-        let sent: Vec<Claimed> = batch
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| acc.contains(i))
-            .map(|(_, c)| c.clone())
-            .collect();
-        let kept: Vec<Claimed> = batch
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !acc.contains(i))
-            .map(|(_, c)| c.clone())
-            .collect();
-        // Journal first: a crash between here and the delete makes the next run delete these
-        // instead of sending them again.
-        self.journal
-            .sent(&sent.iter().map(|c| c.id.clone()).collect::<Vec<_>>())?;
-        if self.b.fifo {
-            // Holding a FIFO message locks its whole group: give skipped and refused ones back
-            // at once (they are in `seen`, so this run does not take them again).
-            let handles: Vec<String> = kept.into_iter().map(|c| c.receipt).collect();
-            self.b.release(&handles).await?;
-        } else {
-            self.held
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .extend(kept);
-        }
-        self.current
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
-        let deleted = self.delete(&sent).await?;
-        self.journal.deleted(&deleted)?;
-        Ok(())
-    }
-
-    async fn finish(&mut self) -> Result<()> {
-        self.heartbeat.abort();
-        let held: Vec<String> =
-            std::mem::take(&mut *self.held.lock().unwrap_or_else(|p| p.into_inner()))
-                .into_iter()
-                .map(|c| c.receipt)
-                .collect();
-        // Giving back what the run held is a courtesy: a message not given back reappears by
-        // itself when its visibility timeout runs out. Nothing is lost, so a failure here
-        // does not fail the run.
-        if let Err(e) = self.b.release(&held).await {
-            tracing::warn!(
-                "could not make {} held messages visible again ({e}); they reappear by themselves within {}s",
-                held.len(),
-                self.b.visibility()
-            );
-        }
-        self.journal.compact()?;
-        Ok(())
-    }
 }

@@ -59,6 +59,10 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
         })
         .await?;
     let now = Utc::now();
+    // A redrive's dry run predicts what the run's commits would pass over (Kafka).
+    let mut passing = super::passing::Passing::new(
+        req.dry_run && req.mode.removes() && source.settles_by_position(),
+    );
     let fixed_key = fixed.map(ToString::to_string);
     // The batch being gathered, by destination.
     let mut batch: BTreeMap<String, (Address, Vec<Message>)> = BTreeMap::new();
@@ -77,20 +81,32 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
             let m = m?;
             s.examined += 1;
             bar.inc(1);
-            if !req.filter.matches(&m, now, &req.classifier) {
-                s.skipped += 1;
-                continue;
+            match req.filter.verdict(&m, now, &req.classifier)? {
+                crate::filter::Verdict::Selected => {}
+                crate::filter::Verdict::Skipped => {
+                    s.skipped += 1;
+                    passing.skipped(&m);
+                    continue;
+                }
+                crate::filter::Verdict::Failed(reason) => {
+                    s.failed += 1;
+                    passing.failed(&m);
+                    tally.fail(&reason, &m.id);
+                    continue;
+                }
             }
             s.matched += 1;
             if req.mode == Mode::Purge && fixed.is_none() {
                 // A dry run of a purge without an archive: counted, nothing to send.
                 s.moved += 1;
+                passing.moved(&m);
                 continue;
             }
             // The loop guard: over --max-redrives, the message stays, or goes to --park.
             let over = req.over_limit(&m);
             if over && req.park.is_none() {
                 s.held += 1;
+                passing.skipped(&m);
                 continue;
             }
             let found;
@@ -110,6 +126,7 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
                     }
                     None => {
                         s.failed += 1;
+                        passing.failed(&m);
                         tally.fail("no destination known for this message: pass --to", &m.id);
                         continue;
                     }
@@ -120,6 +137,7 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
                 && let Err(reason) = targets.discovered(addr).await?
             {
                 s.failed += 1;
+                passing.failed(&m);
                 tally.fail(&reason, &m.id);
                 continue;
             }
@@ -127,13 +145,14 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
                 && let Some(t) = &req.transform
             {
                 // The dry run of a transform: what would be sent instead, the first few as diffs.
-                match t.apply(&m) {
+                match t.apply(&m, req.source.cfg.id.as_ref()) {
                     Ok(copy) if s.transform_preview.len() < PREVIEWS => {
                         s.transform_preview.push(crate::query::diff(&m, &copy));
                     }
                     Ok(_) => {}
                     Err(reason) => {
                         s.failed += 1;
+                        passing.failed(&m);
                         tally.fail(&reason, &m.id);
                         continue;
                     }
@@ -146,6 +165,7 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
                     targets.get(addr).await?;
                 }
                 s.moved += 1;
+                passing.moved(&m);
                 match tally.dest.get_mut(key) {
                     Some(n) => *n += 1,
                     None => {
@@ -155,7 +175,7 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
                 continue;
             }
             let mut m = match &req.transform {
-                Some(t) => match t.apply(&m) {
+                Some(t) => match t.apply(&m, req.source.cfg.id.as_ref()) {
                     Ok(copy) => copy,
                     Err(reason) => {
                         s.failed += 1;
@@ -188,6 +208,7 @@ pub(super) async fn copy_loop(run: &mut Run<'_>) -> Result<()> {
         Ok(())
     }
     .await;
+    s.committed_past = passing.passed;
     // Whatever happened, the copies already on their way are counted.
     let mut result = result;
     while let Some(f) = flights.pop_front() {

@@ -2,7 +2,7 @@
 //! ones. Up to the session's pipeline depth of batches wait for their outcomes while the next
 //! are read; a local move (one backend, one transaction) copies and settles in one step.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -13,6 +13,7 @@ use super::{Mode, MoveSummary, Run};
 use crate::address::Address;
 use crate::backend::{Claim, LocalNext, MoveOptions, MoveSession, SendOutcome, Ticket};
 use crate::error::{Error, Result};
+use crate::filter::Verdict;
 use crate::message::Message;
 
 /// Redrive: claim a batch, offer the matching messages, settle with what was accepted.
@@ -30,6 +31,7 @@ pub(super) async fn move_loop(run: &mut Run<'_>, backlog: Option<u64>) -> Result
     let mut session = source
         .begin_move(MoveOptions {
             need_content,
+            count_only: req.filter.is_empty() && local.is_some() && req.max_redrives.is_some(),
             target_columns: run.targets.options.columns.clone(),
             headers: req.headers.clone(),
             batch_size: req.batch_size,
@@ -56,6 +58,8 @@ pub(super) async fn move_loop(run: &mut Run<'_>, backlog: Option<u64>) -> Result
     let result = move_batches(run, local.as_ref(), session.as_mut()).await;
     // Release what the run still holds, whatever happened (SQS: hidden messages).
     let finished = session.finish().await;
+    run.s.committed_past = session.committed_past();
+    run.s.unaccounted.extend(session.unaccounted());
     result.and(finished)
 }
 
@@ -69,7 +73,8 @@ struct Flight {
     ids: Vec<String>,
     /// Per destination: its address as shown, the indices sent there, their outcomes.
     sends: Vec<(String, Vec<usize>, Outcomes)>,
-    /// Offered and refused before anything was sent (no destination).
+    /// Offered and refused before anything was sent (no destination), or claimed past
+    /// `--max` and not looked at: they stay in the source.
     failed: Vec<usize>,
     read: Duration,
     started: Instant,
@@ -133,7 +138,14 @@ async fn move_batches(
             if room == 0 {
                 break;
             }
-            let n = (req.batch_size as u64).min(room) as usize;
+            // A filtered run claims whole batches: how many of them match is known only once
+            // they are read (a batch of `room` would find one message of a million in a million
+            // round trips). What is claimed past `--max` is left as it is (below).
+            let n = if req.filter.is_empty() || local.is_some() {
+                (req.batch_size as u64).min(room) as usize
+            } else {
+                req.batch_size
+            };
             if let Some(dest) = local
                 && req.one_step_allowed()
                 && one_step
@@ -153,7 +165,7 @@ async fn move_batches(
                 s.moved += b.moved;
                 if b.moved > 0 {
                     *tally.dest.entry(key.clone()).or_default() += b.moved;
-                    tally.moved_unlisted();
+                    tally.moved_unlisted(b.moved);
                 }
                 for (id, o) in &b.others {
                     record(s, tally, &key, id, o);
@@ -177,15 +189,29 @@ async fn move_batches(
                 break;
             };
             let read = read_at.elapsed();
-            s.examined += batch.len() as u64;
             let mut selected = Vec::new();
+            // What the filters could not decide stays, counted as failed (Kafka: never
+            // committed past).
+            let mut refused = Vec::new();
+            // Claimed after `--max` was reached: not looked at, left where they are (settled
+            // as not moved, and not counted: Kafka commits nothing at or past them).
+            let mut unread = Vec::new();
             for (i, m) in batch.iter().enumerate() {
-                if req.filter.matches(m, now, &req.classifier) && (selected.len() as u64) < room {
-                    selected.push(i);
-                } else {
-                    s.skipped += 1;
+                if selected.len() as u64 >= room {
+                    unread.push(i);
+                    continue;
+                }
+                match req.filter.verdict(m, now, &req.classifier)? {
+                    Verdict::Selected => selected.push(i),
+                    Verdict::Failed(reason) => {
+                        s.failed += 1;
+                        tally.fail(&reason, &m.id);
+                        refused.push(i);
+                    }
+                    Verdict::Skipped => s.skipped += 1,
                 }
             }
+            s.examined += (batch.len() - unread.len()) as u64;
             s.matched += selected.len() as u64;
             // The loop guard: a message redriven --max-redrives times already stays (or is
             // parked); every copy counts one more redrive.
@@ -205,9 +231,9 @@ async fn move_batches(
             }
             // --transform: each selected copy is its record mapped; a message the transform
             // refuses stays (failed, with the reason).
-            let mut refused = Vec::new();
             if let Some(t) = &req.transform {
-                selected.retain(|&i| match t.apply(&batch[i]) {
+                let id_rule = req.source.cfg.id.as_ref();
+                selected.retain(|&i| match t.apply(&batch[i], id_rule) {
                     Ok(copy) => {
                         batch[i] = copy;
                         true
@@ -229,10 +255,20 @@ async fn move_batches(
             if req.mode == Mode::Purge && fixed.is_none() {
                 // A purge without an archive: what the filters selected leaves the source
                 // now, the rest stays (no batch is ever in flight in this mode).
-                session.settle(ticket, &selected, &[]).await?;
-                s.moved += selected.len() as u64;
+                let kept: Vec<usize> = refused.iter().chain(&unread).copied().collect();
+                session.settle(ticket, &selected, &kept).await?;
+                let unremoved: HashMap<usize, String> = session.unremoved().into_iter().collect();
                 for &i in &selected {
-                    tally.moved(&batch[i].id);
+                    match unremoved.get(&i) {
+                        Some(reason) => {
+                            s.failed += 1;
+                            tally.fail(reason, &batch[i].id);
+                        }
+                        None => {
+                            s.moved += 1;
+                            tally.moved(&batch[i].id);
+                        }
+                    }
                 }
                 bar.inc(batch.len() as u64);
                 session.recycle(batch);
@@ -250,6 +286,7 @@ async fn move_batches(
                 pacer.wait(s.moved + s.failed).await;
                 continue;
             }
+            refused.extend(unread);
             let mut f = Flight {
                 ticket,
                 ids: Vec::new(),
@@ -258,6 +295,14 @@ async fn move_batches(
                 read,
                 started: read_at,
             };
+            // A session that is no longer the only mover (Kafka: it lost the redrive lease)
+            // sends nothing more; the batch lands unsent and the run stops.
+            if let Err(e) = session.holds() {
+                f.ids = batch.iter().map(|m| m.id.clone()).collect();
+                session.recycle(batch);
+                flights.push_back(f);
+                return Err(e);
+            }
             let mut groups: BTreeMap<String, (Address, Vec<usize>)> = BTreeMap::new();
             if let Some((park, _)) = &req.park
                 && !parked.is_empty()
@@ -382,6 +427,9 @@ async fn land(
     let mut accepted = Vec::new();
     let mut failed = f.failed;
     let mut error = None;
+    // Counted once the batch is settled: an accepted copy whose original could not be
+    // removed is a failure, not a move (and the audit does not list it).
+    let mut outcomes_of = Vec::new();
     for (key, idx, outcomes) in f.sends {
         let outcomes = match outcomes {
             Outcomes::Known(r) => r,
@@ -389,13 +437,13 @@ async fn land(
         };
         match outcomes {
             Ok(outcomes) => {
-                for (&i, o) in idx.iter().zip(&outcomes) {
-                    if *o == SendOutcome::Sent {
+                for (&i, o) in idx.iter().zip(outcomes) {
+                    if o == SendOutcome::Sent {
                         accepted.push(i);
                     } else {
                         failed.push(i);
                     }
-                    record(s, tally, &key, &f.ids[i], o);
+                    outcomes_of.push((key.clone(), i, o));
                 }
             }
             Err(e) => {
@@ -407,7 +455,21 @@ async fn land(
         }
     }
     let waited = waited.elapsed();
-    session.settle(f.ticket, &accepted, &failed).await?;
+    let settled = session.settle(f.ticket, &accepted, &failed).await;
+    let unremoved: HashMap<usize, String> = match settled {
+        Ok(()) => session.unremoved().into_iter().collect(),
+        Err(_) => HashMap::new(),
+    };
+    for (key, i, o) in outcomes_of {
+        match unremoved.get(&i) {
+            Some(reason) if o == SendOutcome::Sent => {
+                s.failed += 1;
+                tally.fail(reason, &f.ids[i]);
+            }
+            _ => record(s, tally, &key, &f.ids[i], &o),
+        }
+    }
+    settled?;
     bar.inc(f.ids.len() as u64);
     tracing::debug!(
         records = f.ids.len(),

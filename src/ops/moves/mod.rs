@@ -14,7 +14,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::address::Address;
-use crate::backend::{Backlog, OpenOptions, QueueBackend};
+use crate::backend::{OpenOptions, QueueBackend};
 use crate::classify::Classifier;
 use crate::error::{Error, Result, exit};
 use crate::filter::Filter;
@@ -25,12 +25,19 @@ use crate::settings::{Ctx, Phase, QueueRef};
 #[cfg(test)]
 mod conformance;
 mod copy;
+mod count;
 mod engine;
+mod passing;
 mod plan;
+mod refuse;
 mod render;
+mod staged;
 mod targets;
 
+pub use staged::{Ended, Prepared, prepare, start};
+
 use plan::retried_in_place;
+use refuse::{refuse_guard_without_park, refuse_kafka_slices};
 use targets::{Pacer, Tally, Targets};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -117,8 +124,13 @@ pub struct MoveSummary {
     pub examined: u64,
     /// Messages that passed the filters.
     pub matched: u64,
-    /// Accepted by the target (with --dry-run: would be offered).
+    /// Accepted by the target (with --dry-run: would be offered; `would_move`, `would_copy`
+    /// or `would_remove` says the same in the run's own words).
     pub moved: u64,
+    /// --dry-run: `would_move` (redrive), `would_copy` (replay) or `would_remove` (purge), the
+    /// count a real run would act on.
+    #[serde(flatten, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub would: std::collections::BTreeMap<&'static str, u64>,
     /// Did not pass the filters: left untouched.
     pub skipped: u64,
     /// Offered and not accepted: left in the source.
@@ -127,12 +139,24 @@ pub struct MoveSummary {
     pub held: u64,
     /// Redriven `--max-redrives` times already: moved to `--park` instead.
     pub parked: u64,
+    /// Skipped, yet passed over by what was settled after them (Kafka: records before the last
+    /// one moved in their partition, which the committed offset covers): they will not be
+    /// redriven. With --dry-run: would be. 0 where each message is removed on its own.
+    pub committed_past: u64,
+    /// What the source says about what the run found (a Kafka redrive group that has consumed
+    /// everything).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// With `--transform --dry-run`: unified diffs of the first few messages, as they would
     /// be sent.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub transform_preview: Vec<String>,
     pub destinations: Vec<DestinationCount>,
     pub failures: Vec<FailureGroup>,
+    /// Messages left in the source that the run neither examined nor removed, or cannot say
+    /// what became of, with why (present when there are any; the run then ends with exit 1).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unaccounted: Vec<crate::backend::Unaccounted>,
     pub interrupted: bool,
     /// Set when a backend failed mid-run (the run stopped; nothing was lost).
     pub aborted: Option<String>,
@@ -164,7 +188,8 @@ struct Setup {
     targets: Targets,
     /// The backend moves the messages itself (one transaction, or a job system's retry).
     local: bool,
-    backlog: Option<Backlog>,
+    /// The plan's counts.
+    facts: count::Facts,
 }
 
 /// One redrive or replay under way: what it reads, where its copies go, what it has counted.
@@ -181,88 +206,60 @@ struct Run<'a> {
 }
 
 pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
-    refuse_kafka_slices(&req)?;
-    let mut source_options = req.source.source_options();
-    source_options.exactly_once = req.exactly_once;
-    let source = ctx
-        .opener
-        .open(&req.source.address, &source_options)
-        .await?;
-    let setup = Setup::resolve(ctx, &req, source.as_ref()).await?;
-    if !confirmed(ctx, &req, &setup)? {
+    let prepared = prepare(ctx, &req).await?;
+    if !confirmed(ctx, &req, &prepared.setup, "Proceed?")? {
         return Ok(exit::OK);
     }
-    // A run that changes something is audited: the intent is on disk before it starts.
-    let audit = if req.dry_run {
-        None
-    } else {
-        let mut targets: Vec<String> = match &setup.fixed {
-            Some(f) => vec![f.to_string()],
-            None if req.mode == Mode::Purge => Vec::new(),
-            None => vec!["each message's source queue".into()],
-        };
-        targets.extend(req.park.as_ref().map(|(p, _)| format!("{p} (park)")));
-        Some(
-            ctx.audit(
-                &format!("{:?}", req.mode).to_lowercase(),
-                &req.source.address.to_string(),
-                targets,
-                req.filter.describe(),
-            )
-            .await?,
-        )
-    };
-    ctx.interrupt.set_phase(Phase::Changing);
-    let backlog = setup.backlog;
-    let mut run = Run::new(ctx, &req, source.as_ref(), setup);
-    run.tally.audit = audit;
-    let moving = !req.dry_run && req.mode.removes();
-    let result = if moving {
-        engine::move_loop(&mut run, backlog.map(|b| b.messages)).await
-    } else {
-        let r = copy::copy_loop(&mut run).await;
-        // Reads that hold messages (SQS) give them back, after an error too.
-        let closed = source.close().await;
-        r.and(closed)
-    };
-    run.finish(result).await
-}
-
-/// A Kafka redrive continues from its group's offsets: a slice of the topic is a replay.
-fn refuse_kafka_slices(req: &MoveRequest) -> Result<()> {
-    if req.mode == Mode::Redrive
-        && let Address::Kafka(k) = &req.source.address
-        && (k.range.from.is_some()
-            || k.range.to.is_some()
-            || k.range.since.is_some()
-            || k.range.until.is_some())
-    {
-        return Err(Error::invalid_arg(
-            "QUEUE",
-            "a Kafka redrive continues from the redrive group's committed offsets; from/to/since/until slice peek, export and replay: use `dlqctl replay` for a slice",
-        ));
-    }
-    Ok(())
+    Ok(start(ctx, req, prepared).await?.code)
 }
 
 /// The plan, shown at a terminal and always before a question (on stderr, whatever --output
-/// or --quiet say); then the question, unless --yes or --dry-run.
-fn confirmed(ctx: &Ctx, req: &MoveRequest, setup: &Setup) -> Result<bool> {
+/// or --quiet say), with every count and note it has; then the question, unless --yes or
+/// --dry-run.
+fn confirmed(ctx: &Ctx, req: &MoveRequest, setup: &Setup, question: &str) -> Result<bool> {
     let p = &ctx.printer;
     let asking = !req.dry_run && !req.yes;
     if p.is_table() || (asking && p.interactive()) {
-        let plan = plan::plan(req, setup.fixed.as_ref(), setup.local, setup.backlog);
+        let plan = plan::plan(req, setup.fixed.as_ref(), setup.local, &setup.facts);
         p.plan(&plan, asking);
     }
     if asking {
         let what = format!("{:?}", req.mode).to_lowercase();
         ctx.interrupt.set_phase(Phase::Asking);
-        if !p.confirm("Proceed?", &format!("`dlqctl {what}`"))? {
+        let question = if setup.facts.uncounted.is_some() {
+            format!("{question} (how many match is known only as the run receives them)")
+        } else {
+            question.to_string()
+        };
+        if !p.confirm(&question, &format!("`dlqctl {what}`"))? {
             p.plan_note("nothing done", true);
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// A file archive that cannot be created, in the words of `--archive`: a missing directory
+/// is named (dlqctl creates the file, not the directories above it).
+fn archive_error(archive: &Address, e: Error) -> Error {
+    match (archive, e) {
+        (Address::File(_), Error::Io { path, source })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map_or_else(|| ".".into(), |d| d.display().to_string());
+            Error::invalid_arg(
+                "--archive",
+                format!(
+                    "cannot create {}: the directory {dir} does not exist; create it first, or archive to a path in an existing directory",
+                    path.display()
+                ),
+            )
+        }
+        (_, e) => e,
+    }
 }
 
 /// How a target named by the user or the config is opened, with its column mapping.
@@ -273,31 +270,9 @@ fn target_options(ctx: &Ctx, columns: std::collections::BTreeMap<String, String>
         as_target: true,
         aws: ctx.aws.clone(),
         kafka: ctx.config.kafka.clone(),
+        rabbitmq: ctx.config.rabbitmq.clone(),
         exactly_once: false,
     }
-}
-
-/// The backlog for the plan and the progress bar. The count is for people: a run that shows
-/// neither does not pay for it (a count(*) over a large table), nor does one that asks no
-/// question (`wanted` false: a filtered replay, whose count would say little).
-async fn plan_count(
-    ctx: &Ctx,
-    req: &MoveRequest,
-    source: &dyn QueueBackend,
-    wanted: bool,
-) -> Option<Backlog> {
-    let p = &ctx.printer;
-    let shown = p.is_table() || p.progress_enabled() || (!req.dry_run && !req.yes);
-    if !(shown && wanted) {
-        return None;
-    }
-    source
-        .backlog(req.mode.removes())
-        .await
-        .unwrap_or_else(|e| {
-            tracing::debug!(error = %e, "no count for the plan");
-            None
-        })
 }
 
 impl Setup {
@@ -305,10 +280,10 @@ impl Setup {
     /// itself); without one, nothing is opened but the source.
     async fn for_purge(ctx: &Ctx, req: &MoveRequest, source: &dyn QueueBackend) -> Result<Setup> {
         if matches!(req.source.address, Address::Kafka(_)) && !req.filter.is_empty() {
-            return Err(Error::invalid_arg(
-                "QUEUE",
-                "a Kafka purge moves the redrive group's offsets, and one offset covers every record before it: a filter would pass over the records between the purged ones too. Purge without filters (--max for the first N), or replay a subset elsewhere",
-            ));
+            return Err(Error::Refused {
+                command: "purge",
+                reason: "a Kafka purge commits the redrive group's offsets, and an offset covers every record before it: with a filter, the records between the purged ones would be passed over too. Purge without filters (--max N for the first N), or copy the records you want elsewhere with `dlqctl replay`".into(),
+            });
         }
         let mut targets = Targets {
             open: HashMap::new(),
@@ -323,15 +298,15 @@ impl Setup {
         };
         let fixed = req.to.as_ref().map(|(a, _)| a.clone());
         if let Some(f) = &fixed {
-            targets.get(f).await?;
+            targets.get(f).await.map_err(|e| archive_error(f, e))?;
         }
         let local = fixed.as_ref().is_some_and(|f| source.can_move_locally(f));
-        let backlog = plan_count(ctx, req, source, true).await;
+        let facts = count::gather(ctx, req, source, true).await?;
         Ok(Setup {
             fixed,
             targets,
             local,
-            backlog,
+            facts,
         })
     }
 
@@ -357,6 +332,7 @@ impl Setup {
         if req.mode == Mode::Purge {
             return Setup::for_purge(ctx, req, source).await;
         }
+        refuse_guard_without_park(req, source)?;
         if let Some(effect) = caps.read_side_effect {
             p.warn(&format!("reading {} {effect}", req.source.address));
         }
@@ -441,18 +417,18 @@ impl Setup {
         if let Some((park, _)) = &req.park {
             targets.get(park).await?;
         }
-        let backlog = plan_count(
+        let facts = count::gather(
             ctx,
             req,
             source,
             req.mode.removes() || req.filter.is_empty(),
         )
-        .await;
+        .await?;
         Ok(Setup {
             fixed,
             targets,
             local,
-            backlog,
+            facts,
         })
     }
 }
@@ -465,7 +441,7 @@ impl<'a> Run<'a> {
         setup: Setup,
     ) -> Run<'a> {
         let p = &ctx.printer;
-        let backlog = setup.backlog;
+        let backlog = setup.facts.backlog;
         let started = Instant::now();
         let pacer = Pacer {
             rate: req.rate,
@@ -497,10 +473,11 @@ impl<'a> Run<'a> {
         };
         let bar = p.progress(
             total.map(|t| req.max.map_or(t, |m| m.min(t))),
-            match req.mode {
-                Mode::Redrive => "redriving",
-                Mode::Replay => "replaying",
-                Mode::Purge => "purging",
+            match (req.dry_run, req.mode) {
+                (true, _) => "dry run, reading",
+                (false, Mode::Redrive) => "redriving",
+                (false, Mode::Replay) => "replaying",
+                (false, Mode::Purge) => "purging",
             },
         );
 
@@ -519,15 +496,25 @@ impl<'a> Run<'a> {
 
     /// Count, render the summary, and say how the run ended: the exit code, or the error
     /// that stopped it.
-    async fn finish(self, result: Result<()>) -> Result<i32> {
+    async fn finish(self, result: Result<()>) -> Result<Ended> {
         let Run {
             ctx,
+            req,
+            source,
             mut s,
             tally,
             bar,
             pacer,
             ..
         } = self;
+        if s.examined == 0 && req.mode.removes() && result.is_ok() {
+            // Nothing read: say why, where the source can tell more than "empty".
+            s.notes
+                .extend(source.nothing_pending().await.unwrap_or_else(|e| {
+                    tracing::debug!(error = %e, "no word on what is pending");
+                    None
+                }));
+        }
         let started = pacer.start;
         bar.finish_and_clear();
         let aborted = match result {
@@ -548,6 +535,14 @@ impl<'a> Run<'a> {
             0.0
         };
         s.sqs_requests = crate::backend::sqs_requests();
+        if s.dry_run {
+            let key = match req.mode {
+                Mode::Redrive => "would_move",
+                Mode::Replay => "would_copy",
+                Mode::Purge => "would_remove",
+            };
+            s.would.insert(key, s.moved);
+        }
         s.failures = tally.failures.into_values().collect();
         s.failures.sort_by_key(|f| std::cmp::Reverse(f.count));
         s.destinations = tally
@@ -561,7 +556,7 @@ impl<'a> Run<'a> {
                 Some(e) if s.moved > 0 && e.exit_code() == exit::USAGE => exit::PARTIAL,
                 Some(e) => e.exit_code(),
                 None if s.interrupted => exit::INTERRUPTED,
-                None if s.failed > 0 => exit::PARTIAL,
+                None if s.failed > 0 || !s.unaccounted.is_empty() => exit::PARTIAL,
                 None => exit::OK,
             };
             a.finish(
@@ -582,12 +577,16 @@ impl<'a> Run<'a> {
                 e
             });
         }
-        Ok(if s.interrupted {
-            exit::INTERRUPTED
-        } else if s.failed > 0 {
-            exit::PARTIAL
-        } else {
-            exit::OK
+        Ok(Ended {
+            code: if s.interrupted {
+                exit::INTERRUPTED
+            } else if s.failed > 0 || !s.unaccounted.is_empty() {
+                exit::PARTIAL
+            } else {
+                exit::OK
+            },
+            matched: s.matched,
+            moved: s.moved,
         })
     }
 }

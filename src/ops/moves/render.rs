@@ -10,43 +10,42 @@ pub(super) fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {
     if !p.is_table() {
         return p.json(s);
     }
+    text(p, s)
+}
+
+/// The summary as a table-mode run prints it: each sentence wrapped to stdout's width.
+fn text(p: &crate::output::Printer, s: &MoveSummary) -> Result<()> {
     for d in &s.transform_preview {
         p.write(d)?;
     }
-    let verb = match (s.dry_run, s.operation.as_str()) {
-        (true, _) => "would send",
-        (false, "replay") => "copied",
-        (false, "purge") if s.destinations.is_empty() => "removed",
-        (false, "purge") => "archived and removed",
-        (false, _) => "moved",
-    };
-    p.line(&format!(
-        "{verb} {} · skipped {} (filter) · failed {} · examined {} · {:.1}s{}",
-        s.moved,
-        s.skipped,
-        s.failed,
-        s.examined,
-        s.elapsed_seconds,
-        if s.dry_run {
-            String::new()
-        } else {
-            format!(" ({:.0}/s)", s.messages_per_second)
-        }
-    ))?;
+    summary_line(p, s)?;
+    let archived = !s.destinations.is_empty();
     for d in &s.destinations {
-        p.line(&format!("  → {}  {}", d.to, d.messages))?;
+        p.line(&p.para(&format!("  {} → ", d.messages), &d.to))?;
     }
     if s.held > 0 {
-        p.line(&format!(
+        p.line(&p.prose(&format!(
             "held {} (redriven --max-redrives times already; left where they were: look at them with `dlqctl peek QUEUE --where '.attrs[\"dlqctl-redrive-count\"]'`)",
             s.held
-        ))?;
+        )))?;
+    }
+    if s.committed_past > 0 {
+        p.line(&p.prose(&format!(
+            "{} {} (skipped, but before a record moved from their partition): they {} be redriven; they stay in the topic until its retention (`dlqctl replay` still reads them)",
+            if s.dry_run {
+                "would commit past"
+            } else {
+                "committed past"
+            },
+            s.committed_past,
+            if s.dry_run { "would not" } else { "will not" }
+        )))?;
     }
     if s.parked > 0 {
-        p.line(&format!(
+        p.line(&p.prose(&format!(
             "parked {} (redriven --max-redrives times already; moved to --park)",
             s.parked
-        ))?;
+        )))?;
     }
     if !s.failures.is_empty() {
         p.line("not sent (left where they were):")?;
@@ -59,18 +58,140 @@ pub(super) fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {
             ))?;
         }
     }
+    for u in &s.unaccounted {
+        // Where the summary cannot say that everything selected was moved: how many, why.
+        p.line(&p.prose(&format!(
+            "left {}{}: {}{}",
+            if u.approximate { "about " } else { "" },
+            u.count,
+            u.reason,
+            u.until
+                .map(|t| format!(" (until {} UTC at the latest)", t.format("%H:%M:%S")))
+                .unwrap_or_default()
+        )))?;
+    }
     if s.interrupted {
-        p.line(if s.operation == "replay" {
-            "interrupted: nothing was removed; the copies sent so far stay in the target"
-        } else {
-            "interrupted: every message is in the dead-letter queue or in the target; re-run to continue"
-        })?;
+        p.line(&p.prose(match s.operation.as_str() {
+            "replay" => "interrupted: nothing was removed; the copies sent so far stay in the target",
+            "purge" if archived => {
+                "interrupted: every message is in the dead-letter queue or in the archive; re-run to continue"
+            }
+            "purge" => "interrupted: the messages not yet removed are still in the dead-letter queue; re-run to continue",
+            _ => "interrupted: every message is in the dead-letter queue or in the target; re-run to continue",
+        }))?;
     }
     if let Some(a) = &s.aborted {
-        p.line(&format!("stopped: {a}"))?;
+        p.line(&p.prose(&format!("stopped: {a}")))?;
+    }
+    for n in &s.notes {
+        p.line(&p.prose(n))?;
     }
     if s.dry_run {
         p.line("dry run: nothing was sent or removed")?;
     }
     Ok(())
+}
+
+/// The first line: what was done (or would be), to how many, how fast.
+fn summary_line(p: &crate::output::Printer, s: &MoveSummary) -> Result<()> {
+    let archived = !s.destinations.is_empty();
+    let verb = match (s.dry_run, s.operation.as_str()) {
+        (true, "replay") => "would copy",
+        (true, "purge") if archived => "would archive and remove",
+        (true, "purge") => "would remove",
+        (true, _) => "would move",
+        (false, "replay") => "copied",
+        (false, "purge") if archived => "archived and removed",
+        (false, "purge") => "removed",
+        (false, _) => "moved",
+    };
+    // A rate says something only when something moved, over a time long enough to measure.
+    let rate = if s.dry_run || s.moved == 0 || s.elapsed_seconds < 0.05 {
+        String::new()
+    } else {
+        format!(" ({})", crate::output::fmt_rate(s.messages_per_second))
+    };
+    p.line(&p.facts(&[
+        format!("{verb} {}", s.moved),
+        format!("skipped {} (filter)", s.skipped),
+        format!("failed {}", s.failed),
+        format!("examined {} in {:.1}s{rate}", s.examined, s.elapsed_seconds),
+    ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::{OutputFormat, Printer};
+
+    /// A slow run (SQS: a few messages a second) says its rate with a decimal, not `(0/s)`; a
+    /// dry run says what it would do in the run's own words.
+    #[test]
+    fn a_summary_says_its_rate_and_its_verb() {
+        let (p, out) = Printer::capture(OutputFormat::Table);
+        let s = MoveSummary {
+            operation: "redrive".into(),
+            moved: 3,
+            examined: 3,
+            elapsed_seconds: 12.0,
+            messages_per_second: 0.3,
+            ..MoveSummary::default()
+        };
+        line(&p, &s);
+        let dry = MoveSummary {
+            operation: "purge".into(),
+            dry_run: true,
+            moved: 7,
+            examined: 7,
+            ..MoveSummary::default()
+        };
+        line(&p, &dry);
+        let text = out.text();
+        assert!(text.starts_with("moved 3 · "), "{text}");
+        assert!(text.contains("examined 3 in 12.0s"), "{text}");
+        assert!(text.contains("12.0s (0.3/s)"), "{text}");
+        assert!(text.contains("\nwould remove 7 · "), "{text}");
+    }
+
+    /// At 80 columns every sentence of a summary wraps at spaces (a command in backticks
+    /// whole), the lines after the first indented: the committed-past line, what was left and
+    /// why, the interrupt, a note.
+    #[test]
+    fn a_summary_at_80_columns_wraps_each_sentence() {
+        let (p, out) = Printer::capture(OutputFormat::Table);
+        let p = p.with_width(Some(80));
+        let s = MoveSummary {
+            operation: "redrive".into(),
+            moved: 6,
+            skipped: 6,
+            examined: 12,
+            elapsed_seconds: 1.1,
+            messages_per_second: 5.5,
+            committed_past: 4,
+            interrupted: true,
+            unaccounted: vec![crate::backend::Unaccounted {
+                count: 3,
+                approximate: true,
+                reason: "received by this run and not deleted (the delete was not confirmed): they come back to the dead-letter queue when their visibility timeout ends".into(),
+                until: None,
+            }],
+            notes: vec!["the redrive group has consumed everything in the topic: nothing is pending (reset its offsets to redrive again)".into()],
+            ..MoveSummary::default()
+        };
+        text(&p, &s).unwrap();
+        let text = out.text();
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        assert!(text.contains("\ncommitted past 4 (skipped,"), "{text}");
+        assert!(text.contains("`dlqctl replay`"), "{text}");
+        assert!(text.contains("\nleft about 3: received"), "{text}");
+        assert!(text.contains("\ninterrupted: every message"), "{text}");
+        assert!(
+            text.lines().filter(|l| l.starts_with("  ")).count() >= 4,
+            "{text}"
+        );
+    }
+
+    fn line(p: &Printer, s: &MoveSummary) {
+        summary_line(p, s).unwrap();
+    }
 }

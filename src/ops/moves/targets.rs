@@ -21,14 +21,15 @@ impl Tally {
     /// A message left the source (accepted by its target, or purged).
     pub(super) fn moved(&mut self, id: &str) {
         if let Some(a) = &mut self.audit {
-            a.ids.push(id);
+            a.moved(id);
         }
     }
 
-    /// Messages left the source in one statement whose ids did not come back.
-    pub(super) fn moved_unlisted(&mut self) {
+    /// `n` messages left the source in one statement whose ids did not come back.
+    pub(super) fn moved_unlisted(&mut self, n: u64) {
         if let Some(a) = &mut self.audit {
             a.ids.complete = false;
+            a.moved_unlisted(n);
         }
     }
 }
@@ -89,17 +90,25 @@ impl Targets {
                 && !bounded
                 && identity.as_ref() == Some(src)
             {
-                return Err(Error::invalid_arg(
-                    "--to",
-                    format!(
-                        "{addr} is the queue being read: its copies would be read again{}; pass another --to",
-                        if self.mode != Mode::Replay {
-                            " and moved once more, without end"
-                        } else {
-                            ""
-                        }
+                return Err(match self.mode {
+                    Mode::Purge => Error::invalid_arg(
+                        "--archive",
+                        format!(
+                            "{addr} is the queue being purged: an archive keeps copies somewhere else (FILE.jsonl, another table, queue or topic)"
+                        ),
                     ),
-                ));
+                    mode => Error::invalid_arg(
+                        "--to",
+                        format!(
+                            "{addr} is the queue being read: its copies would be read again{}; pass another --to",
+                            if mode != Mode::Replay {
+                                " and moved once more, without end"
+                            } else {
+                                ""
+                            }
+                        ),
+                    ),
+                });
             }
             self.open.insert(key.clone(), b);
         }

@@ -39,9 +39,17 @@ impl PgMoveSession<'_> {
             // Types that need checking row by row: build the copies here, still inside this
             // batch's transaction, so the move stays atomic.
             self.load(selected).await?;
+            let count = self.opts.count_redrive;
             let msgs: Vec<Message> = selected
                 .iter()
-                .map(|&i| self.batch[i].message.clone().unwrap_or_default())
+                .map(|&i| {
+                    let mut m = self.batch[i].message.clone().unwrap_or_default();
+                    // The copy counts one more redrive, as the one-statement move's does.
+                    if count {
+                        m.count_redrive();
+                    }
+                    m
+                })
                 .collect();
             let tx = self.tx.as_mut().expect("a claimed batch");
             let res = write::insert_messages(tx, &tl, t.queue.as_deref(), &msgs)

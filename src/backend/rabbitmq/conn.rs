@@ -1,0 +1,176 @@
+//! Connections: the credentials (URL, `DLQCTL_AMQP_PASSWORD`, `[rabbitmq] password`, else
+//! RabbitMQ's `guest`), one AMQP connection per reader, session and sink (each named, so that
+//! the management UI and a refused second run say who holds what), and the broker's errors as
+//! dlqctl's.
+
+use std::time::Duration;
+
+use lapin::uri::{AMQPAuthority, AMQPQueryString, AMQPScheme, AMQPUri, AMQPUserInfo};
+use lapin::{Connection, ConnectionProperties, ErrorKind};
+
+use super::address::AmqpAddress;
+use crate::config::RabbitmqConfig;
+use crate::error::Error;
+
+/// The environment variable a password can come from.
+pub const PASSWORD_ENV: &str = "DLQCTL_AMQP_PASSWORD";
+/// The environment variable the management API's URL can come from.
+pub const API_ENV: &str = "DLQCTL_RABBITMQ_API";
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How to reach one broker and vhost, as one user.
+#[derive(Clone)]
+pub struct Broker {
+    pub addr: AmqpAddress,
+    pub user: String,
+    password: String,
+    pub password_from: &'static str,
+    /// The management API's base URL, when one is known.
+    pub api: Option<String>,
+}
+
+impl Broker {
+    pub fn new(addr: &AmqpAddress, cfg: &RabbitmqConfig) -> Broker {
+        let env = std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty());
+        let (password, password_from) = match (&addr.password, env, &cfg.password, &addr.user) {
+            (Some(p), _, _, _) => (p.clone(), "the URL"),
+            (None, Some(p), _, _) => (p, "DLQCTL_AMQP_PASSWORD"),
+            (None, None, Some(p), _) => (p.clone(), "[rabbitmq] password in dlqctl.toml"),
+            (None, None, None, None) => ("guest".into(), "RabbitMQ's default (guest)"),
+            (None, None, None, Some(_)) => (String::new(), "nowhere (no password given)"),
+        };
+        crate::secrets::register(&password);
+        let api = addr
+            .api
+            .clone()
+            .or_else(|| cfg.api.clone())
+            .or_else(|| std::env::var(API_ENV).ok().filter(|a| !a.is_empty()))
+            .map(|a| a.trim_end_matches('/').to_string());
+        Broker {
+            addr: addr.clone(),
+            user: addr.user.clone().unwrap_or_else(|| "guest".into()),
+            password,
+            password_from,
+            api,
+        }
+    }
+
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+
+    /// The address as shown.
+    pub fn shown(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// A new connection, named `dlqctl PURPOSE USER@HOST pid N` in the broker's lists.
+    pub async fn connect(&self, purpose: &str) -> Result<Connection, Error> {
+        let uri = AMQPUri {
+            scheme: if self.addr.tls {
+                AMQPScheme::AMQPS
+            } else {
+                AMQPScheme::AMQP
+            },
+            authority: AMQPAuthority {
+                userinfo: AMQPUserInfo {
+                    username: self.user.clone(),
+                    password: self.password.clone(),
+                },
+                host: self.addr.host.clone(),
+                port: self.addr.port,
+            },
+            vhost: self.addr.vhost.clone(),
+            query: AMQPQueryString {
+                heartbeat: Some(30),
+                connection_timeout: Some(CONNECT_TIMEOUT.as_millis() as u64),
+                ..AMQPQueryString::default()
+            },
+        };
+        let props = ConnectionProperties::default().with_connection_name(who(purpose).into());
+        match tokio::time::timeout(CONNECT_TIMEOUT, Connection::connect_uri(uri, props)).await {
+            Ok(Ok(c)) => Ok(c),
+            Ok(Err(e)) => Err(self.error(&format!("vhost {}", self.addr.vhost), e)),
+            Err(_) => Err(Error::Unreachable {
+                target: self.shown(),
+                reason: format!("no AMQP handshake within {} s", CONNECT_TIMEOUT.as_secs()),
+            }),
+        }
+    }
+
+    /// A broker error as dlqctl's, `what` naming the object it was about.
+    pub fn error(&self, what: &str, e: lapin::Error) -> Error {
+        let target = self.shown();
+        let ErrorKind::ProtocolError(p) = e.kind() else {
+            return match e.kind() {
+                ErrorKind::IOError(io) => Error::Unreachable {
+                    target,
+                    reason: io.to_string(),
+                },
+                ErrorKind::MissingHeartbeatError => Error::Unreachable {
+                    target,
+                    reason: "the broker stopped answering (no heartbeat)".into(),
+                },
+                _ => Error::Backend {
+                    target,
+                    reason: e.to_string(),
+                },
+            };
+        };
+        let text = p.get_message().as_str().to_string();
+        match p.get_id() {
+            403 if text.contains("Login was refused")
+                || text.contains("ACCESS_REFUSED - Login") =>
+            {
+                Error::AuthenticationFailed {
+                    target,
+                    reason: text,
+                    password_from: self.password_from,
+                }
+            }
+            403 => Error::PermissionDenied {
+                target: what.into(),
+                reason: text,
+            },
+            404 => Error::NotFound {
+                what: format!("{what} on {target}"),
+                detail: text,
+            },
+            530 if text.contains("not found") => Error::NotFound {
+                what: format!("vhost {} on {target}", self.addr.vhost),
+                detail: text,
+            },
+            530 => Error::PermissionDenied {
+                target,
+                reason: text,
+            },
+            _ => Error::Backend {
+                target,
+                reason: format!("{what}: {text}"),
+            },
+        }
+    }
+}
+
+/// `dlqctl redrive root@build-7 pid 4242`: who holds a connection.
+pub fn who(purpose: &str) -> String {
+    format!(
+        "dlqctl {purpose} {}@{} pid {}",
+        crate::operator::user(),
+        crate::operator::host(),
+        std::process::id()
+    )
+}
+
+/// Close a connection politely (its channels' unacknowledged messages go back to their
+/// queues); a connection that is already gone is fine.
+pub async fn close(c: &Connection) {
+    if c.status().connected() {
+        let _ = tokio::time::timeout(
+            Duration::from_secs(5),
+            c.close(200, "dlqctl is done".into()),
+        )
+        .await;
+    }
+}

@@ -1,0 +1,303 @@
+//! The Redis job-queue forms (docs/systems/sidekiq.md, docs/systems/bullmq.md):
+//!
+//! ```text
+//! redis[s]://[USER[:PASSWORD]@]HOST[:PORT][/DB]?system=sidekiq[&queue=NAME][&namespace=NS][&set=dead|retry]
+//! redis[s]://[USER[:PASSWORD]@]HOST[:PORT][/DB]?system=bullmq&queue=NAME[&prefix=bull]
+//! ```
+//!
+//! Parsed and shown here, whatever backends the build has (this file is compiled into
+//! `crate::address`; the backend itself is `crate::backend::redis`, behind the `redis` feature).
+
+use std::fmt;
+
+use super::{Address, invalid};
+use crate::error::Result;
+
+/// A Redis job library dlqctl knows: `?system=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedisSystem {
+    Sidekiq,
+    BullMq,
+}
+
+impl RedisSystem {
+    pub fn name(self) -> &'static str {
+        match self {
+            RedisSystem::Sidekiq => "sidekiq",
+            RedisSystem::BullMq => "bullmq",
+        }
+    }
+}
+
+/// Which of Sidekiq's sorted sets is read: the dead set, or the retries pending (`&set=retry`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SidekiqSet {
+    #[default]
+    Dead,
+    Retry,
+}
+
+#[derive(Clone, PartialEq)]
+pub struct RedisAddress {
+    /// `rediss://`: TLS.
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    pub db: i64,
+    pub user: Option<String>,
+    /// From the URL (percent-decoded); else `REDISCLI_AUTH` at connect time.
+    pub password: Option<String>,
+    pub system: RedisSystem,
+    /// Sidekiq: only this queue's jobs (the job's `queue`); BullMQ: the queue (required).
+    pub queue: Option<String>,
+    /// Sidekiq: the redis-namespace prefix (`NS:` before every key).
+    pub namespace: Option<String>,
+    /// BullMQ: the key prefix (`bull` unless given).
+    pub prefix: Option<String>,
+    /// Sidekiq: the dead set (default) or the retry set.
+    pub set: SidekiqSet,
+}
+
+impl fmt::Debug for RedisAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the password.
+        write!(f, "RedisAddress({self})")
+    }
+}
+
+const OWN: &[&str] = &["system", "queue", "namespace", "prefix", "set"];
+
+/// `redis://…` or `rediss://…`.
+pub(super) fn parse_redis(input: &str) -> Result<Address> {
+    let bad = |reason: &str| invalid(input, reason);
+    let u = url::Url::parse(input).map_err(|e| bad(&format!("not a URL: {e}")))?;
+    let tls = u.scheme().eq_ignore_ascii_case("rediss");
+    let host = u
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| bad("missing host: redis://HOST:PORT/DB?system=sidekiq|bullmq"))?
+        .to_string();
+    let port = u.port().unwrap_or(6379);
+    let path = u.path().trim_matches('/');
+    let db = if path.is_empty() {
+        0
+    } else {
+        path.parse::<i64>()
+            .ok()
+            .filter(|d| (0..=100_000).contains(d))
+            .ok_or_else(|| bad(&format!("`/{path}` is not a database number (0, 1, …)")))?
+    };
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8()
+            .map(|c| c.into_owned())
+            .map_err(|_| bad("the user or password is not UTF-8 once decoded"))
+    };
+    let user = match u.username() {
+        "" => None,
+        s => Some(decode(s)?),
+    };
+    let password = u.password().map(decode).transpose()?;
+    if let Some(p) = &password {
+        crate::secrets::register(p);
+    }
+    let (mut system, mut queue, mut namespace, mut prefix, mut set) =
+        (None, None, None, None, None);
+    for (k, v) in u.query_pairs() {
+        let (k, v) = (k.into_owned(), v.into_owned());
+        let slot = match k.as_str() {
+            "system" => &mut system,
+            "queue" => &mut queue,
+            "namespace" => &mut namespace,
+            "prefix" => &mut prefix,
+            "set" => &mut set,
+            other => {
+                let guess = crate::pgconn::closest(other, OWN.iter().copied())
+                    .map(|g| format!("did you mean `{g}`? "))
+                    .unwrap_or_default();
+                return Err(bad(&format!(
+                    "unknown parameter `{other}` ({guess}known: {})",
+                    OWN.join(", ")
+                )));
+            }
+        };
+        if v.is_empty() {
+            return Err(bad(&format!("`{k}=` needs a value")));
+        }
+        if v.chars().any(char::is_control) {
+            return Err(bad(&format!("`{k}=` has a control character in it")));
+        }
+        *slot = Some(v);
+    }
+    let system = match system.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        Some("sidekiq") => RedisSystem::Sidekiq,
+        Some("bullmq") => RedisSystem::BullMq,
+        Some(other) => {
+            return Err(bad(&format!(
+                "unknown system `{other}` (known: sidekiq, bullmq)"
+            )));
+        }
+        None => {
+            return Err(bad(
+                "say which job library: ?system=sidekiq or ?system=bullmq&queue=NAME",
+            ));
+        }
+    };
+    let set = match (system, set.as_deref()) {
+        (_, None) | (RedisSystem::Sidekiq, Some("dead")) => SidekiqSet::Dead,
+        (RedisSystem::Sidekiq, Some("retry")) => SidekiqSet::Retry,
+        (RedisSystem::Sidekiq, Some(other)) => {
+            return Err(bad(&format!(
+                "`set={other}`: Sidekiq's sets are dead (the default) and retry"
+            )));
+        }
+        (RedisSystem::BullMq, Some("failed")) => SidekiqSet::Dead,
+        (RedisSystem::BullMq, Some(_)) => {
+            return Err(bad(
+                "BullMQ's dead jobs are its failed set: leave out `set=`",
+            ));
+        }
+    };
+    match system {
+        RedisSystem::Sidekiq if prefix.is_some() => {
+            return Err(bad(
+                "`prefix=` is BullMQ's; a Sidekiq key prefix (redis-namespace) is `namespace=`",
+            ));
+        }
+        RedisSystem::BullMq if namespace.is_some() => {
+            return Err(bad(
+                "`namespace=` is Sidekiq's; BullMQ's key prefix is `prefix=` (default bull)",
+            ));
+        }
+        RedisSystem::BullMq if queue.is_none() => {
+            return Err(bad(
+                "system=bullmq needs the queue: ?system=bullmq&queue=NAME",
+            ));
+        }
+        _ => {}
+    }
+    Ok(Address::Redis(RedisAddress {
+        tls,
+        host,
+        port,
+        db,
+        user,
+        password,
+        system,
+        queue,
+        namespace,
+        prefix,
+        set,
+    }))
+}
+
+impl RedisAddress {
+    /// BullMQ's key prefix.
+    pub fn bull_prefix(&self) -> &str {
+        self.prefix.as_deref().unwrap_or("bull")
+    }
+}
+
+/// How a Redis address is shown: its form, the password as `***`.
+impl fmt::Display for RedisAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let enc = |s: &str| {
+            percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+        };
+        write!(f, "redis{}://", if self.tls { "s" } else { "" })?;
+        match (&self.user, &self.password) {
+            (Some(u), Some(_)) => write!(f, "{}:***@", enc(u))?,
+            (None, Some(_)) => write!(f, ":***@")?,
+            (Some(u), None) => write!(f, "{}@", enc(u))?,
+            (None, None) => {}
+        }
+        let host = if self.host.contains(':') && !self.host.starts_with('[') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        write!(
+            f,
+            "{host}:{}/{}?system={}",
+            self.port,
+            self.db,
+            self.system.name()
+        )?;
+        if let Some(q) = &self.queue {
+            write!(f, "&queue={}", enc(q))?;
+        }
+        if let Some(n) = &self.namespace {
+            write!(f, "&namespace={}", enc(n))?;
+        }
+        if let Some(p) = &self.prefix {
+            write!(f, "&prefix={}", enc(p))?;
+        }
+        if self.set == SidekiqSet::Retry {
+            write!(f, "&set=retry")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> RedisAddress {
+        match Address::parse(s).unwrap() {
+            Address::Redis(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn sidekiq_and_bullmq_forms() {
+        let r = parse("redis://127.0.0.1:6380/3?system=sidekiq&namespace=app&queue=mailers");
+        assert_eq!((r.port, r.db, r.system), (6380, 3, RedisSystem::Sidekiq));
+        assert_eq!(r.namespace.as_deref(), Some("app"));
+        assert_eq!(r.set, SidekiqSet::Dead);
+        assert_eq!(
+            r.to_string(),
+            "redis://127.0.0.1:6380/3?system=sidekiq&queue=mailers&namespace=app"
+        );
+        let r = parse("rediss://u:s3cr%40t@h/?system=bullmq&queue=mail&prefix=b2");
+        assert!(r.tls);
+        assert_eq!(r.password.as_deref(), Some("s3cr@t"));
+        assert_eq!((r.port, r.db, r.bull_prefix()), (6379, 0, "b2"));
+        assert_eq!(
+            r.to_string(),
+            "rediss://u:***@h:6379/0?system=bullmq&queue=mail&prefix=b2"
+        );
+        assert!(!format!("{r:?}").contains("s3cr"));
+        let r = parse("redis://h:1/0?system=sidekiq&set=retry");
+        assert_eq!(r.set, SidekiqSet::Retry);
+        assert!(r.to_string().ends_with("&set=retry"));
+    }
+
+    #[test]
+    fn refusals_name_the_problem() {
+        for (url, says) in [
+            ("redis://h:1/0", "?system=sidekiq"),
+            ("redis://h:1/0?system=resque", "unknown system"),
+            ("redis://h:1/0?system=bullmq", "needs the queue"),
+            ("redis://h:1/x?system=sidekiq", "database number"),
+            (
+                "redis://h:1/0?system=sidekiq&sett=retry",
+                "did you mean `set`",
+            ),
+            (
+                "redis://h:1/0?system=sidekiq&set=morgue",
+                "dead (the default) and retry",
+            ),
+            ("redis://h:1/0?system=sidekiq&prefix=x", "namespace="),
+            ("redis://h:1/0?system=bullmq&queue=q&namespace=x", "prefix="),
+            (
+                "redis://h:1/0?system=bullmq&queue=q&set=retry",
+                "failed set",
+            ),
+        ] {
+            let e = Address::parse(url).unwrap_err().to_string();
+            assert!(e.contains(says), "{url}: {e}");
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! One multiplexed connection per address, and what Redis's errors mean to a user.
+
+use redis::aio::MultiplexedConnection;
+
+use crate::address::RedisAddress;
+use crate::error::Error;
+
+/// Where the password came from, for an authentication error.
+fn password_from(a: &RedisAddress) -> (Option<String>, &'static str) {
+    if let Some(p) = &a.password {
+        return (Some(p.clone()), "the URL");
+    }
+    match std::env::var("REDISCLI_AUTH") {
+        Ok(p) if !p.is_empty() => {
+            crate::secrets::register(&p);
+            (Some(p), "REDISCLI_AUTH")
+        }
+        _ => (
+            None,
+            "nowhere (none given: put it in the URL or REDISCLI_AUTH)",
+        ),
+    }
+}
+
+/// Connect to the server an address names (TLS for `rediss://`, through rustls).
+pub(super) async fn connect(a: &RedisAddress) -> Result<MultiplexedConnection, Error> {
+    let (password, from) = password_from(a);
+    let mut u = url::Url::parse(&format!(
+        "{}://{}:{}/{}",
+        if a.tls { "rediss" } else { "redis" },
+        if a.host.contains(':') && !a.host.starts_with('[') {
+            format!("[{}]", a.host)
+        } else {
+            a.host.clone()
+        },
+        a.port,
+        a.db
+    ))
+    .map_err(|e| Error::InvalidAddress {
+        input: a.to_string(),
+        reason: e.to_string(),
+    })?;
+    if let Some(user) = &a.user {
+        let _ = u.set_username(user);
+    }
+    if let Some(p) = &password {
+        let _ = u.set_password(Some(p));
+    }
+    if a.tls {
+        // Both of rustls's providers may be compiled in (the AWS SDK brings aws-lc-rs): say
+        // which one, once per process.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    let target = a.to_string();
+    let client = redis::Client::open(u.as_str()).map_err(|e| err(&target, from, e))?;
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(std::time::Duration::from_secs(10)))
+        .set_response_timeout(Some(std::time::Duration::from_secs(60)));
+    client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .map_err(|e| err(&target, from, e))
+}
+
+/// A Redis error as one of dlqctl's: unreachable, authentication, permission (ACL), or the
+/// server's own word.
+pub(super) fn err(target: &str, password_from: &'static str, e: redis::RedisError) -> Error {
+    let reason = crate::secrets::scrub(&e.to_string());
+    let code = e.code().unwrap_or_default().to_string();
+    if code == "WRONGPASS" || reason.contains("WRONGPASS") || code == "NOAUTH" {
+        return Error::AuthenticationFailed {
+            target: target.into(),
+            reason,
+            password_from,
+        };
+    }
+    if code == "NOPERM" {
+        return Error::PermissionDenied {
+            target: target.into(),
+            reason,
+        };
+    }
+    if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() || e.is_connection_refusal() {
+        return Error::Unreachable {
+            target: target.into(),
+            reason,
+        };
+    }
+    Error::Backend {
+        target: target.into(),
+        reason,
+    }
+}

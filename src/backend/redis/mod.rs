@@ -1,0 +1,351 @@
+//! Redis job queues (`redis[s]://…?system=sidekiq|bullmq`): Sidekiq's dead set and BullMQ's
+//! failed jobs, read where they are and retried in place the way each library does, in one
+//! atomic Lua script per batch (Sidekiq's push; BullMQ's `reprocessJob`, job by job). One
+//! module per library (`sidekiq.rs`, `bullmq.rs`) as the PostgreSQL job systems have one file
+//! per system; the backend (this file), the reads of a sorted set (`zset.rs`), the move session
+//! (`session.rs`), inspect and verify (`facts.rs`). docs/systems/sidekiq.md, bullmq.md.
+//!
+//! A job library is a source, never a target (`--to redis://…` is refused): a redrive
+//! without `--to` retries in place; `--to` another backend copies each job there with its
+//! id, then removes it from the dead set.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::aio::MultiplexedConnection;
+
+use crate::address::{Address, RedisAddress, RedisSystem};
+use crate::backend::{
+    Backlog, Capabilities, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
+    QueueBackend, ScanOptions, TailOptions, VerifyFacts,
+};
+use crate::config::{IdSource, QueueConfig};
+use crate::error::{Error, Result};
+use crate::message::Message;
+
+mod bullmq;
+mod conn;
+mod facts;
+mod session;
+mod sidekiq;
+mod zset;
+
+use zset::{Cursor, Entry};
+
+/// Which library's jobs, resolved.
+enum Library {
+    Sidekiq(sidekiq::Sidekiq),
+    BullMq(bullmq::BullMq),
+}
+
+pub struct RedisBackend {
+    addr: Address,
+    ra: RedisAddress,
+    con: MultiplexedConnection,
+    lib: Library,
+    /// The sorted set read (`dead`, `retry`, `bull:Q:failed`).
+    key: String,
+    id: Option<IdSource>,
+    /// What was found: `sidekiq (dead set `dead`)`, `bullmq:6.7.6 (queue mail)`.
+    detected: String,
+}
+
+impl RedisBackend {
+    pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<RedisBackend> {
+        let Address::Redis(ra) = addr else {
+            unreachable!("a redis address")
+        };
+        if opts.as_target {
+            return Err(Error::Unsupported {
+                backend: "redis",
+                operation: "writing into a job library",
+                reason: format!(
+                    "system={} is a source; redrive retries its dead jobs in place, so leave out --to (or replay into a table, queue or topic)",
+                    ra.system.name()
+                ),
+            });
+        }
+        let mut con = conn::connect(ra).await?;
+        let (lib, detected) = match ra.system {
+            RedisSystem::Sidekiq => {
+                let s = sidekiq::Sidekiq::new(ra);
+                let d = format!("sidekiq (sorted set `{}`)", s.set_key());
+                (Library::Sidekiq(s), d)
+            }
+            RedisSystem::BullMq => {
+                let b = bullmq::BullMq::new(ra);
+                let v: Option<String> = redis::cmd("HGET")
+                    .arg(b.key("meta"))
+                    .arg("version")
+                    .query_async(&mut con)
+                    .await
+                    .map_err(|e| conn::err(&ra.to_string(), "the URL", e))?;
+                let v = b.check_version(v.as_deref(), &ra.to_string())?;
+                let d = format!("{v} (queue `{}`, failed set `{}`)", b.queue, b.set_key());
+                (Library::BullMq(b), d)
+            }
+        };
+        let key = match &lib {
+            Library::Sidekiq(s) => s.set_key(),
+            Library::BullMq(b) => b.set_key(),
+        };
+        Ok(RedisBackend {
+            addr: addr.clone(),
+            ra: ra.clone(),
+            con,
+            lib,
+            key,
+            id: opts.id.clone(),
+            detected,
+        })
+    }
+
+    fn err(&self, e: redis::RedisError) -> Error {
+        conn::err(&self.ra.to_string(), "the URL or REDISCLI_AUTH", e)
+    }
+
+    /// The next page of jobs after `cursor` (scores up to `hi`): the entries read, and the
+    /// messages of those that are jobs of this address (Sidekiq's `&queue=` leaves others
+    /// out; a BullMQ id whose hash is gone is no job), aligned by index into the entries.
+    async fn page(
+        &self,
+        cursor: &mut Cursor,
+        n: usize,
+        hi: Option<f64>,
+    ) -> Result<Option<Vec<(Entry, Message)>>> {
+        loop {
+            let mut con = self.con.clone();
+            let entries = zset::next_page(&mut con, &self.key, cursor, n, hi)
+                .await
+                .map_err(|e| self.err(e))?;
+            if entries.is_empty() {
+                return Ok(None);
+            }
+            let jobs = self.messages(entries).await?;
+            if !jobs.is_empty() {
+                return Ok(Some(jobs));
+            }
+        }
+    }
+
+    /// The jobs the entries hold, as messages.
+    async fn messages(&self, entries: Vec<Entry>) -> Result<Vec<(Entry, Message)>> {
+        let mut out = Vec::with_capacity(entries.len());
+        match &self.lib {
+            Library::Sidekiq(s) => {
+                for e in entries {
+                    if let Some(mut m) = s.to_message(&e) {
+                        crate::backend::finish_read(&mut m, self.id.as_ref());
+                        out.push((e, m));
+                    }
+                }
+            }
+            Library::BullMq(b) => {
+                let mut pipe = redis::pipe();
+                for e in &entries {
+                    pipe.cmd("HGETALL")
+                        .arg(b.key(&String::from_utf8_lossy(&e.member)));
+                }
+                let mut con = self.con.clone();
+                let hashes: Vec<HashMap<String, Vec<u8>>> =
+                    pipe.query_async(&mut con).await.map_err(|e| self.err(e))?;
+                for (e, h) in entries.into_iter().zip(hashes) {
+                    let id = String::from_utf8_lossy(&e.member).into_owned();
+                    if let Some(mut m) = b.to_message(&id, e.score, &h) {
+                        crate::backend::finish_read(&mut m, self.id.as_ref());
+                        out.push((e, m));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The highest score in the set now (a redrive's end: jobs that die during the run are
+    /// left for the next one).
+    async fn last_score(&self) -> Result<Option<f64>> {
+        let mut con = self.con.clone();
+        let last: Vec<(Vec<u8>, f64)> = redis::cmd("ZRANGE")
+            .arg(&self.key)
+            .arg(-1)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(&mut con)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(last.first().map(|(_, s)| *s))
+    }
+
+    /// Every job, oldest death first, `page` at a time (inspect, verify, counts).
+    fn all(&self, page: usize) -> MessageStream<'_> {
+        Box::pin(async_stream::try_stream! {
+            let mut cursor = Cursor::default();
+            while let Some(jobs) = self.page(&mut cursor, page, None).await? {
+                for (_, m) in jobs {
+                    yield m;
+                }
+            }
+        })
+    }
+}
+
+#[async_trait]
+impl QueueBackend for RedisBackend {
+    fn address(&self) -> &Address {
+        &self.addr
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            read: true,
+            tail: true,
+            delete: true,
+            write: false,
+            read_side_effect: None,
+            per_message_destination: false,
+        }
+    }
+
+    async fn inspect(&self, classifier: &crate::classify::Classifier) -> Result<Inspection> {
+        facts::inspect(self, classifier).await
+    }
+
+    async fn scan(&self, opts: ScanOptions) -> Result<MessageStream<'_>> {
+        let page = opts.page_size.clamp(1, 5000);
+        Ok(Box::pin(async_stream::try_stream! {
+            let mut cursor = Cursor::default();
+            let mut left = opts.limit.unwrap_or(u64::MAX);
+            while left > 0 {
+                let n = (page as u64).min(left) as usize;
+                let Some(jobs) = self.page(&mut cursor, n, None).await? else { break };
+                for (_, m) in jobs {
+                    if left == 0 {
+                        break;
+                    }
+                    left -= 1;
+                    yield m;
+                }
+            }
+        }))
+    }
+
+    async fn tail(&self, opts: TailOptions) -> Result<MessageStream<'_>> {
+        // A job that dies is added with the time of its death as its score: follow the
+        // scores from the last one (or the start).
+        let mut cursor = Cursor::default();
+        if !opts.from_start {
+            let mut con = self.con.clone();
+            let last: Vec<(Vec<u8>, f64)> = redis::cmd("ZRANGE")
+                .arg(&self.key)
+                .arg(-1)
+                .arg(-1)
+                .arg("WITHSCORES")
+                .query_async(&mut con)
+                .await
+                .map_err(|e| self.err(e))?;
+            if let Some((member, score)) = last.into_iter().next() {
+                cursor = Cursor::after_entry(Entry { member, score });
+            }
+        }
+        Ok(Box::pin(async_stream::try_stream! {
+            loop {
+                while let Some(jobs) = self.page(&mut cursor, 500, None).await? {
+                    for (_, m) in jobs {
+                        yield m;
+                    }
+                }
+                tokio::time::sleep(opts.poll_interval).await;
+            }
+        }))
+    }
+
+    fn can_move_locally(&self, target: &Address) -> bool {
+        *target == self.addr
+    }
+
+    async fn begin_move(&self, opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {
+        Ok(Box::new(
+            session::RedisMoveSession::begin(self, opts).await?,
+        ))
+    }
+
+    async fn identity(&self) -> Result<Option<String>> {
+        Ok(Some(format!(
+            "redis://{}:{}/{}/{}{}",
+            self.ra.host.to_ascii_lowercase(),
+            self.ra.port,
+            self.ra.db,
+            self.key,
+            self.ra
+                .queue
+                .as_ref()
+                .map(|q| format!("?queue={q}"))
+                .unwrap_or_default()
+        )))
+    }
+
+    async fn backlog(&self, _for_redrive: bool) -> Result<Option<Backlog>> {
+        if let Library::Sidekiq(s) = &self.lib
+            && s.queue.is_some()
+        {
+            // Only this queue's jobs: counted by reading them.
+            use futures::TryStreamExt;
+            let n = self
+                .all(1000)
+                .try_fold(0u64, |n, _| async move { Ok(n + 1) })
+                .await?;
+            return Ok(Some(Backlog {
+                messages: n,
+                exact: true,
+            }));
+        }
+        let mut con = self.con.clone();
+        let n: u64 = redis::cmd("ZCARD")
+            .arg(&self.key)
+            .query_async(&mut con)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(Some(Backlog {
+            messages: n,
+            exact: true,
+        }))
+    }
+
+    async fn destination(&self, _m: &Message) -> Result<Option<Address>> {
+        // The retry happens in place, the way the library's own tools do it.
+        Ok(Some(self.addr.clone()))
+    }
+
+    async fn verify_facts(&self, cfg: &QueueConfig) -> Result<VerifyFacts> {
+        facts::verify_facts(self, cfg).await
+    }
+
+    async fn count_older_than(&self, age: Duration) -> Result<Option<u64>> {
+        use futures::TryStreamExt;
+        let now = chrono::Utc::now();
+        let age = chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX);
+        let n = self
+            .all(1000)
+            .try_fold(0u64, |n, m| async move {
+                Ok(n + u64::from(m.age(now).is_some_and(|a| a > age)))
+            })
+            .await?;
+        Ok(Some(n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// docs/systems/ show the scripts dlqctl runs verbatim: a change to one fails here until
+    /// the page shows it.
+    #[test]
+    fn the_docs_show_the_scripts_verbatim() {
+        let sk = include_str!("../../../docs/systems/sidekiq.md");
+        assert!(sk.contains(super::sidekiq::RETRY_SCRIPT));
+        let bq = include_str!("../../../docs/systems/bullmq.md");
+        assert!(bq.contains(include_str!("bullmq_reprocessJob-9.lua")));
+        assert!(bq.contains(super::bullmq::RETRY_SCRIPT));
+        assert!(bq.contains(include_str!("bullmq_removeJob-2.lua")));
+    }
+}

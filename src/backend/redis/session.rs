@@ -1,0 +1,370 @@
+//! A redrive of a Redis job library: batches read in (score, member) order up to the last
+//! score present when the run began; each batch retried in place (one Lua script per batch:
+//! Sidekiq's push, BullMQ's `reprocessJob` job by job) or, after its copies were accepted
+//! elsewhere, removed. A BullMQ run that needs nothing of the jobs but their ids (no filter,
+//! no stable-id rule; with the loop guard, also each job's count) reads only the failed set's
+//! ids, each next page in the round trip of the last batch's script: the script reads what it
+//! needs of each job itself. Every script removes the exact member first and acts only if it
+//! was still there: two operators never both retry one job, and a kill at any instant leaves
+//! each job dead or retried, never both or neither.
+
+use async_trait::async_trait;
+
+use super::zset::{self, Cursor, Entry};
+use super::{Library, RedisBackend, bullmq, sidekiq};
+use crate::address::Address;
+use crate::backend::{Claim, MoveOptions, MoveSession, SendOutcome, Ticket};
+use crate::config::IdSource;
+use crate::error::Result;
+use crate::message::{AttrValue, Attribute, Message, REDRIVE_COUNT_ATTRIBUTE};
+
+pub(super) struct RedisMoveSession<'a> {
+    b: &'a RedisBackend,
+    cursor: Cursor,
+    /// The last score when the run began (None: the set was empty).
+    hi: Option<f64>,
+    /// The claimed batch: each job's entry and stable id.
+    claimed: Vec<(Entry, String)>,
+    /// BullMQ: claim batches by their ids alone, without reading the jobs' hashes (and, for
+    /// the loop guard alone, each job's redrive count).
+    ids_only: bool,
+    /// The size of the last claim, and (by ids alone) the next page, read ahead.
+    last_n: usize,
+    ahead: Option<Ahead>,
+    opts: MoveOptions,
+    /// SHA1 of the scripts this session runs (loaded once).
+    retry_sha: String,
+    remove_sha: Option<String>,
+}
+
+impl<'a> RedisMoveSession<'a> {
+    pub(super) async fn begin(b: &'a RedisBackend, opts: MoveOptions) -> Result<Self> {
+        let hi = b.last_score().await?;
+        let retry = match &b.lib {
+            Library::Sidekiq(_) => sidekiq::RETRY_SCRIPT,
+            Library::BullMq(_) => bullmq::RETRY_SCRIPT,
+        };
+        let retry_sha = script_load(b, retry).await?;
+        let remove_sha = match &b.lib {
+            Library::BullMq(_) => Some(script_load(b, bullmq::REMOVE_SCRIPT).await?),
+            Library::Sidekiq(_) => None,
+        };
+        let ids_only = matches!(b.lib, Library::BullMq(_))
+            && (!opts.need_content || opts.count_only)
+            && matches!(b.id, None | Some(IdSource::Native));
+        Ok(RedisMoveSession {
+            ids_only,
+            last_n: 0,
+            ahead: None,
+            b,
+            cursor: Cursor::default(),
+            hi,
+            claimed: Vec::new(),
+            opts,
+            retry_sha,
+            remove_sha,
+        })
+    }
+
+    /// Retry the claimed jobs at `selected` in place: one outcome each.
+    async fn retry(&mut self, selected: &[usize]) -> Result<Vec<SendOutcome>> {
+        if selected.is_empty() {
+            return Ok(Vec::new());
+        }
+        let b = self.b;
+        let s = match &b.lib {
+            Library::BullMq(q) => return self.retry_bullmq(q, selected).await,
+            Library::Sidekiq(s) => s,
+        };
+        let jobs: Vec<&(Entry, String)> = selected.iter().map(|&i| &self.claimed[i]).collect();
+        let mut con = self.b.con.clone();
+        let now = chrono::Utc::now();
+        let mut outcomes: Vec<Option<SendOutcome>> = Vec::with_capacity(jobs.len());
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(&self.retry_sha)
+            .arg(2)
+            .arg(s.set_key())
+            .arg(s.queues_key())
+            .arg(&s.prefix);
+        let mut sent = 0;
+        for (e, _) in &jobs {
+            match sidekiq::retry_payload(&e.member, self.opts.count_redrive, now) {
+                Ok((queue, payload)) => {
+                    cmd.arg(&e.member).arg(queue).arg(payload);
+                    outcomes.push(None);
+                    sent += 1;
+                }
+                Err(reason) => outcomes.push(Some(SendOutcome::Rejected { reason })),
+            }
+        }
+        let done: Vec<i64> = if sent == 0 {
+            Vec::new()
+        } else {
+            cmd.query_async(&mut con).await.map_err(|e| self.b.err(e))?
+        };
+        let mut done = done.into_iter();
+        Ok(outcomes
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or_else(|| match done.next() {
+                    Some(1) => SendOutcome::Sent,
+                    _ => SendOutcome::Rejected {
+                        reason: "sidekiq: no longer in the set when retried (retried or removed meanwhile); nothing pushed".into(),
+                    },
+                })
+            })
+            .collect())
+    }
+
+    /// BullMQ: the batch in one call of the batched `reprocessJob` (bullmq_reprocessJobs.lua).
+    /// Claiming by ids alone, the next page's `ZRANGE` goes in the same round trip, after the
+    /// script (what it reads is what a read after the retry would read).
+    async fn retry_bullmq(
+        &mut self,
+        q: &bullmq::BullMq,
+        selected: &[usize],
+    ) -> Result<Vec<SendOutcome>> {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(&self.retry_sha).arg(8);
+        for k in [
+            "events",
+            "failed",
+            "wait",
+            "meta",
+            "active",
+            "marker",
+            "prioritized",
+            "pc",
+        ] {
+            cmd.arg(q.key(k));
+        }
+        cmd.arg(&q.base)
+            .arg("failedReason")
+            .arg("failed")
+            .arg("0")
+            .arg("0")
+            .arg(if self.opts.count_redrive { "1" } else { "0" });
+        for &i in selected {
+            cmd.arg(&self.claimed[i].0.member);
+        }
+        let mut con = self.b.con.clone();
+        let next = match self.hi {
+            Some(hi) if self.ids_only => {
+                let extra = zset::first_extra(&self.cursor);
+                Some(zset::page_cmd(
+                    &self.b.key,
+                    &self.cursor,
+                    self.last_n,
+                    Some(hi),
+                    extra,
+                ))
+            }
+            _ => None,
+        };
+        let codes: Vec<i64> = match next {
+            None => cmd.query_async(&mut con).await.map_err(|e| self.b.err(e))?,
+            Some((read, want)) => {
+                let mut pipe = redis::pipe();
+                pipe.add_command(cmd).add_command(read);
+                let (codes, raw): (Vec<i64>, Vec<(Vec<u8>, f64)>) = pipe
+                    .query_async(&mut con)
+                    .await
+                    .map_err(|e| self.b.err(e))?;
+                let before = self.cursor.clone();
+                if let Some(page) = zset::take_page(&mut self.cursor, raw, self.last_n, want) {
+                    self.ahead = Some(Ahead {
+                        n: self.last_n,
+                        before,
+                        page,
+                    });
+                }
+                codes
+            }
+        };
+        if codes.len() != selected.len() {
+            return Err(crate::error::Error::Backend {
+                target: self.b.ra.to_string(),
+                reason: format!(
+                    "the retry script answered {} codes for {} jobs (was it replaced?); run again: each job is retried at most once",
+                    codes.len(),
+                    selected.len()
+                ),
+            });
+        }
+        Ok(codes.into_iter().map(bullmq_outcome).collect())
+    }
+
+    /// BullMQ by ids alone: the next page of up to `n` ids (the one read ahead, when it was
+    /// read for `n`).
+    async fn next_ids(&mut self, n: usize, hi: f64) -> Result<Vec<Entry>> {
+        match self.ahead.take() {
+            Some(a) if a.n == n => return Ok(a.page),
+            Some(a) => self.cursor = a.before,
+            None => {}
+        }
+        let mut con = self.b.con.clone();
+        zset::next_page(&mut con, &self.b.key, &mut self.cursor, n, Some(hi))
+            .await
+            .map_err(|e| self.b.err(e))
+    }
+}
+
+impl RedisMoveSession<'_> {
+    /// BullMQ by ids alone for the loop guard: each job's `dlqctl-redrive-count` (pipelined);
+    /// nothing read without the guard.
+    async fn redrive_counts(&self, entries: &[Entry]) -> Result<Vec<Option<Vec<u8>>>> {
+        let Library::BullMq(q) = &self.b.lib else {
+            return Ok(vec![None; entries.len()]);
+        };
+        if !self.opts.need_content {
+            return Ok(vec![None; entries.len()]);
+        }
+        let mut pipe = redis::pipe();
+        for e in entries {
+            pipe.cmd("HGET")
+                .arg(q.key(&String::from_utf8_lossy(&e.member)))
+                .arg(REDRIVE_COUNT_ATTRIBUTE);
+        }
+        let mut con = self.b.con.clone();
+        pipe.query_async(&mut con).await.map_err(|e| self.b.err(e))
+    }
+}
+
+/// A page read ahead (BullMQ by ids alone): for a claim of `n`, and the cursor before it.
+struct Ahead {
+    n: usize,
+    before: Cursor,
+    page: Vec<Entry>,
+}
+
+/// What BullMQ's `reprocessJob` answered for one job.
+fn bullmq_outcome(code: i64) -> SendOutcome {
+    match code {
+        1 => SendOutcome::Sent,
+        -1 => SendOutcome::Rejected {
+            reason: "bullmq: the job's hash is gone (removed meanwhile)".into(),
+        },
+        -3 => SendOutcome::Rejected {
+            reason: "bullmq: no longer in failed when retried (retried or removed meanwhile)"
+                .into(),
+        },
+        other => SendOutcome::Rejected {
+            reason: format!("bullmq: reprocessJob returned {other}"),
+        },
+    }
+}
+
+/// `SCRIPT LOAD`: the scripts run by their SHA1 from then on (EVALSHA).
+async fn script_load(b: &RedisBackend, src: &str) -> Result<String> {
+    let mut con = b.con.clone();
+    redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(src)
+        .query_async::<String>(&mut con)
+        .await
+        .map_err(|e| b.err(e))
+}
+
+#[async_trait]
+impl MoveSession for RedisMoveSession<'_> {
+    async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
+        let Some(hi) = self.hi else {
+            return Ok(None);
+        };
+        self.claimed.clear();
+        self.last_n = n;
+        if self.ids_only {
+            let entries = self.next_ids(n, hi).await?;
+            if entries.is_empty() {
+                return Ok(None);
+            }
+            let counts = self.redrive_counts(&entries).await?;
+            let mut messages = Vec::with_capacity(entries.len());
+            for (e, count) in entries.into_iter().zip(counts) {
+                let id = String::from_utf8_lossy(&e.member).into_owned();
+                let mut m = Message {
+                    id: id.clone(),
+                    native_id: id.clone(),
+                    ..Message::default()
+                };
+                if let Some(c) = count {
+                    m.attributes.push(Attribute {
+                        name: REDRIVE_COUNT_ATTRIBUTE.into(),
+                        value: AttrValue::from_bytes(Some(&c)),
+                    });
+                }
+                messages.push(m);
+                self.claimed.push((e, id));
+            }
+            return Ok(Some(Claim::new(messages)));
+        }
+        let Some(jobs) = self.b.page(&mut self.cursor, n, Some(hi)).await? else {
+            return Ok(None);
+        };
+        let mut messages = Vec::with_capacity(jobs.len());
+        for (e, m) in jobs {
+            self.claimed.push((e, m.id.clone()));
+            messages.push(m);
+        }
+        Ok(Some(Claim::new(messages)))
+    }
+
+    async fn settle(
+        &mut self,
+        _ticket: Ticket,
+        accepted: &[usize],
+        _failed: &[usize],
+    ) -> Result<()> {
+        if accepted.is_empty() {
+            return Ok(());
+        }
+        let mut con = self.b.con.clone();
+        match &self.b.lib {
+            Library::Sidekiq(_) => {
+                let mut cmd = redis::cmd("ZREM");
+                cmd.arg(&self.b.key);
+                for &i in accepted {
+                    cmd.arg(&self.claimed[i].0.member);
+                }
+                let _: i64 = cmd.query_async(&mut con).await.map_err(|e| self.b.err(e))?;
+            }
+            Library::BullMq(q) => {
+                let sha = self.remove_sha.as_deref().unwrap_or_default();
+                let mut pipe = redis::pipe();
+                for &i in accepted {
+                    let id = String::from_utf8_lossy(&self.claimed[i].0.member);
+                    pipe.cmd("EVALSHA")
+                        .arg(sha)
+                        .arg(3)
+                        .arg(q.key(&id))
+                        .arg(q.key("repeat"))
+                        .arg(q.key("failed"))
+                        .arg(id.as_ref())
+                        .arg("1")
+                        .arg(&q.base);
+                }
+                let codes: Vec<i64> = pipe
+                    .query_async(&mut con)
+                    .await
+                    .map_err(|e| self.b.err(e))?;
+                for (c, &i) in codes.iter().zip(accepted) {
+                    if *c != 1 {
+                        // Its copy is in the target; the job stays where it is now (a second
+                        // copy with the same id is harmless).
+                        tracing::debug!(id = %self.claimed[i].1, code = c, "bullmq: removeJob did not remove");
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn move_locally(
+        &mut self,
+        _ticket: Ticket,
+        _target: &Address,
+        selected: &[usize],
+    ) -> Result<Vec<SendOutcome>> {
+        self.retry(selected).await
+    }
+}

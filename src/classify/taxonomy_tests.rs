@@ -1,0 +1,156 @@
+//! Issue 30: the built-in rules come from the ecosystems' own taxonomies of retryable errors,
+//! each rule says which (`taxonomy`, `source`), and a family matches texts the corpus does not
+//! spell out (the members of an exception family, every errno name, every parser's wording).
+
+use super::{Classifier, Kind};
+
+#[test]
+fn every_builtin_rule_cites_its_taxonomy() {
+    for r in Classifier::builtin().rules() {
+        let t = r.taxonomy.as_deref().unwrap_or_default();
+        let s = r.source.as_deref().unwrap_or_default();
+        assert!(!t.trim().is_empty(), "rule {} names no taxonomy", r.name);
+        assert!(s.starts_with("https://"), "rule {} cites no source", r.name);
+    }
+}
+
+/// The issue's operator case: a Kafka record whose JSON ends early is poison, whatever wrapper
+/// Spring Kafka puts around it (`check --max-class permanent=0` must see it).
+#[test]
+fn a_kafka_json_eof_is_poison() {
+    let c = Classifier::builtin();
+    for text in [
+        "com.fasterxml.jackson.core.io.JsonEOFException: Unexpected end-of-input: expected close marker for Object (start marker at [Source: (byte[])\"{\"orderId\":42\"; line: 1, column: 1])",
+        "org.springframework.kafka.listener.ListenerExecutionFailedException: Listener method could not be invoked with the incoming message\nCaused by: org.springframework.messaging.converter.MessageConversionException: failed to resolve class name. Class not found [com.acme.Order]",
+        "org.apache.kafka.common.errors.RecordDeserializationException: Error deserializing key/value for partition orders-3 at offset 1182. If needed, please seek past the record to continue consumption.",
+    ] {
+        let e = c.explain_text(text);
+        assert_eq!(e.kind, Kind::Permanent, "{text}: {}", e.rule);
+        assert!(e.taxonomy.is_some(), "{text}");
+    }
+}
+
+/// One text per family member that no corpus case spells out: the family decides, not the text.
+#[test]
+fn families_decide_for_their_members() {
+    let c = Classifier::builtin();
+    let cases = [
+        // errno and Winsock names and numbers.
+        (
+            "Errno::EHOSTDOWN: Host is down - connect(2)",
+            Kind::Transient,
+        ),
+        (
+            "System.Net.Sockets.SocketException (10054): An existing connection was forcibly closed by the remote host.",
+            Kind::Transient,
+        ),
+        (
+            "ConnectionAbortedError: [WinError 10053] An established connection was aborted by the software in your host machine",
+            Kind::Transient,
+        ),
+        (
+            "dial tcp 10.0.0.7:5432: connect: cannot assign requested address",
+            Kind::Transient,
+        ),
+        (
+            "Custom { kind: ConnectionReset, error: \"peer went away\" }",
+            Kind::Transient,
+        ),
+        // libcurl's table, as Guzzle prints it.
+        (
+            "cURL error 52: Empty reply from server (see https://curl.haxx.se/libcurl/c/libcurl-errors.html)",
+            Kind::Transient,
+        ),
+        (
+            "cURL error 56: OpenSSL SSL_read: Connection reset by peer, errno 104",
+            Kind::Transient,
+        ),
+        // Proxies.
+        (
+            "upstream connect error or disconnect/reset before headers. reset reason: connection failure",
+            Kind::Transient,
+        ),
+        ("no healthy upstream", Kind::Transient),
+        // AWS SDK retryable codes.
+        (
+            "An error occurred (InternalError) when calling the PutObject operation (reached max retries: 4): We encountered an internal error. Please try again.",
+            Kind::Transient,
+        ),
+        (
+            "botocore.exceptions.EndpointConnectionError: Could not connect to the endpoint URL: \"https://sqs.eu-west-1.amazonaws.com/\"",
+            Kind::Transient,
+        ),
+        // Kafka RetriableException subclasses.
+        (
+            "org.apache.kafka.common.errors.NotEnoughReplicasException: Messages are rejected since there are fewer in-sync replicas than required.",
+            Kind::Transient,
+        ),
+        (
+            "org.apache.kafka.common.errors.CoordinatorLoadInProgressException: The coordinator is loading and hence can't process requests.",
+            Kind::Transient,
+        ),
+        // Spring and JDBC hierarchies.
+        (
+            "org.springframework.dao.TransientDataAccessResourceException: PreparedStatementCallback; SQL [update orders set state = ?]",
+            Kind::Transient,
+        ),
+        (
+            "java.sql.SQLRecoverableException: IO Error: Got minus one from a read call",
+            Kind::Transient,
+        ),
+        (
+            "org.springframework.dao.InvalidDataAccessApiUsageException: Parameter value [abc] did not match expected type [java.lang.Long]",
+            Kind::Permanent,
+        ),
+        (
+            "java.sql.SQLNonTransientException: Data truncation",
+            Kind::Permanent,
+        ),
+        // Npgsql's transient SQLSTATEs.
+        (
+            "Npgsql.PostgresException (0x80004005): 55006: database \"orders\" is being accessed by other users",
+            Kind::Transient,
+        ),
+        // Parsers.
+        (
+            "SyntaxError: JSON.parse: expected ',' or '}' after property value in object at line 1 column 17 of the JSON data",
+            Kind::Permanent,
+        ),
+        (
+            "SyntaxError: JSON Parse error: Unterminated string",
+            Kind::Permanent,
+        ),
+        (
+            "SyntaxError: Expected double-quoted property name in JSON at position 17 (line 1 column 18)",
+            Kind::Permanent,
+        ),
+        (
+            "The JSON value could not be converted to System.Guid. Path: $.orderId | LineNumber: 0 | BytePositionInLine: 21.",
+            Kind::Permanent,
+        ),
+        ("trailing characters at line 1 column 14", Kind::Permanent),
+        // Validators.
+        (
+            "ZodError: [{\"code\": \"invalid_type\", \"expected\": \"string\", \"received\": \"undefined\", \"path\": [\"email\"], \"message\": \"Required\"}]",
+            Kind::Permanent,
+        ),
+        (
+            "\"quantity\" must be greater than or equal to 1",
+            Kind::Permanent,
+        ),
+        ("Email can't be blank", Kind::Permanent),
+        // A first character that is no JSON value: an HTML page as often as not.
+        (
+            "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+            Kind::Unclassified,
+        ),
+        (
+            "com.fasterxml.jackson.core.JsonParseException: Unexpected character ('<' (code 60)): expected a valid value",
+            Kind::Unclassified,
+        ),
+    ];
+    for (text, kind) in cases {
+        let e = c.explain_text(text);
+        assert_eq!(e.kind, kind, "{text}: got {}", e.rule);
+    }
+}

@@ -1,0 +1,448 @@
+//! RabbitMQ moves (issue 27): where a redrive goes, unroutable copies, the lock and a foreign
+//! consumer, purge, `--transform`, the loop guard, the audit trail, and verify's checks.
+
+use lapin::BasicProperties;
+use lapin::options::{ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions};
+use lapin::types::{AMQPValue, FieldTable};
+
+use crate::amqp::{Kind, Rabbit, run, s, stable_id, table};
+use crate::harness::{Db, Sandbox};
+use crate::pair::Pair;
+use crate::pair_rabbitmq::RabbitPair;
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn redrive_sends_each_message_where_it_came_from() {
+    let r = Rabbit::new("dest").await;
+    // Two work queues dead-letter into one DLQ; a Spring recoverer's message names an
+    // exchange and a routing key.
+    r.pair(Kind::Classic, "a", "dlq").await;
+    r.declare(
+        "b",
+        Kind::Quorum,
+        &[
+            ("x-dead-letter-exchange", s("")),
+            ("x-dead-letter-routing-key", s(&r.name("dlq"))),
+        ],
+    )
+    .await;
+    let a = r.dead_letters("a", "dlq", "a", 2).await;
+    r.publish_n("b", "b", 2).await;
+    r.reject("b", 2, "dlq").await;
+    r.wait_ready("dlq", 4).await;
+    let exchange = r.name("shop");
+    r.ch.exchange_declare(
+        exchange.as_str().into(),
+        lapin::ExchangeKind::Topic,
+        ExchangeDeclareOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+    r.declare("spring-target", Kind::Classic, &[]).await;
+    r.ch.queue_bind(
+        r.name("spring-target").as_str().into(),
+        exchange.as_str().into(),
+        "order.#".into(),
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+    r.publish(
+        "dlq",
+        b"{}",
+        BasicProperties::default()
+            .with_message_id("spring-1".into())
+            .with_headers(table(&[
+                ("x-exception-message", s("boom")),
+                ("x-original-exchange", s(&exchange)),
+                ("x-original-routingKey", s("order.created")),
+            ])),
+    )
+    .await;
+    let sb = Sandbox::new();
+    let out = run(
+        &sb,
+        &["redrive", &r.url("dlq"), "--yes", "--output", "json"],
+    )
+    .ok()
+    .json();
+    assert_eq!(out["moved"], 5, "{out}");
+    let ids = |q: &'static str| {
+        let r = &r;
+        async move {
+            let mut v: Vec<String> = r.drain_ids(q).await.into_iter().flatten().collect();
+            v.sort();
+            v
+        }
+    };
+    assert_eq!(ids("a").await, a);
+    assert_eq!(ids("b").await, vec!["b-0", "b-1"]);
+    assert_eq!(ids("spring-target").await, vec!["spring-1"]);
+    assert_eq!(r.ready("dlq").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unroutable_copy_is_a_failure_and_stays() {
+    let r = Rabbit::new("unroutable").await;
+    r.pair(Kind::Classic, "orders", "dlq").await;
+    r.dead_letters("orders", "dlq", "m", 3).await;
+    let exchange = r.name("nowhere");
+    r.ch.exchange_declare(
+        exchange.as_str().into(),
+        lapin::ExchangeKind::Direct,
+        ExchangeDeclareOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+    let to = r.url("x").replace(
+        &format!("queue={}", r.name("x")),
+        &format!("exchange={exchange}&routing_key=none"),
+    );
+    let sb = Sandbox::new();
+    let out = run(
+        &sb,
+        &[
+            "redrive",
+            &r.url("dlq"),
+            "--to",
+            &to,
+            "--yes",
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let j = out.json();
+    assert_eq!(
+        (j["moved"].as_u64(), j["failed"].as_u64()),
+        (Some(0), Some(3)),
+        "{j}"
+    );
+    assert!(j["failures"].to_string().contains("unroutable"), "{j}");
+    r.wait_no_consumer("dlq").await;
+    assert_eq!(r.ready("dlq").await, 3, "nothing left the DLQ");
+    // A missing target queue is refused before anything is read.
+    let e = run(
+        &sb,
+        &["redrive", &r.url("dlq"), "--to", &r.url("missing"), "--yes"],
+    )
+    .code(3);
+    assert!(e.stderr.contains("not found"), "{}", e.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_run_or_a_consumer_is_refused_by_name() {
+    let r = Rabbit::new("lock").await;
+    r.pair(Kind::Classic, "orders", "dlq").await;
+    r.dead_letters("orders", "dlq", "m", 2).await;
+    // Another run holds the lock queue (a connection of its own, named as dlqctl names them).
+    let other = lapin::Connection::connect(
+        &crate::amqp::amqp_url(),
+        lapin::ConnectionProperties::default()
+            .with_connection_name("dlqctl redrive alice@ops-1 pid 4242".into()),
+    )
+    .await
+    .unwrap();
+    let ch = other.create_channel().await.unwrap();
+    ch.queue_declare(
+        format!("dlqctl.lock.{}", r.name("dlq")).as_str().into(),
+        QueueDeclareOptions {
+            exclusive: true,
+            auto_delete: true,
+            ..QueueDeclareOptions::default()
+        },
+        table(&[("dlqctl-holder", s("dlqctl redrive alice@ops-1 pid 4242"))]),
+    )
+    .await
+    .unwrap();
+    let sb = Sandbox::new();
+    let e = run(&sb, &["redrive", &r.url("dlq"), "--yes"]).code(3);
+    assert!(
+        e.stderr.contains("another dlqctl run") && e.stderr.contains("alice@ops-1 pid 4242"),
+        "{}",
+        e.stderr
+    );
+    other.close(200, "".into()).await.unwrap();
+    // An application consuming the DLQ: refused, with the consumer named.
+    let app = lapin::Connection::connect(
+        &crate::amqp::amqp_url(),
+        lapin::ConnectionProperties::default().with_connection_name("billing-dlq-worker".into()),
+    )
+    .await
+    .unwrap();
+    let ach = app.create_channel().await.unwrap();
+    ach.basic_qos(1, Default::default()).await.unwrap();
+    let _c = ach
+        .basic_consume(
+            r.name("dlq").as_str().into(),
+            "app".into(),
+            Default::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    // The management API names a consumer once its statistics come in (every few seconds).
+    crate::pair::wait_until(
+        Duration::from_secs(30),
+        "the API to list the consumer",
+        || async {
+            r.api_get(&format!("queues/%2F/{}", r.name("dlq"))).await["consumer_details"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty())
+        },
+    )
+    .await;
+    let e = run(&sb, &["redrive", &r.url("dlq"), "--yes"]).code(3);
+    assert!(e.stderr.contains("billing-dlq-worker"), "{}", e.stderr);
+    app.close(200, "".into()).await.unwrap();
+    r.wait_no_consumer("dlq").await;
+    assert_eq!(r.ready("dlq").await, 2, "nothing moved");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn purge_transform_and_the_loop_guard_on_rabbitmq() {
+    let mut p = RabbitPair::new(Kind::Quorum);
+    crate::purge::purge_contract(&mut p, true).await;
+    crate::purge::purge_survives_a_kill(&mut p).await;
+    crate::purge::purge_into_a_queue(&mut p).await;
+    crate::dispose::transform_and_count(&mut p).await;
+
+    // The loop guard, as it happens: copies go back to the work queue, whose consumer
+    // rejects them again; the second redrive holds them (their count is 1).
+    let ids = p.fresh(4).await;
+    let sb = Sandbox::new();
+    let dlq = p.r().url("dlq");
+    run(&sb, &["redrive", &dlq, "--yes", "--output", "json"]).ok();
+    p.r().reject("orders", 4, "dlq").await;
+    let out = run(
+        &sb,
+        &[
+            "redrive",
+            &dlq,
+            "--max-redrives",
+            "1",
+            "--yes",
+            "--output",
+            "json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(
+        (out["moved"].as_u64(), out["held"].as_u64()),
+        (Some(0), Some(4)),
+        "{out}"
+    );
+    p.settle().await;
+    assert_eq!(p.remaining().await, 4);
+    // --park: they go to a queue of their own, counted once more.
+    p.r().declare("parked", Kind::Classic, &[]).await;
+    let out = run(
+        &sb,
+        &[
+            "redrive",
+            &dlq,
+            "--max-redrives",
+            "1",
+            "--park",
+            &p.r().url("parked"),
+            "--yes",
+            "--output",
+            "json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(out["parked"], 4, "{out}");
+    let parked = p.r().drain("parked").await;
+    let mut got: Vec<String> = parked
+        .iter()
+        .filter_map(|m| stable_id(&m.delivery.properties))
+        .collect();
+    got.sort();
+    assert_eq!(got, ids);
+    for m in &parked {
+        assert_eq!(
+            crate::amqp::header_text(&m.delivery.properties, "dlqctl-redrive-count").as_deref(),
+            Some("2")
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_audit_trail_records_a_rabbitmq_redrive() {
+    let mut p = RabbitPair::new(Kind::Classic);
+    let ids = p.fresh(3).await;
+    let sb = Sandbox::new();
+    let dlq = p.r().url("dlq");
+    run(
+        &sb,
+        &[
+            "redrive", &dlq, "--reason", "INC-27", "--yes", "--output", "json",
+        ],
+    )
+    .ok();
+    let runs = run(&sb, &["audit", "--output", "json"]).ok().json();
+    let run = &runs[0];
+    assert_eq!(run["command"], "redrive", "{runs}");
+    assert_eq!(run["reason"], "INC-27");
+    let argv = run["argv"].to_string();
+    assert!(
+        !argv.contains(&crate::amqp::credentials().1),
+        "the password is redacted: {argv}"
+    );
+    let o = run["outcome"].to_string();
+    for id in &ids {
+        assert!(o.contains(id.as_str()), "{o}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn verify_checks_routes_guarantees_limits_and_the_arithmetic() {
+    let r = Rabbit::new("verify").await;
+    // orders (classic) → DLX `dl` (exists, bound) → dlq (quorum, max-length drop-head, no TTL);
+    // payments (quorum, at-least-once) → default exchange → dlq;
+    // lost (classic) → DLX `missing` (no such exchange).
+    let dl = r.name("dl");
+    r.ch.exchange_declare(
+        dl.as_str().into(),
+        lapin::ExchangeKind::Fanout,
+        ExchangeDeclareOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+    r.declare(
+        "dlq",
+        Kind::Quorum,
+        &[("x-max-length", AMQPValue::LongInt(100))],
+    )
+    .await;
+    r.ch.queue_bind(
+        r.name("dlq").as_str().into(),
+        dl.as_str().into(),
+        "".into(),
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+    r.declare(
+        "orders",
+        Kind::Classic,
+        &[("x-dead-letter-exchange", s(&dl))],
+    )
+    .await;
+    r.declare(
+        "payments",
+        Kind::Quorum,
+        &[
+            ("x-dead-letter-exchange", s("")),
+            ("x-dead-letter-routing-key", s(&r.name("dlq"))),
+            ("x-dead-letter-strategy", s("at-least-once")),
+            ("x-overflow", s("reject-publish")),
+            ("x-delivery-limit", AMQPValue::LongInt(5)),
+        ],
+    )
+    .await;
+    let db = Db::new("rverify").await;
+    db.exec("CREATE TABLE {s}.processed (message_id text PRIMARY KEY, handled_at timestamptz)")
+        .await;
+    let sb = Sandbox::new();
+    let cfg = sb.write(
+        "dlqctl.toml",
+        &format!(
+            "[queues.orders]\ndlq = \"{}\"\n[queues.orders.dedupe]\nurl = \"{}\"\ntable = \"{}.processed\"\nretention = \"30d\"\n",
+            r.url("dlq"),
+            crate::harness::pg_url(),
+            db.schema
+        ),
+    );
+    let out = run(
+        &sb,
+        &[
+            "verify",
+            "orders",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let v = out.json();
+    let checks = &v["queues"][0]["checks"];
+    let status = |id: &str, says: &str| -> Vec<String> {
+        checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["id"] == id && c["detail"].as_str().unwrap_or("").contains(says))
+            .map(|c| c["status"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        status("rabbitmq-dead-letter-route", &r.name("orders")),
+        ["PASS"],
+        "{v}"
+    );
+    assert_eq!(
+        status("rabbitmq-dead-lettering-guarantee", &r.name("orders")),
+        ["WARN"],
+        "{v}"
+    );
+    assert_eq!(
+        status("rabbitmq-dead-lettering-guarantee", &r.name("payments")),
+        ["PASS"],
+        "{v}"
+    );
+    assert_eq!(
+        status("rabbitmq-delivery-limit", &r.name("payments")),
+        ["PASS"],
+        "{v}"
+    );
+    assert_eq!(
+        status("rabbitmq-dlq-length-limit", "drop-head"),
+        ["WARN"],
+        "{v}"
+    );
+    // The DLQ keeps dead letters forever: a 30-day dedupe retention is too short.
+    let terms = v["queues"][0]["redelivery"].to_string();
+    assert!(terms.contains("forever"), "{v}");
+    // A dead-letter exchange that does not exist: FAIL (dead letters dropped silently).
+    r.declare(
+        "lost",
+        Kind::Classic,
+        &[("x-dead-letter-exchange", s(&r.name("missing")))],
+    )
+    .await;
+    let cfg2 = sb.write(
+        "lost.toml",
+        &format!(
+            "[queues.lost]\ndlq = \"{}\"\nsource = \"{}\"\n",
+            r.url("dlq"),
+            r.url("lost")
+        ),
+    );
+    let v = run(
+        &sb,
+        &[
+            "verify",
+            "lost",
+            "--config",
+            cfg2.to_str().unwrap(),
+            "--output",
+            "json",
+        ],
+    )
+    .code(1)
+    .json();
+    assert!(
+        v.to_string()
+            .contains("does not exist: RabbitMQ drops its dead letters silently"),
+        "{v}"
+    );
+}
