@@ -268,7 +268,7 @@ fn opt_retention<'de, D: Deserializer<'de>>(
 pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
     // The reasons quote the input: control characters escaped, so the error stays on one line
     // (tests/it/bad_input.rs found `--older-than $'\n'` printing a line break).
-    duration(s).map_err(|e| crate::address::escape_controls(&e))
+    duration(s).map_err(|e| crate::text::escape_controls(&e))
 }
 
 fn duration(s: &str) -> std::result::Result<Duration, String> {
@@ -345,7 +345,7 @@ pub fn one_line(s: &str) -> String {
         .to_string();
     // A lone carriage return is not a line end to `lines()`: escape what is left (found by
     // tests/it/bad_input.rs: `kind = "\r"` in a rule).
-    crate::address::escape_controls(&if last.is_empty() || last == first {
+    crate::text::escape_controls(&if last.is_empty() || last == first {
         first
     } else {
         format!("{first} {last}")

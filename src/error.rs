@@ -1,6 +1,6 @@
 //! Typed errors. Every error knows its exit code (see `docs/exit-codes.md`) and, where there
 //! is one, a hint telling the user what to do next. Messages never contain secrets: anything
-//! that could carry a password goes through [`crate::address::redact`] first.
+//! that could carry a password goes through [`crate::secrets::redact`] first.
 
 use std::path::PathBuf;
 

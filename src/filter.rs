@@ -177,8 +177,8 @@ impl Filter {
         classifier: &Classifier,
     ) -> Result<Verdict> {
         let (test, first) = q.test_counted(m, now, classifier);
-        let id = crate::address::escape_controls(&m.id);
-        let src = crate::address::escape_controls(q.source());
+        let id = crate::text::escape_controls(&m.id);
+        let src = crate::text::escape_controls(q.source());
         let budget = crate::human::fmt_duration(q.budget());
         let assigns = if q.assigns() {
             " (jq's `=` assigns; compare with `==`)"

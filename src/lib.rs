@@ -25,3 +25,4 @@ pub mod pgconn;
 pub mod query;
 pub mod secrets;
 pub mod settings;
+pub mod text;

@@ -363,7 +363,7 @@ impl<'de> Deserialize<'de> for Encoding {
                     "base64" => Ok(Encoding::Base64),
                     other => Err(E::custom(format_args!(
                         "unknown variant `{}`, expected `utf8` or `base64`",
-                        crate::address::escape_controls(other)
+                        crate::text::escape_controls(other)
                     ))),
                 }
             }
@@ -489,7 +489,7 @@ impl TryFrom<RecordAttribute> for Attribute {
     fn try_from(r: RecordAttribute) -> Result<Self, String> {
         // The name as the errors quote it: control characters escaped, so that `replay`'s
         // error stays on one line (tests/it/bad_input.rs found `"name": "\n"`).
-        let shown = || crate::address::escape_controls(&r.name);
+        let shown = || crate::text::escape_controls(&r.name);
         let value = match (r.value, r.base64) {
             (Some(_), Some(_)) => {
                 return Err(format!("attribute `{}` has both value and base64", shown()));

@@ -14,6 +14,8 @@
 
 use std::fmt;
 
+use crate::text::closest;
+
 /// Driver parameters dlqctl passes on (sqlx's names and aliases).
 const DRIVER_PARAMS: &[&str] = &[
     "sslmode",
@@ -117,16 +119,6 @@ impl fmt::Debug for PgConn {
     }
 }
 
-/// The closest of `known` to `word`, when it is close enough to be a likely typo.
-pub fn closest<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    known
-        .into_iter()
-        .map(|k| (strsim::damerau_levenshtein(word, k), k))
-        .filter(|(d, k)| *d <= 2.max(k.len() / 4) && *d < k.len())
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
-}
-
 impl PgConn {
     /// Parse a `postgres://` or `postgresql://` URL. `own` names the caller's parameters
     /// (`table`, `queue`, …), returned beside the connection in the order given; each may
@@ -137,7 +129,7 @@ impl PgConn {
     ) -> std::result::Result<(PgConn, Vec<(String, String)>), String> {
         // Reasons quote decoded values (`hostaddr=%0A`): escape control characters so that the
         // error stays on one line (found by tests/it/bad_input.rs).
-        Self::parse_parts(input, own).map_err(|r| crate::address::escape_controls(&r))
+        Self::parse_parts(input, own).map_err(|r| crate::text::escape_controls(&r))
     }
 
     fn parse_parts(
@@ -280,7 +272,7 @@ impl PgConn {
         {
             return Err(format!(
                 "host `{}` has a control character in it",
-                crate::address::escape_controls(h)
+                crate::text::escape_controls(h)
             ));
         }
         // (A password equal to the user name is shown by the user name anyway; scrubbing it

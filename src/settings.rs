@@ -224,7 +224,7 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
             name: arg.to_string(),
             config: config.path.clone(),
         };
-        let hint = match crate::pgconn::closest(arg, config.queues.keys().map(String::as_str)) {
+        let hint = match crate::text::closest(arg, config.queues.keys().map(String::as_str)) {
             Some(c) => format!("did you mean `{c}`?"),
             None => format!(
                 "name the queue by its URL (an SQS queue: sqs://{arg}; a Kafka topic: kafka://HOST:PORT/{arg}), or define [queues.{arg}] in dlqctl.toml (--config FILE or DLQCTL_CONFIG)"
@@ -332,7 +332,7 @@ fn fingerprints(given: &[String]) -> Result<Vec<String>> {
                 "--fingerprint",
                 format!(
                     "`{}` is not a fingerprint: its sixteen hex characters, or a unique prefix of at least 8, as `dlqctl classify QUEUE --by fingerprint` shows them",
-                    crate::address::escape_controls(&fp)
+                    crate::text::escape_controls(&fp)
                 ),
             ));
         }
@@ -413,7 +413,7 @@ pub const MAX_RATE: f64 = 1_000_000.0;
 pub fn parse_rate(s: &str) -> std::result::Result<f64, String> {
     // The reasons quote the input: control characters escaped, so the error stays on one line
     // (tests/it/bad_input.rs found `--rate $'\n'` printing a line break).
-    rate(s).map_err(|e| crate::address::escape_controls(&e))
+    rate(s).map_err(|e| crate::text::escape_controls(&e))
 }
 
 fn rate(s: &str) -> std::result::Result<f64, String> {

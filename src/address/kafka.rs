@@ -50,7 +50,7 @@ pub(super) fn parse_kafka(input: &str) -> Result<Address> {
             "until" => range.until = Some(time(v)?),
             other => {
                 let guess =
-                    crate::pgconn::closest(other, ["partition", "from", "to", "since", "until"])
+                    crate::text::closest(other, ["partition", "from", "to", "since", "until"])
                         .map(|g| format!("did you mean `{g}`? "))
                         .unwrap_or_default();
                 return Err(bad(&format!(

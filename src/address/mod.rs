@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
+use crate::text::escape_controls;
 
 mod display;
 mod kafka;
@@ -162,20 +163,6 @@ fn invalid(input: &str, reason: &str) -> Error {
         input: escape_controls(&redact(input.trim())),
         reason: escape_controls(reason),
     }
-}
-
-/// `s` with each control character (line feed, carriage return, tab, NUL, …) written as its
-/// Rust escape (`\n`), for messages that must stay on one line.
-pub fn escape_controls(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 impl Address {

@@ -43,7 +43,7 @@ pub(super) fn parse_postgres(input: &str) -> Result<Address> {
                 .replace("graphile_worker", "graphile-worker")
                 .replace("pg_boss", "pg-boss");
             if job_system(&s).is_none() {
-                let hint = crate::pgconn::closest(&s, job_system_names())
+                let hint = crate::text::closest(&s, job_system_names())
                     .map(|c| format!("did you mean `{c}`? "))
                     .unwrap_or_default();
                 return Err(bad(format!(

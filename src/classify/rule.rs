@@ -106,7 +106,7 @@ impl Rule {
     pub(super) fn compile(r: &RuleConfig, builtin: bool) -> std::result::Result<Rule, String> {
         // Rule names are quoted with control characters escaped, so that the error stays on
         // one line (tests/it/bad_input.rs found `name = "\n"`).
-        let name = crate::address::escape_controls(&r.name);
+        let name = crate::text::escape_controls(&r.name);
         let m = &r.matcher;
         if m.error.is_none() && m.body.is_none() && m.attributes.is_empty() {
             return Err(format!(

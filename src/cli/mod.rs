@@ -318,7 +318,7 @@ impl FilterArgs {
                 let known = ["transient", "permanent", "unclassified"]
                     .into_iter()
                     .chain(classifier.rules().map(|r| r.name.as_str()));
-                let guess = crate::pgconn::closest(c, known)
+                let guess = crate::text::closest(c, known)
                     .map(|g| format!(" (did you mean `{g}`?)"))
                     .unwrap_or_default();
                 return Err(Error::invalid_arg(

@@ -92,7 +92,7 @@ impl Baseline {
         {
             return Err(bad(&format!(
                 "`{}` is not a fingerprint of this version (sixteen hex characters, fp3): it was written by an older dlqctl",
-                crate::address::escape_controls(old)
+                crate::text::escape_controls(old)
             )));
         }
         Ok(Baseline {

@@ -367,7 +367,7 @@ pub fn explanation_lines(e: &Explanation) -> Vec<String> {
             s.field,
             s.start,
             s.end,
-            crate::address::escape_controls(&s.text)
+            crate::text::escape_controls(&s.text)
         ));
     } else {
         lines.push("no rule matched".into());

@@ -64,7 +64,7 @@ impl FromStr for GroupKey {
                 _ => {
                     return Err(format!(
                         "`{}` is not a grouping key: use class, rule, fingerprint, source, key, attr:NAME, hour or day",
-                        crate::address::escape_controls(other)
+                        crate::text::escape_controls(other)
                     ));
                 }
             },

@@ -108,7 +108,7 @@ impl Query {
                 format!(
                     "not a valid jq expression at character {}: {what} (in `{}`){}",
                     code[..pos].chars().count() + 1,
-                    crate::address::escape_controls(code),
+                    crate::text::escape_controls(code),
                     syntax_hint(code)
                 ),
             )
@@ -284,7 +284,7 @@ impl Query {
 }
 
 fn one_line(s: &str) -> String {
-    crate::address::escape_controls(s)
+    crate::text::escape_controls(s)
 }
 
 /// A value in a few words, for "gave … instead of true or false".

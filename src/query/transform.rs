@@ -74,7 +74,7 @@ impl Transform {
                     if s.is_empty() {
                         "none".to_string()
                     } else {
-                        format!("`{}`", crate::address::escape_controls(s))
+                        format!("`{}`", crate::text::escape_controls(s))
                     }
                 };
                 return Err(format!(
@@ -162,7 +162,7 @@ fn mapped(q: &Query, m: &Message) -> std::result::Result<Message, String> {
         Ok((Some(Err(e)), _)) => {
             return Err(format!(
                 "--transform failed: {}",
-                crate::address::escape_controls(&e)
+                crate::text::escape_controls(&e)
             ));
         }
         Ok((Some(Ok(v)), _)) => v,
@@ -173,7 +173,7 @@ fn mapped(q: &Query, m: &Message) -> std::result::Result<Message, String> {
     if o.get("id") != Some(&Value::String(m.id.clone())) {
         return Err(format!(
             "--transform cannot change the stable id ({}): the copy would be a different message",
-            crate::address::escape_controls(&m.id)
+            crate::text::escape_controls(&m.id)
         ));
     }
     // A changed .json is the new body; changed .attrs are the new attributes.

@@ -140,7 +140,7 @@ fn lookup(input: &Val, fields: &[String], top: Option<&[&str]>) -> Result<(), St
                     Val::Obj(m) if i > 0 => m.keys().filter_map(text).collect(),
                     _ => top.iter().map(|s| s.to_string()).collect(),
                 };
-                let guess = crate::pgconn::closest(f, keys.iter().map(String::as_str))
+                let guess = crate::text::closest(f, keys.iter().map(String::as_str))
                     .map(|g| format!("; did you mean `{g}`?"))
                     .unwrap_or_default();
                 return Err(if i == 0 {

@@ -65,8 +65,8 @@ const PARAMS: [&str; 4] = ["queue", "exchange", "routing_key", "api"];
 
 fn invalid(input: &str, reason: &str) -> Error {
     Error::InvalidAddress {
-        input: crate::address::escape_controls(&crate::address::redact(input.trim())),
-        reason: crate::address::escape_controls(reason),
+        input: crate::text::escape_controls(&crate::secrets::redact(input.trim())),
+        reason: crate::text::escape_controls(reason),
     }
 }
 
@@ -134,7 +134,7 @@ fn params(input: &str, url: &url::Url) -> Result<[Option<String>; 4]> {
     let mut got: [Option<String>; 4] = Default::default();
     for (k, v) in url.query_pairs() {
         let Some(i) = PARAMS.iter().position(|p| *p == k.as_ref()) else {
-            let guess = crate::pgconn::closest(&k, PARAMS)
+            let guess = crate::text::closest(&k, PARAMS)
                 .map(|g| format!("did you mean `{g}`? "))
                 .unwrap_or_default();
             return Err(invalid(

@@ -112,7 +112,7 @@ pub(super) fn parse_redis(input: &str) -> Result<Address> {
             "prefix" => &mut prefix,
             "set" => &mut set,
             other => {
-                let guess = crate::pgconn::closest(other, OWN.iter().copied())
+                let guess = crate::text::closest(other, OWN.iter().copied())
                     .map(|g| format!("did you mean `{g}`? "))
                     .unwrap_or_default();
                 return Err(bad(&format!(

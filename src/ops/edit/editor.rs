@@ -139,7 +139,7 @@ pub fn edit(path: &Path) -> Result<()> {
             "$VISUAL/$EDITOR",
             format!(
                 "the editor `{}` ({from}) {why}; nothing done",
-                crate::address::escape_controls(&shown)
+                crate::text::escape_controls(&shown)
             ),
         )
         .hinted("set VISUAL or EDITOR to an editor command that waits until the file is saved and closed (e.g. `vi`, `nano`, `code --wait`)")

@@ -11,7 +11,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::address::escape_controls;
+use crate::text::escape_controls;
 use crate::message::{Attribute, Message, RecordAttribute};
 
 /// Whether attribute `a` of `m` is kept out of the editor: dlqctl's own (`dlqctl-*`: the

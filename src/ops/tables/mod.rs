@@ -31,7 +31,7 @@ pub fn template_cell(template: &str) -> crate::output::Cell {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .unwrap_or(template);
-    let inner = crate::address::escape_controls(inner);
+    let inner = crate::text::escape_controls(inner);
     crate::output::Cell::with_short(inner.clone(), without_packages(&inner))
 }
 
