@@ -17,6 +17,8 @@ pub mod filter;
 pub mod fsutil;
 pub mod headers;
 pub mod human;
+#[cfg(feature = "kafka")]
+pub mod kafka_headers;
 pub mod message;
 pub mod operator;
 pub mod ops;

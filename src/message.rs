@@ -475,7 +475,7 @@ impl From<&Attribute> for RecordAttribute {
 pub fn decoded_header(name: &str, value: Option<&[u8]>) -> Option<serde_json::Value> {
     #[cfg(feature = "kafka")]
     {
-        value.and_then(|v| crate::backend::kafka::conventions::decoded(name, v))
+        value.and_then(|v| crate::kafka_headers::decoded(name, v))
     }
     #[cfg(not(feature = "kafka"))]
     {
