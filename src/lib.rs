@@ -17,6 +17,7 @@ pub mod filter;
 pub mod fsutil;
 pub mod headers;
 pub mod human;
+pub mod interrupt;
 #[cfg(feature = "kafka")]
 pub mod kafka_headers;
 pub mod message;

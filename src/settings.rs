@@ -3,17 +3,15 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use regex::Regex;
-use tokio::sync::Notify;
 
 use crate::address::Address;
 use crate::backend::{AwsOptions, OpenOptions};
 use crate::config::{Config, QueueConfig, parse_duration};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
+pub use crate::interrupt::{Interrupt, Phase};
 use crate::output::Printer;
 
 /// Everything a command runs with.
@@ -83,63 +81,6 @@ impl Ctx {
     /// A redrive/replay target (see [`resolve_target`]).
     pub fn target(&self, arg: &str, source: &QueueRef) -> Result<(Address, OpenOptions)> {
         resolve_target(&self.config, &self.aws, arg, source)
-    }
-}
-
-/// Set once by Ctrl-C / SIGTERM. Long operations stop at the next safe point.
-#[derive(Clone, Default)]
-pub struct Interrupt {
-    flag: Arc<AtomicBool>,
-    notify: Arc<Notify>,
-    /// Where a command that changes something is: see [`Phase`].
-    phase: Arc<std::sync::atomic::AtomicU8>,
-}
-
-/// What a first Ctrl-C means, by where the command is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    /// Reading (peek, tail, export, classify): stop reading, show what was read.
-    Reading = 0,
-    /// At the question before a change: nothing was done, the command ends at once.
-    Asking = 1,
-    /// Changing (redrive, replay): finish the current batch, then stop.
-    Changing = 2,
-    /// An editor runs in the foreground (`edit`): a Ctrl-C is the editor's (vi uses it), and
-    /// dlqctl ignores it.
-    Editing = 3,
-}
-
-impl Interrupt {
-    pub fn set_phase(&self, p: Phase) {
-        self.phase.store(p as u8, Ordering::SeqCst);
-    }
-
-    pub fn phase(&self) -> Phase {
-        match self.phase.load(Ordering::SeqCst) {
-            1 => Phase::Asking,
-            2 => Phase::Changing,
-            3 => Phase::Editing,
-            _ => Phase::Reading,
-        }
-    }
-
-    pub fn trigger(&self) {
-        self.flag.store(true, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-
-    pub fn is_set(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
-    }
-
-    pub async fn wait(&self) {
-        loop {
-            let n = self.notify.notified();
-            if self.is_set() {
-                return;
-            }
-            n.await;
-        }
     }
 }
 

@@ -19,7 +19,7 @@ use crate::address::Address;
 use crate::config::QueueConfig;
 use crate::error::{Error, Result};
 use crate::message::Message;
-use crate::settings::Interrupt;
+use crate::interrupt::Interrupt;
 
 /// One queue's messages and what happens to the copies offered to it.
 #[derive(Default)]

@@ -1,7 +1,7 @@
 //! Backends behind one object-safe trait, chosen by the address's URL scheme.
 //!
-//! Operations (`crate::ops`) see only [`QueueBackend`] and [`MoveSession`]; each backend lives
-//! in its own module. An operation a backend cannot do fails up front with
+//! The layers above see only [`QueueBackend`] and [`MoveSession`]; each backend lives in
+//! its own module. An operation a backend cannot do fails up front with
 //! [`Error::Unsupported`], never half-way.
 
 use std::future::Future;

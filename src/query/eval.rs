@@ -28,7 +28,7 @@ use jaq_core::native::{Fun, v};
 use jaq_core::{DataT, Exn, ValX, ValXs, Vars};
 use jaq_json::Val;
 
-use crate::settings::Interrupt;
+use crate::interrupt::Interrupt;
 
 /// The budget of one evaluation, unless `DLQCTL_JQ_BUDGET_MS` says otherwise.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(1);

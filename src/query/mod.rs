@@ -20,7 +20,7 @@ use jaq_json::Val;
 use crate::classify::Classifier;
 use crate::error::{Error, Result};
 use crate::message::Message;
-use crate::settings::Interrupt;
+use crate::interrupt::Interrupt;
 
 mod eval;
 mod record;

@@ -14,7 +14,7 @@ use super::{Query, attrs_map, eval};
 use crate::config::IdSource;
 use crate::error::Result;
 use crate::message::{AttrValue, Attribute, Message};
-use crate::settings::Interrupt;
+use crate::interrupt::Interrupt;
 
 /// The prefix of the attributes that are dlqctl's own.
 const DLQCTL_ATTRIBUTES: &str = "dlqctl-";
