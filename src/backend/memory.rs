@@ -18,8 +18,8 @@ use super::{
 use crate::address::Address;
 use crate::config::QueueConfig;
 use crate::error::{Error, Result};
-use crate::message::Message;
 use crate::interrupt::Interrupt;
+use crate::message::Message;
 
 /// One queue's messages and what happens to the copies offered to it.
 #[derive(Default)]

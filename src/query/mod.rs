@@ -19,8 +19,8 @@ use jaq_json::Val;
 
 use crate::classify::Classifier;
 use crate::error::{Error, Result};
-use crate::message::Message;
 use crate::interrupt::Interrupt;
+use crate::message::Message;
 
 mod eval;
 mod record;

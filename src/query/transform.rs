@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::{Query, attrs_map, eval};
 use crate::config::IdSource;
 use crate::error::Result;
-use crate::message::{AttrValue, Attribute, Message};
 use crate::interrupt::Interrupt;
+use crate::message::{AttrValue, Attribute, Message};
 
 /// The prefix of the attributes that are dlqctl's own.
 const DLQCTL_ATTRIBUTES: &str = "dlqctl-";

@@ -11,8 +11,8 @@ use base64::engine::general_purpose::STANDARD as B64;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::text::escape_controls;
 use crate::message::{Attribute, Message, RecordAttribute};
+use crate::text::escape_controls;
 
 /// Whether attribute `a` of `m` is kept out of the editor: dlqctl's own (`dlqctl-*`: the
 /// stable id, the loop guard's count) and the one the configured stable id is read from.
