@@ -3,9 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use futures::StreamExt;
-use serde::Serialize;
 
 use crate::backend::{self, ScanOptions};
 use crate::classify::{Classifier, Explanation, Kind};
@@ -14,7 +13,8 @@ use crate::dedupe::DedupeTable;
 use crate::error::{Result, exit};
 use crate::filter::Filter;
 use crate::message::Message;
-use crate::ops::groups::{GroupKey, GroupRow, Groups, Slot};
+use crate::ops::classify_report::{ClassRow, ClassifyReport, DedupeSummary, MessageExplanation};
+use crate::ops::groups::{GroupKey, Groups, Slot};
 use crate::settings::{Ctx, QueueRef};
 
 pub struct ClassifyRequest {
@@ -29,67 +29,9 @@ pub struct ClassifyRequest {
     pub by: Vec<GroupKey>,
 }
 
-#[derive(Serialize)]
-pub struct ClassifyReport {
-    pub queue: String,
-    pub total: u64,
-    /// Whether every message of the queue was read: false when Ctrl-C stopped the run or
-    /// `--max` did (the counts are then of part of the queue; `check --baseline` refuses it).
-    pub complete: bool,
-    /// Stopped by Ctrl-C.
-    pub interrupted: bool,
-    pub kinds: BTreeMap<Kind, u64>,
-    pub classes: Vec<ClassRow>,
-    /// With --by: the keys, and the groups largest first.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub by: Option<Vec<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub groups: Option<Vec<GroupRow>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dedupe: Option<DedupeSummary>,
-    /// With --explain: one entry per message, in the order read.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub explanations: Option<Vec<MessageExplanation>>,
-}
-
 /// How many messages `classify --explain` explains (the rest are counted as usual): the
 /// explanations are kept until the report is printed.
 const EXPLAINED_AT_MOST: usize = 10_000;
-
-/// `--explain`: a message's id and how it got its class.
-#[derive(Serialize)]
-pub struct MessageExplanation {
-    pub id: String,
-    #[serde(flatten)]
-    pub explanation: Explanation,
-}
-
-#[derive(Serialize)]
-pub struct ClassRow {
-    pub kind: Kind,
-    pub rule: String,
-    pub count: u64,
-    /// Already recorded in the dedupe table (with --dedupe).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub processed: Option<u64>,
-    /// Redriven or replayed by dlqctl before (a `dlqctl-redrive-count` of 1 or more), and the
-    /// highest count: a class that keeps coming back (the loop guard, `--max-redrives`).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub redriven: u64,
-    #[serde(skip_serializing_if = "is_zero")]
-    pub max_redrive_count: u64,
-    pub first_seen: Option<DateTime<Utc>>,
-    pub last_seen: Option<DateTime<Utc>>,
-    pub sample_id: String,
-    pub sample_error: Option<String>,
-}
-
-#[derive(Serialize)]
-pub struct DedupeSummary {
-    pub table: String,
-    pub processed: u64,
-    pub not_processed: u64,
-}
 
 pub async fn run(ctx: &Ctx, req: ClassifyRequest) -> Result<i32> {
     let b = ctx
@@ -245,10 +187,6 @@ fn add(
         row.first_seen = Some(row.first_seen.map_or(t, |f| f.min(t)));
         row.last_seen = Some(row.last_seen.map_or(t, |l| l.max(t)));
     }
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 /// A message waiting for the dedupe table's answer: its id, and where it was counted.

@@ -4,6 +4,7 @@
 pub mod census;
 pub mod check;
 pub mod classify;
+pub mod classify_report;
 pub mod edit;
 pub mod groups;
 pub mod inspect;

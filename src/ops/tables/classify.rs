@@ -6,7 +6,7 @@
 //! kinds and rule names whole (they are what `--class` takes) and gives the sample the rest.
 
 use super::{template_cell, when};
-use crate::ops::classify::ClassifyReport;
+use crate::ops::classify_report::ClassifyReport;
 use crate::ops::groups::GroupRow;
 use crate::output::{Cell, Col, Grid};
 
@@ -146,7 +146,7 @@ mod tests {
 
     use super::*;
     use crate::classify::Kind;
-    use crate::ops::classify::ClassRow;
+    use crate::ops::classify_report::ClassRow;
 
     fn report(rule: &str, sample_id: &str) -> ClassifyReport {
         ClassifyReport {
