@@ -6,6 +6,7 @@
 //! The moved ids go inline up to [`INLINE_IDS`]; past that, every id goes to a file beside the
 //! log (`audit-ids/RUN.txt`), written as the run goes, so that memory stays flat.
 
+use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -162,37 +163,21 @@ impl Ids {
     }
 }
 
-/// The audit table, where configured (`[audit] url`).
-#[cfg(feature = "postgres")]
-type Table = crate::backend::postgres::audit::AuditTable;
-#[cfg(not(feature = "postgres"))]
-type Table = std::convert::Infallible;
-
-async fn open_table(cfg: &AuditConfig) -> Result<Option<Table>> {
-    let Some(url) = &cfg.url else {
-        return Ok(None);
-    };
-    #[cfg(feature = "postgres")]
-    {
-        crate::secrets::register_url_password(url);
-        let table = cfg.table.as_deref().unwrap_or("dlqctl_audit");
-        Ok(Some(Table::open(url, table).await?))
-    }
-    #[cfg(not(feature = "postgres"))]
-    {
-        let _ = url;
-        Err(Error::Unsupported {
-            backend: "postgres",
-            operation: "an audit table",
-            reason: "dlqctl was built without the `postgres` backend: leave out [audit] url".into(),
-        })
-    }
+/// Where the trail is written besides the log: the table of `[audit] url`, one row per run
+/// (the PostgreSQL backend implements it). The caller opens it (`Ctx::audit`), so that the
+/// trail names no backend.
+#[async_trait::async_trait]
+pub trait Table: Send + Sync {
+    /// Insert the run's row, before it starts.
+    async fn intent(&self, i: &Intent) -> Result<()>;
+    /// Complete the run's row, when it ends.
+    async fn outcome(&self, o: &Outcome) -> Result<()>;
 }
 
 /// A run being audited.
 pub struct Audit {
     path: PathBuf,
-    table: Option<Table>,
+    table: Option<Box<dyn Table>>,
     pub run: String,
     pub ids: Ids,
     /// Messages that left the source (listed in `ids` or not), and when progress was last
@@ -222,8 +207,13 @@ pub fn redacted_argv() -> Vec<String> {
 
 impl Audit {
     /// Write the intent record; the run starts only when it is written (a run that cannot be
-    /// audited does not run: exit 2 with the path).
-    pub async fn begin(cfg: &AuditConfig, path: PathBuf, mut intent: Intent) -> Result<Audit> {
+    /// audited does not run: exit 2 with the path). `table` opens the audit table, where one
+    /// is configured: it is awaited once the run has its id, before the log is written.
+    pub async fn begin(
+        table: impl Future<Output = Result<Option<Box<dyn Table>>>>,
+        path: PathBuf,
+        mut intent: Intent,
+    ) -> Result<Audit> {
         let run = format!(
             "{}-{:x}",
             Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
@@ -233,14 +223,13 @@ impl Audit {
         intent.run = run.clone();
         // The table is reached before the log is written: a table that cannot be reached
         // leaves nothing behind.
-        let table = open_table(cfg).await?;
+        let table = table.await?;
         append(&path, &intent).map_err(|e| Error::Config {
             path: path.clone(),
             reason: format!(
                 "cannot write the audit log ({e}); set [audit] path in dlqctl.toml to a writable file"
             ),
         })?;
-        #[cfg(feature = "postgres")]
         if let Some(t) = &table
             && let Err(e) = t.intent(&intent).await
         {
@@ -354,7 +343,6 @@ impl Audit {
                 path.display()
             ));
         }
-        #[cfg(feature = "postgres")]
         if let Some(t) = &table
             && let Err(e) = t.outcome(&outcome).await
         {
@@ -362,8 +350,6 @@ impl Audit {
                 "warning: cannot write the outcome to the audit table: {e}"
             ));
         }
-        #[cfg(not(feature = "postgres"))]
-        let _ = table;
     }
 }
 

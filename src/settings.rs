@@ -50,7 +50,7 @@ impl Ctx {
     ) -> Result<crate::audit::Audit> {
         self.require_reason()?;
         crate::audit::Audit::begin(
-            &self.config.audit,
+            open_audit_table(&self.config.audit),
             crate::audit::log_path(&self.config.audit, self.aws.state_dir.as_deref()),
             crate::audit::Intent {
                 record: String::new(),
@@ -106,6 +106,31 @@ pub fn from_environment(aws: &mut AwsOptions, config: &mut Config) {
         .map(std::time::Duration::from_millis);
     if let Some(ms) = var("DLQCTL_JQ_BUDGET_MS").and_then(|v| v.trim().parse::<u64>().ok()) {
         crate::query::set_default_budget(std::time::Duration::from_millis(ms.max(1)));
+    }
+}
+
+/// The audit table of `[audit] url`, where one is configured (in PostgreSQL).
+async fn open_audit_table(
+    cfg: &crate::config::AuditConfig,
+) -> Result<Option<Box<dyn crate::audit::Table>>> {
+    let Some(url) = &cfg.url else {
+        return Ok(None);
+    };
+    #[cfg(feature = "postgres")]
+    {
+        crate::secrets::register_url_password(url);
+        let table = cfg.table.as_deref().unwrap_or("dlqctl_audit");
+        let table = crate::backend::postgres::audit::AuditTable::open(url, table).await?;
+        Ok(Some(Box::new(table)))
+    }
+    #[cfg(not(feature = "postgres"))]
+    {
+        let _ = url;
+        Err(Error::Unsupported {
+            backend: "postgres",
+            operation: "an audit table",
+            reason: "dlqctl was built without the `postgres` backend: leave out [audit] url".into(),
+        })
     }
 }
 

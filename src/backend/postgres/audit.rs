@@ -2,12 +2,13 @@
 //! before it starts, completed when it ends. dlqctl does not create the table: the DDL is in
 //! docs/audit.md (and docs/sql/audit.sql).
 
+use async_trait::async_trait;
 use sqlx::{AssertSqlSafe, PgPool};
 
 use super::layout::quote_ident;
 use super::{connect, pg_err};
 use crate::address::redact;
-use crate::audit::{Intent, Outcome};
+use crate::audit::{Intent, Outcome, Table};
 use crate::error::{Error, Result};
 use crate::pgconn::PgConn;
 
@@ -29,8 +30,11 @@ impl AuditTable {
         };
         Ok(AuditTable { pool, table })
     }
+}
 
-    pub async fn intent(&self, i: &Intent) -> Result<()> {
+#[async_trait]
+impl Table for AuditTable {
+    async fn intent(&self, i: &Intent) -> Result<()> {
         sqlx::query(AssertSqlSafe(format!(
             "INSERT INTO {} (run, started_at, os_user, host, version, command, argv, source, targets, filter, reason)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
@@ -53,7 +57,7 @@ impl AuditTable {
         Ok(())
     }
 
-    pub async fn outcome(&self, o: &Outcome) -> Result<()> {
+    async fn outcome(&self, o: &Outcome) -> Result<()> {
         sqlx::query(AssertSqlSafe(format!(
             "UPDATE {} SET finished_at = $2, exit_code = $3, counts = $4, error = $5, ids = $6,
                     ids_file = $7, ids_complete = $8
