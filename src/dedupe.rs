@@ -1,7 +1,9 @@
-//! The consumer's dedupe (inbox) table, as the commands see it: it lives in PostgreSQL
-//! (`backend::postgres::dedupe`); a build without the `postgres` backend refuses it with a
+//! The consumer's dedupe (inbox) table, as the commands see it: a [`Table`] to ask, and what it
+//! answers. It lives in PostgreSQL (the PostgreSQL backend implements [`Table`]; the commands
+//! open it through the settings); a build without the `postgres` backend refuses it with a
 //! clear error instead of failing to build.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -9,9 +11,7 @@ use chrono::{DateTime, Utc};
 use crate::config::{
     DedupeConfig, Retention, default_dedupe_table, default_id_column, default_time_column,
 };
-
-#[cfg(feature = "postgres")]
-pub use crate::backend::postgres::dedupe::DedupeTable;
+use crate::error::Result;
 
 /// A config for a bare `--dedupe URL`.
 pub fn config_for_url(url: &str) -> DedupeConfig {
@@ -56,40 +56,16 @@ pub enum KnownRetention {
     Unknown(String),
 }
 
-/// Without the `postgres` backend there is no dedupe table: opening one says so, and no value
-/// of this type exists.
-#[cfg(not(feature = "postgres"))]
-pub struct DedupeTable {
-    pub display: String,
-    never: std::convert::Infallible,
-}
-
-#[cfg(not(feature = "postgres"))]
-impl DedupeTable {
-    pub async fn open(_cfg: &DedupeConfig) -> crate::error::Result<DedupeTable> {
-        Err(crate::error::Error::Unsupported {
-            backend: "postgres",
-            operation: "dedupe tables",
-            reason: "dlqctl was built without the `postgres` backend, and the dedupe table lives in PostgreSQL".into(),
-        })
-    }
-
-    pub fn id_column(&self) -> &str {
-        match self.never {}
-    }
-
-    pub async fn uniqueness(&self) -> crate::error::Result<Uniqueness> {
-        match self.never {}
-    }
-
-    pub async fn retention(&self) -> crate::error::Result<KnownRetention> {
-        match self.never {}
-    }
-
-    pub async fn processed(
-        &self,
-        _ids: &[String],
-    ) -> crate::error::Result<std::collections::HashSet<String>> {
-        match self.never {}
-    }
+/// A dedupe table, open.
+#[async_trait::async_trait]
+pub trait Table: Send + Sync {
+    /// The table as shown: `schema.name`.
+    fn display(&self) -> &str;
+    fn id_column(&self) -> &str;
+    /// Check 2: a primary key or unique index on exactly the id column.
+    async fn uniqueness(&self) -> Result<Uniqueness>;
+    /// Check 3: declared, discovered (pg_cron prune job, expiry column), or a lower bound.
+    async fn retention(&self) -> Result<KnownRetention>;
+    /// Which of `ids` are recorded as processed.
+    async fn processed(&self, ids: &[String]) -> Result<HashSet<String>>;
 }

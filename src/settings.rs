@@ -134,6 +134,26 @@ async fn open_audit_table(
     }
 }
 
+/// The dedupe table `cfg` names (in PostgreSQL).
+pub async fn open_dedupe(
+    cfg: &crate::config::DedupeConfig,
+) -> Result<Box<dyn crate::dedupe::Table>> {
+    #[cfg(feature = "postgres")]
+    {
+        let table = crate::backend::postgres::dedupe::DedupeTable::open(cfg).await?;
+        Ok(Box::new(table))
+    }
+    #[cfg(not(feature = "postgres"))]
+    {
+        let _ = cfg;
+        Err(Error::Unsupported {
+            backend: "postgres",
+            operation: "dedupe tables",
+            reason: "dlqctl was built without the `postgres` backend, and the dedupe table lives in PostgreSQL".into(),
+        })
+    }
+}
+
 /// A queue named on the command line: its address and its config entry (or defaults).
 #[derive(Clone, Debug)]
 pub struct QueueRef {

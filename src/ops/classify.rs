@@ -9,7 +9,6 @@ use futures::StreamExt;
 use crate::backend::{self, ScanOptions};
 use crate::classify::{Classifier, Explanation, Kind};
 use crate::config::DedupeConfig;
-use crate::dedupe::DedupeTable;
 use crate::error::{Result, exit};
 use crate::filter::Filter;
 use crate::message::Message;
@@ -56,7 +55,7 @@ async fn classify_with(
 ) -> Result<i32> {
     let p = &ctx.printer;
     let dedupe = match &req.dedupe {
-        Some(cfg) => Some(DedupeTable::open(cfg).await?),
+        Some(cfg) => Some(crate::settings::open_dedupe(cfg).await?),
         None => None,
     };
     let mut stream = b
@@ -105,7 +104,7 @@ async fn classify_with(
         let slot = groups.as_mut().map(|g| g.add(&m, &class));
         let key = (class.kind, class.rule);
         add(&mut rows, &key, &m, dedupe.is_some());
-        if let Some(d) = &dedupe {
+        if let Some(d) = dedupe.as_deref() {
             pending.push(Pending {
                 id: m.id.clone(),
                 class: key,
@@ -116,7 +115,7 @@ async fn classify_with(
             }
         }
     }
-    if let Some(d) = &dedupe {
+    if let Some(d) = dedupe.as_deref() {
         processed_total += mark(d, &mut pending, &mut rows, groups.as_mut()).await?;
     }
     bar.finish_and_clear();
@@ -144,7 +143,7 @@ async fn classify_with(
             .map(|g| g.by().iter().map(GroupKey::name).collect()),
         groups: groups.map(Groups::into_rows),
         dedupe: dedupe.as_ref().map(|d| DedupeSummary {
-            table: d.display.clone(),
+            table: d.display().to_string(),
             processed: processed_total,
             not_processed: total - processed_total,
         }),
@@ -197,7 +196,7 @@ struct Pending {
 }
 
 async fn mark(
-    d: &DedupeTable,
+    d: &dyn crate::dedupe::Table,
     pending: &mut Vec<Pending>,
     rows: &mut BTreeMap<(Kind, String), ClassRow>,
     mut groups: Option<&mut Groups>,

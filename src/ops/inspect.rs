@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::backend::{Fact, Inspection};
 use crate::classify::Classifier;
-use crate::dedupe::{DedupeTable, KnownRetention};
+use crate::dedupe::KnownRetention;
 use crate::error::{Result, exit};
 use crate::ops::census::{self, Census};
 use crate::ops::metrics::Metrics;
@@ -157,7 +157,7 @@ pub fn queue_metrics(m: &mut Metrics, queue: &str, ins: &Inspection, census: Opt
 }
 
 async fn add_dedupe(ins: &mut Inspection, cfg: &crate::config::DedupeConfig) {
-    let d = match DedupeTable::open(cfg).await {
+    let d = match crate::settings::open_dedupe(cfg).await {
         Ok(d) => d,
         Err(e) => {
             ins.notes.push(format!("dedupe table: {e}"));
@@ -178,8 +178,8 @@ async fn add_dedupe(ins: &mut Inspection, cfg: &crate::config::DedupeConfig) {
     };
     ins.facts.push(Fact::new(
         "dedupe_table",
-        d.display.clone(),
-        d.display.clone(),
+        d.display().to_string(),
+        d.display().to_string(),
     ));
     ins.facts.push(Fact::new(
         "dedupe_retention",

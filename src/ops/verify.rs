@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::backend::{Check, Status, Term};
 use crate::config::Retention;
-use crate::dedupe::{DedupeTable, KnownRetention, Uniqueness};
+use crate::dedupe::{KnownRetention, Uniqueness};
 use crate::error::{Result, exit};
 use crate::output::OutputFormat;
 use crate::settings::{Ctx, QueueRef};
@@ -137,7 +137,7 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
             ..result
         };
     };
-    let d = match DedupeTable::open(dcfg).await {
+    let d = match crate::settings::open_dedupe(dcfg).await {
         Ok(d) => d,
         Err(e) => {
             checks.push(check(
@@ -162,7 +162,7 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
             Status::Pass,
             format!(
                 "{}.{} is protected by {} {index}",
-                d.display,
+                d.display(),
                 d.id_column(),
                 if primary { "primary key" } else { "unique index" }
             ),
@@ -171,7 +171,7 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
             "dedupe-unique",
             "Dedupe table exists with a unique id",
             Status::Warn,
-            format!("{index} on {}.{} is {why}: two deliveries of one id may both insert", d.display, d.id_column()),
+            format!("{index} on {}.{} is {why}: two deliveries of one id may both insert", d.display(), d.id_column()),
         ),
         Ok(Uniqueness::None) => check(
             "dedupe-unique",
@@ -179,7 +179,7 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
             Status::Fail,
             format!(
                 "no primary key or unique index on {}.{}: two deliveries of one id both insert, so repeats are not no-ops (ALTER TABLE … ADD PRIMARY KEY ({}))",
-                d.display,
+                d.display(),
                 d.id_column(),
                 d.id_column()
             ),

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::pgconn::PgConn;
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, PgPool, Row};
 
@@ -12,6 +13,7 @@ use super::layout::quote_ident;
 use super::{connect, cron, pg_err};
 use crate::address::redact;
 use crate::config::{DedupeConfig, Retention};
+use crate::dedupe::{KnownRetention, Table, Uniqueness};
 use crate::error::{Error, Result};
 
 pub struct DedupeTable {
@@ -28,8 +30,6 @@ pub struct DedupeTable {
     time_name: String,
     pub declared: Option<Retention>,
 }
-
-pub use crate::dedupe::{KnownRetention, Uniqueness};
 
 impl DedupeTable {
     /// `url` is a postgres URL; `table=`, `id_column=`, `time_column=` and `retention=` in its
@@ -120,13 +120,20 @@ impl DedupeTable {
             declared,
         })
     }
+}
 
-    pub fn id_column(&self) -> &str {
+#[async_trait]
+impl Table for DedupeTable {
+    fn display(&self) -> &str {
+        &self.display
+    }
+
+    fn id_column(&self) -> &str {
         &self.id_name
     }
 
     /// Check 2: a primary key or unique index on exactly the id column.
-    pub async fn uniqueness(&self) -> Result<Uniqueness> {
+    async fn uniqueness(&self) -> Result<Uniqueness> {
         let rows = sqlx::query(
             "SELECT ic.relname::text AS index, i.indisprimary AS primary, i.indpred IS NOT NULL AS partial,
                     i.indexprs IS NOT NULL AS expr,
@@ -170,7 +177,7 @@ impl DedupeTable {
     }
 
     /// Check 3: declared, discovered (pg_cron prune job, expiry column), or a lower bound.
-    pub async fn retention(&self) -> Result<KnownRetention> {
+    async fn retention(&self) -> Result<KnownRetention> {
         if let Some(r) = self.declared {
             return Ok(KnownRetention::Declared(r));
         }
@@ -240,7 +247,7 @@ impl DedupeTable {
     }
 
     /// Which of `ids` are recorded as processed.
-    pub async fn processed(&self, ids: &[String]) -> Result<HashSet<String>> {
+    async fn processed(&self, ids: &[String]) -> Result<HashSet<String>> {
         if ids.is_empty() {
             return Ok(HashSet::new());
         }
