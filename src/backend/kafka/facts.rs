@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use rdkafka::consumer::BaseConsumer;
 use serde_json::Value;
 
 use super::KafkaBackend;
@@ -14,6 +15,29 @@ use crate::backend::{
 };
 use crate::config::{QueueConfig, Retention};
 use crate::error::Result;
+
+/// How many of the oldest records `inspect` reads for the times and breakdowns.
+const SAMPLE: u64 = 2000;
+
+/// The partitions as `inspect` shows them: a row each, and the sums.
+struct Partitions {
+    table: Table,
+    count: usize,
+    /// High minus low watermark, summed.
+    total: i64,
+    /// Records the redrive group has not committed past, summed.
+    lag: i64,
+}
+
+/// What a sample of the oldest records shows.
+#[derive(Default)]
+struct Sample {
+    seen: u64,
+    oldest: Option<DateTime<Utc>>,
+    newest: Option<DateTime<Utc>>,
+    by_topic: BTreeMap<String, u64>,
+    by_class: BTreeMap<(String, String), u64>,
+}
 
 impl KafkaBackend {
     pub(super) async fn inspect_topic(
@@ -26,8 +50,21 @@ impl KafkaBackend {
             ..Inspection::default()
         };
         let c = self.redrive_consumer()?;
-        let marks = self.watermarks(c.as_ref())?;
-        let committed = self.committed(c.as_ref())?;
+        let parts = self.partitions_table(c.as_ref())?;
+        ins.facts.extend(self.partition_facts(&parts));
+        self.add_topic_configs(&mut ins).await;
+        ins.tables.push(parts.table);
+        // Oldest/newest and breakdowns from a bounded sample of the oldest records.
+        let sample = self.sample_oldest(classifier).await?;
+        sample.add_to(&mut ins);
+        Ok(ins)
+    }
+
+    /// Each partition's watermarks, message count and the redrive group's committed offset and
+    /// lag.
+    fn partitions_table(&self, c: &BaseConsumer) -> Result<Partitions> {
+        let marks = self.watermarks(c)?;
+        let committed = self.committed(c)?;
         let mut total = 0i64;
         let mut lag = 0i64;
         let mut t = Table {
@@ -57,26 +94,35 @@ impl KafkaBackend {
                 l.into(),
             ]);
         }
-        ins.facts.push(Fact::new(
-            "topic",
-            self.k.topic.clone(),
-            self.k.topic.clone(),
-        ));
-        ins.facts.push(Fact::new(
-            "partitions",
-            marks.len() as u64,
-            marks.len().to_string(),
-        ));
-        ins.facts.push(Fact::new(
-            "messages",
+        Ok(Partitions {
+            table: t,
+            count: marks.len(),
             total,
-            format!("{total} (high - low watermarks; offsets can have gaps)"),
-        ));
-        ins.facts.push(Fact::new(
-            "redrive_lag",
             lag,
-            format!("{lag} not yet redriven by {}", self.redrive_group()),
-        ));
+        })
+    }
+
+    /// The topic, its partition count, its message count and the redrive group's lag.
+    fn partition_facts(&self, parts: &Partitions) -> Vec<Fact> {
+        let (total, lag) = (parts.total, parts.lag);
+        vec![
+            Fact::new("topic", self.k.topic.clone(), self.k.topic.clone()),
+            Fact::new("partitions", parts.count as u64, parts.count.to_string()),
+            Fact::new(
+                "messages",
+                total,
+                format!("{total} (high - low watermarks; offsets can have gaps)"),
+            ),
+            Fact::new(
+                "redrive_lag",
+                lag,
+                format!("{lag} not yet redriven by {}", self.redrive_group()),
+            ),
+        ]
+    }
+
+    /// retention.ms and cleanup.policy as the broker reports them; a note when it does not.
+    async fn add_topic_configs(&self, ins: &mut Inspection) {
         match self.topic_configs(&self.k.topic).await {
             Ok(cfg) => {
                 let ret = cfg.get("retention.ms").cloned();
@@ -98,12 +144,11 @@ impl KafkaBackend {
             }
             Err(e) => ins.notes.push(format!("DescribeConfigs: {e}")),
         }
-        ins.tables.push(t);
-        // Oldest/newest and breakdowns from a bounded sample of the oldest records.
-        const SAMPLE: u64 = 2000;
-        let mut by_topic: BTreeMap<String, u64> = BTreeMap::new();
-        let mut by_class: BTreeMap<(String, String), u64> = BTreeMap::new();
-        let (mut oldest, mut newest): (Option<DateTime<Utc>>, Option<DateTime<Utc>>) = (None, None);
+    }
+
+    /// Reads the oldest `SAMPLE` records: their times, original topics and failure classes.
+    async fn sample_oldest(&self, classifier: &crate::classify::Classifier) -> Result<Sample> {
+        let mut s = Sample::default();
         let mut stream = self
             .scan(ScanOptions {
                 limit: Some(SAMPLE),
@@ -111,15 +156,14 @@ impl KafkaBackend {
                 ..ScanOptions::default()
             })
             .await?;
-        let mut seen = 0u64;
         while let Some(m) = futures::StreamExt::next(&mut stream).await {
             let m = m?;
-            seen += 1;
+            s.seen += 1;
             if let Some(t) = m.enqueued_at {
-                oldest = Some(oldest.map_or(t, |o| o.min(t)));
-                newest = Some(newest.map_or(t, |n| n.max(t)));
+                s.oldest = Some(s.oldest.map_or(t, |o| o.min(t)));
+                s.newest = Some(s.newest.map_or(t, |n| n.max(t)));
             }
-            *by_topic
+            *s.by_topic
                 .entry(
                     m.source
                         .clone()
@@ -127,44 +171,9 @@ impl KafkaBackend {
                 )
                 .or_default() += 1;
             let c = classifier.classify(&m);
-            *by_class.entry((c.kind.to_string(), c.rule)).or_default() += 1;
+            *s.by_class.entry((c.kind.to_string(), c.rule)).or_default() += 1;
         }
-        ins.facts.push(Fact::new(
-            "oldest",
-            oldest.map(|t| t.to_rfc3339()),
-            oldest.map_or("-".into(), |t| {
-                t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
-            }),
-        ));
-        ins.facts.push(Fact::new(
-            "newest",
-            newest.map(|t| t.to_rfc3339()),
-            newest.map_or("-".into(), |t| {
-                t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
-            }),
-        ));
-        let sampled = if seen >= SAMPLE {
-            format!(" (oldest {SAMPLE})")
-        } else {
-            String::new()
-        };
-        ins.tables.push(Table {
-            title: format!("by original topic{sampled}"),
-            columns: vec!["original topic".into(), "messages".into()],
-            rows: by_topic
-                .into_iter()
-                .map(|(k, v)| vec![k.into(), v.into()])
-                .collect(),
-        });
-        ins.tables.push(Table {
-            title: format!("by failure class{sampled}"),
-            columns: vec!["class".into(), "rule".into(), "messages".into()],
-            rows: by_class
-                .into_iter()
-                .map(|((k, r), v)| vec![k.into(), r.into(), v.into()])
-                .collect(),
-        });
-        Ok(ins)
+        Ok(s)
     }
 
     pub(super) async fn verify_topic(&self, cfg: &QueueConfig) -> Result<VerifyFacts> {
@@ -277,5 +286,50 @@ impl KafkaBackend {
             ));
         }
         Ok(f)
+    }
+}
+
+impl Sample {
+    /// The oldest and newest times as facts, the breakdowns by original topic and by failure
+    /// class as tables (titled as a sample when the sample was full).
+    fn add_to(self, ins: &mut Inspection) {
+        let (oldest, newest) = (self.oldest, self.newest);
+        ins.facts.push(Fact::new(
+            "oldest",
+            oldest.map(|t| t.to_rfc3339()),
+            oldest.map_or("-".into(), |t| {
+                t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+            }),
+        ));
+        ins.facts.push(Fact::new(
+            "newest",
+            newest.map(|t| t.to_rfc3339()),
+            newest.map_or("-".into(), |t| {
+                t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+            }),
+        ));
+        let sampled = if self.seen >= SAMPLE {
+            format!(" (oldest {SAMPLE})")
+        } else {
+            String::new()
+        };
+        ins.tables.push(Table {
+            title: format!("by original topic{sampled}"),
+            columns: vec!["original topic".into(), "messages".into()],
+            rows: self
+                .by_topic
+                .into_iter()
+                .map(|(k, v)| vec![k.into(), v.into()])
+                .collect(),
+        });
+        ins.tables.push(Table {
+            title: format!("by failure class{sampled}"),
+            columns: vec!["class".into(), "rule".into(), "messages".into()],
+            rows: self
+                .by_class
+                .into_iter()
+                .map(|((k, r), v)| vec![k.into(), r.into(), v.into()])
+                .collect(),
+        });
     }
 }
