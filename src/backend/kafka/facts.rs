@@ -178,10 +178,7 @@ impl KafkaBackend {
 
     pub(super) async fn verify_topic(&self, cfg: &QueueConfig) -> Result<VerifyFacts> {
         let mut f = VerifyFacts::default();
-        let check = |id: &str, title: &str, status: Status, detail: String| {
-            Check::new(id, title, status, detail)
-        };
-        f.checks.push(check(
+        f.checks.push(Check::new(
             "kafka-dlt-exists",
             "The dead-letter topic exists",
             Status::Pass,
@@ -191,59 +188,63 @@ impl KafkaBackend {
                 self.partitions.len()
             ),
         ));
-        let dlt = self.topic_configs(&self.k.topic).await;
-        let ms = |cfg: &HashMap<String, String>| {
-            cfg.get("retention.ms").and_then(|v| v.parse::<i64>().ok())
-        };
-        let ret = |ms: i64| {
-            if ms < 0 {
-                Retention::Forever
-            } else {
-                Retention::For(Duration::from_millis(ms as u64))
-            }
-        };
-        match &dlt {
+        match self.topic_configs(&self.k.topic).await {
             Ok(c) => {
-                let policy = c
-                    .get("cleanup.policy")
-                    .cloned()
-                    .unwrap_or_else(|| "delete".into());
-                f.checks.push(match policy.as_str() {
-                    p if p.contains("compact") && p.contains("delete") => check("kafka-cleanup-policy", "cleanup.policy keeps dead letters", Status::Warn, format!("cleanup.policy={p}: compaction keeps only the latest record per key, so dead letters with a repeated key are lost")),
-                    p if p.contains("compact") => check("kafka-cleanup-policy", "cleanup.policy keeps dead letters", Status::Fail, format!("cleanup.policy={p}: compaction deletes every dead letter but the latest per key")),
-                    p => check("kafka-cleanup-policy", "cleanup.policy keeps dead letters", Status::Pass, format!("cleanup.policy={p}")),
-                });
-                match ms(c) {
-                    Some(v) => {
-                        f.checks.push(check(
-                            "kafka-retention-readable",
-                            "retention.ms is readable",
-                            Status::Pass,
-                            format!("{}: retention.ms={v}", self.k.topic),
-                        ));
-                        f.redelivery.push(Term {
-                            label: "DLT retention".into(),
-                            value: ret(v),
-                            source: format!("retention.ms of {}", self.k.topic),
-                        });
-                    }
-                    None => {
-                        f.checks.push(check("kafka-retention-readable", "retention.ms is readable", Status::Warn, format!("the broker did not report retention.ms for {}; counted as the broker default of 7d", self.k.topic)));
-                        f.redelivery.push(Term {
-                            label: "DLT retention".into(),
-                            value: Retention::For(Duration::from_secs(7 * 86400)),
-                            source: "broker default (not reported)".into(),
-                        });
-                    }
-                }
+                f.checks.push(cleanup_policy_check(&c));
+                let (check, term) = self.dlt_retention(&c);
+                f.checks.push(check);
+                f.redelivery.push(term);
             }
-            Err(e) => f.checks.push(check(
+            Err(e) => f.checks.push(Check::new(
                 "kafka-retention-readable",
                 "retention.ms is readable",
                 Status::Fail,
                 e.to_string(),
             )),
         }
+        self.add_source_retention(cfg, &mut f).await;
+        Ok(f)
+    }
+
+    /// Whether the broker reports the dead-letter topic's retention.ms, and the term it adds
+    /// (the broker default of 7 days where it does not).
+    fn dlt_retention(&self, c: &HashMap<String, String>) -> (Check, Term) {
+        match retention_ms(c) {
+            Some(v) => (
+                Check::new(
+                    "kafka-retention-readable",
+                    "retention.ms is readable",
+                    Status::Pass,
+                    format!("{}: retention.ms={v}", self.k.topic),
+                ),
+                Term {
+                    label: "DLT retention".into(),
+                    value: retention(v),
+                    source: format!("retention.ms of {}", self.k.topic),
+                },
+            ),
+            None => (
+                Check::new(
+                    "kafka-retention-readable",
+                    "retention.ms is readable",
+                    Status::Warn,
+                    format!(
+                        "the broker did not report retention.ms for {}; counted as the broker default of 7d",
+                        self.k.topic
+                    ),
+                ),
+                Term {
+                    label: "DLT retention".into(),
+                    value: Retention::For(Duration::from_secs(7 * 86400)),
+                    source: "broker default (not reported)".into(),
+                },
+            ),
+        }
+    }
+
+    /// The source topic's retention, first in the arithmetic, when dlqctl.toml names the
+    /// source; otherwise, or where it cannot be read, a check says so.
+    async fn add_source_retention(&self, cfg: &QueueConfig, f: &mut VerifyFacts) {
         let source = match &cfg.source {
             Some(s) => match Address::parse(s) {
                 Ok(Address::Kafka(k)) => Some(k.topic),
@@ -251,41 +252,85 @@ impl KafkaBackend {
             },
             None => None,
         };
-        if let Some(src) = source {
-            match self.topic_configs(&src).await {
-                Ok(c) => match ms(&c) {
-                    Some(v) => f.redelivery.insert(
-                        0,
-                        Term {
-                            label: "source topic retention".into(),
-                            value: ret(v),
-                            source: format!("retention.ms of {src}"),
-                        },
-                    ),
-                    None => f.checks.push(check(
-                        "kafka-retention-readable",
-                        "retention.ms is readable",
-                        Status::Warn,
-                        format!("the broker did not report retention.ms for {src}"),
-                    )),
-                },
-                Err(e) => f.checks.push(check(
-                    "kafka-source-topic",
-                    "The source topic is readable",
-                    Status::Fail,
-                    e.to_string(),
-                )),
-            }
-        } else {
-            f.checks.push(check(
+        let Some(src) = source else {
+            f.checks.push(Check::new(
                 "kafka-source-topic",
                 "The source topic is known",
                 Status::Warn,
-                "no `source` in dlqctl.toml: the source topic's retention is not in the arithmetic"
-                    .into(),
+                "no `source` in dlqctl.toml: the source topic's retention is not in the arithmetic",
             ));
+            return;
+        };
+        match self.topic_configs(&src).await {
+            Ok(c) => match retention_ms(&c) {
+                Some(v) => f.redelivery.insert(
+                    0,
+                    Term {
+                        label: "source topic retention".into(),
+                        value: retention(v),
+                        source: format!("retention.ms of {src}"),
+                    },
+                ),
+                None => f.checks.push(Check::new(
+                    "kafka-retention-readable",
+                    "retention.ms is readable",
+                    Status::Warn,
+                    format!("the broker did not report retention.ms for {src}"),
+                )),
+            },
+            Err(e) => f.checks.push(Check::new(
+                "kafka-source-topic",
+                "The source topic is readable",
+                Status::Fail,
+                e.to_string(),
+            )),
         }
-        Ok(f)
+    }
+}
+
+/// A topic's retention.ms, where the broker reports it.
+fn retention_ms(cfg: &HashMap<String, String>) -> Option<i64> {
+    cfg.get("retention.ms").and_then(|v| v.parse::<i64>().ok())
+}
+
+/// retention.ms as a retention: negative is forever.
+fn retention(ms: i64) -> Retention {
+    if ms < 0 {
+        Retention::Forever
+    } else {
+        Retention::For(Duration::from_millis(ms as u64))
+    }
+}
+
+/// Compaction keeps only the latest record per key, so it loses dead letters.
+fn cleanup_policy_check(c: &HashMap<String, String>) -> Check {
+    let policy = c
+        .get("cleanup.policy")
+        .cloned()
+        .unwrap_or_else(|| "delete".into());
+    match policy.as_str() {
+        p if p.contains("compact") && p.contains("delete") => Check::new(
+            "kafka-cleanup-policy",
+            "cleanup.policy keeps dead letters",
+            Status::Warn,
+            format!(
+                "cleanup.policy={p}: compaction keeps only the latest record per key, so dead letters with a repeated key are lost"
+            ),
+        ),
+        p if p.contains("compact") => Check::new(
+            "kafka-cleanup-policy",
+            "cleanup.policy keeps dead letters",
+            Status::Fail,
+            format!(
+                "cleanup.policy={p}: compaction deletes every dead letter but the latest per key"
+            ),
+        ),
+        p => Check::new(
+            "kafka-cleanup-policy",
+            "cleanup.policy keeps dead letters",
+            Status::Pass,
+            format!("cleanup.policy={p}"),
+        ),
     }
 }
 
