@@ -34,123 +34,150 @@ fn a_kafka_json_eof_is_poison() {
 #[test]
 fn families_decide_for_their_members() {
     let c = Classifier::builtin();
-    let cases = [
-        // errno and Winsock names and numbers.
-        (
-            "Errno::EHOSTDOWN: Host is down - connect(2)",
-            Kind::Transient,
-        ),
-        (
-            "System.Net.Sockets.SocketException (10054): An existing connection was forcibly closed by the remote host.",
-            Kind::Transient,
-        ),
-        (
-            "ConnectionAbortedError: [WinError 10053] An established connection was aborted by the software in your host machine",
-            Kind::Transient,
-        ),
-        (
-            "dial tcp 10.0.0.7:5432: connect: cannot assign requested address",
-            Kind::Transient,
-        ),
-        (
-            "Custom { kind: ConnectionReset, error: \"peer went away\" }",
-            Kind::Transient,
-        ),
-        // libcurl's table, as Guzzle prints it.
-        (
-            "cURL error 52: Empty reply from server (see https://curl.haxx.se/libcurl/c/libcurl-errors.html)",
-            Kind::Transient,
-        ),
-        (
-            "cURL error 56: OpenSSL SSL_read: Connection reset by peer, errno 104",
-            Kind::Transient,
-        ),
-        // Proxies.
-        (
-            "upstream connect error or disconnect/reset before headers. reset reason: connection failure",
-            Kind::Transient,
-        ),
-        ("no healthy upstream", Kind::Transient),
-        // AWS SDK retryable codes.
-        (
-            "An error occurred (InternalError) when calling the PutObject operation (reached max retries: 4): We encountered an internal error. Please try again.",
-            Kind::Transient,
-        ),
-        (
-            "botocore.exceptions.EndpointConnectionError: Could not connect to the endpoint URL: \"https://sqs.eu-west-1.amazonaws.com/\"",
-            Kind::Transient,
-        ),
-        // Kafka RetriableException subclasses.
-        (
-            "org.apache.kafka.common.errors.NotEnoughReplicasException: Messages are rejected since there are fewer in-sync replicas than required.",
-            Kind::Transient,
-        ),
-        (
-            "org.apache.kafka.common.errors.CoordinatorLoadInProgressException: The coordinator is loading and hence can't process requests.",
-            Kind::Transient,
-        ),
-        // Spring and JDBC hierarchies.
-        (
-            "org.springframework.dao.TransientDataAccessResourceException: PreparedStatementCallback; SQL [update orders set state = ?]",
-            Kind::Transient,
-        ),
-        (
-            "java.sql.SQLRecoverableException: IO Error: Got minus one from a read call",
-            Kind::Transient,
-        ),
-        (
-            "org.springframework.dao.InvalidDataAccessApiUsageException: Parameter value [abc] did not match expected type [java.lang.Long]",
-            Kind::Permanent,
-        ),
-        (
-            "java.sql.SQLNonTransientException: Data truncation",
-            Kind::Permanent,
-        ),
-        // Npgsql's transient SQLSTATEs.
-        (
-            "Npgsql.PostgresException (0x80004005): 55006: database \"orders\" is being accessed by other users",
-            Kind::Transient,
-        ),
-        // Parsers.
-        (
-            "SyntaxError: JSON.parse: expected ',' or '}' after property value in object at line 1 column 17 of the JSON data",
-            Kind::Permanent,
-        ),
-        (
-            "SyntaxError: JSON Parse error: Unterminated string",
-            Kind::Permanent,
-        ),
-        (
-            "SyntaxError: Expected double-quoted property name in JSON at position 17 (line 1 column 18)",
-            Kind::Permanent,
-        ),
-        (
-            "The JSON value could not be converted to System.Guid. Path: $.orderId | LineNumber: 0 | BytePositionInLine: 21.",
-            Kind::Permanent,
-        ),
-        ("trailing characters at line 1 column 14", Kind::Permanent),
-        // Validators.
-        (
-            "ZodError: [{\"code\": \"invalid_type\", \"expected\": \"string\", \"received\": \"undefined\", \"path\": [\"email\"], \"message\": \"Required\"}]",
-            Kind::Permanent,
-        ),
-        (
-            "\"quantity\" must be greater than or equal to 1",
-            Kind::Permanent,
-        ),
-        ("Email can't be blank", Kind::Permanent),
-        // A first character that is no JSON value: an HTML page as often as not.
-        (
-            "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
-            Kind::Unclassified,
-        ),
-        (
-            "com.fasterxml.jackson.core.JsonParseException: Unexpected character ('<' (code 60)): expected a valid value",
-            Kind::Unclassified,
-        ),
-    ];
-    for (text, kind) in cases {
+    for (text, kind) in [
+        NETWORK,
+        RETRYABLE_CODES,
+        DATABASES,
+        BAD_INPUT,
+        NOT_JSON_AT_ALL,
+    ]
+    .concat()
+    {
         let e = c.explain_text(text);
         assert_eq!(e.kind, kind, "{text}: got {}", e.rule);
     }
 }
+
+/// Network failures: the errno and Winsock names, libcurl's table, proxies. Transient.
+const NETWORK: &[(&str, Kind)] = &[
+    // errno and Winsock names and numbers.
+    (
+        "Errno::EHOSTDOWN: Host is down - connect(2)",
+        Kind::Transient,
+    ),
+    (
+        "System.Net.Sockets.SocketException (10054): An existing connection was forcibly closed by the remote host.",
+        Kind::Transient,
+    ),
+    (
+        "ConnectionAbortedError: [WinError 10053] An established connection was aborted by the software in your host machine",
+        Kind::Transient,
+    ),
+    (
+        "dial tcp 10.0.0.7:5432: connect: cannot assign requested address",
+        Kind::Transient,
+    ),
+    (
+        "Custom { kind: ConnectionReset, error: \"peer went away\" }",
+        Kind::Transient,
+    ),
+    // libcurl's table, as Guzzle prints it.
+    (
+        "cURL error 52: Empty reply from server (see https://curl.haxx.se/libcurl/c/libcurl-errors.html)",
+        Kind::Transient,
+    ),
+    (
+        "cURL error 56: OpenSSL SSL_read: Connection reset by peer, errno 104",
+        Kind::Transient,
+    ),
+    // Proxies.
+    (
+        "upstream connect error or disconnect/reset before headers. reset reason: connection failure",
+        Kind::Transient,
+    ),
+    ("no healthy upstream", Kind::Transient),
+];
+
+/// The services' own retryable codes: the AWS SDKs', Kafka's RetriableException subclasses.
+const RETRYABLE_CODES: &[(&str, Kind)] = &[
+    // AWS SDK retryable codes.
+    (
+        "An error occurred (InternalError) when calling the PutObject operation (reached max retries: 4): We encountered an internal error. Please try again.",
+        Kind::Transient,
+    ),
+    (
+        "botocore.exceptions.EndpointConnectionError: Could not connect to the endpoint URL: \"https://sqs.eu-west-1.amazonaws.com/\"",
+        Kind::Transient,
+    ),
+    // Kafka RetriableException subclasses.
+    (
+        "org.apache.kafka.common.errors.NotEnoughReplicasException: Messages are rejected since there are fewer in-sync replicas than required.",
+        Kind::Transient,
+    ),
+    (
+        "org.apache.kafka.common.errors.CoordinatorLoadInProgressException: The coordinator is loading and hence can't process requests.",
+        Kind::Transient,
+    ),
+];
+
+/// The database hierarchies: Spring's and JDBC's transient and non-transient exceptions, Npgsql's
+/// transient SQLSTATEs.
+const DATABASES: &[(&str, Kind)] = &[
+    // Spring and JDBC hierarchies.
+    (
+        "org.springframework.dao.TransientDataAccessResourceException: PreparedStatementCallback; SQL [update orders set state = ?]",
+        Kind::Transient,
+    ),
+    (
+        "java.sql.SQLRecoverableException: IO Error: Got minus one from a read call",
+        Kind::Transient,
+    ),
+    (
+        "org.springframework.dao.InvalidDataAccessApiUsageException: Parameter value [abc] did not match expected type [java.lang.Long]",
+        Kind::Permanent,
+    ),
+    (
+        "java.sql.SQLNonTransientException: Data truncation",
+        Kind::Permanent,
+    ),
+    // Npgsql's transient SQLSTATEs.
+    (
+        "Npgsql.PostgresException (0x80004005): 55006: database \"orders\" is being accessed by other users",
+        Kind::Transient,
+    ),
+];
+
+/// Input no retry can fix: every parser's wording, the schema validators. Permanent.
+const BAD_INPUT: &[(&str, Kind)] = &[
+    // Parsers.
+    (
+        "SyntaxError: JSON.parse: expected ',' or '}' after property value in object at line 1 column 17 of the JSON data",
+        Kind::Permanent,
+    ),
+    (
+        "SyntaxError: JSON Parse error: Unterminated string",
+        Kind::Permanent,
+    ),
+    (
+        "SyntaxError: Expected double-quoted property name in JSON at position 17 (line 1 column 18)",
+        Kind::Permanent,
+    ),
+    (
+        "The JSON value could not be converted to System.Guid. Path: $.orderId | LineNumber: 0 | BytePositionInLine: 21.",
+        Kind::Permanent,
+    ),
+    ("trailing characters at line 1 column 14", Kind::Permanent),
+    // Validators.
+    (
+        "ZodError: [{\"code\": \"invalid_type\", \"expected\": \"string\", \"received\": \"undefined\", \"path\": [\"email\"], \"message\": \"Required\"}]",
+        Kind::Permanent,
+    ),
+    (
+        "\"quantity\" must be greater than or equal to 1",
+        Kind::Permanent,
+    ),
+    ("Email can't be blank", Kind::Permanent),
+];
+
+/// Neither: a body that is no JSON at all.
+const NOT_JSON_AT_ALL: &[(&str, Kind)] = &[
+    // A first character that is no JSON value: an HTML page as often as not.
+    (
+        "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+        Kind::Unclassified,
+    ),
+    (
+        "com.fasterxml.jackson.core.JsonParseException: Unexpected character ('<' (code 60)): expected a valid value",
+        Kind::Unclassified,
+    ),
+];

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::backend::{Check, Status, Term};
+use crate::backend::{Check, QueueBackend, Status, Term, VerifyFacts};
 use crate::config::Retention;
 use crate::dedupe::{KnownRetention, Uniqueness};
 use crate::error::{Result, exit};
@@ -61,42 +61,60 @@ pub async fn run(ctx: &Ctx, queues: Vec<QueueRef>) -> Result<i32> {
     Ok(if passed { exit::OK } else { exit::PARTIAL })
 }
 
+/// One queue's checks: reach the queue, add up how late a copy can arrive, then hold the dedupe
+/// table against that.
 async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
-    let mut checks = Vec::new();
-    let mut redelivery = Vec::new();
-    let name = q.name.clone().unwrap_or_else(|| q.address.to_string());
-    let result = QueueChecks {
-        queue: name,
+    let mut result = QueueChecks {
+        queue: q.name.clone().unwrap_or_else(|| q.address.to_string()),
         address: q.address.to_string(),
         checks: Vec::new(),
         redelivery: Vec::new(),
     };
-    let b = match ctx.opener.open(&q.address, &q.source_options()).await {
-        Ok(b) => b,
-        Err(e) => {
-            checks.push(check(
+    let (b, facts) = match reach(ctx, q).await {
+        Ok(reached) => reached,
+        Err(unreachable) => {
+            result.checks.push(unreachable);
+            return result;
+        }
+    };
+    result.redelivery = redelivery_terms(&facts.redelivery, q);
+    let bound = Bound::of(&result.redelivery);
+    result.checks = dedupe_checks(b.as_ref(), q, &bound, facts.checks).await;
+    result
+}
+
+/// Opens the queue and reads its facts; a failure of either is the failed "reachable" check.
+async fn reach(
+    ctx: &Ctx,
+    q: &QueueRef,
+) -> std::result::Result<(Box<dyn QueueBackend>, VerifyFacts), Check> {
+    let b = ctx
+        .opener
+        .open(&q.address, &q.source_options())
+        .await
+        .map_err(|e| {
+            check(
                 "reachable",
                 "Dead-letter queue is reachable",
                 Status::Fail,
                 e.to_string(),
-            ));
-            return QueueChecks { checks, ..result };
-        }
-    };
-    let facts = match b.verify_facts(&q.cfg).await {
-        Ok(f) => f,
-        Err(e) => {
-            checks.push(check(
-                "reachable",
-                "Dead-letter queue is readable",
-                Status::Fail,
-                e.to_string(),
-            ));
-            return QueueChecks { checks, ..result };
-        }
-    };
-    redelivery.extend(facts.redelivery.iter().cloned());
-    redelivery.push(match q.cfg.replay_window {
+            )
+        })?;
+    let facts = b.verify_facts(&q.cfg).await.map_err(|e| {
+        check(
+            "reachable",
+            "Dead-letter queue is readable",
+            Status::Fail,
+            e.to_string(),
+        )
+    })?;
+    Ok((b, facts))
+}
+
+/// The backend's redelivery terms followed by the declared replay window (0 when undeclared).
+fn redelivery_terms(backend: &[Term], q: &QueueRef) -> Vec<Term> {
+    let mut terms = backend.to_vec();
+    terms.push(match q.cfg.replay_window {
         Some(d) => Term {
             label: "replay window".into(),
             value: Retention::For(d),
@@ -108,16 +126,42 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
             source: "not declared (set replay_window); counted as 0".into(),
         },
     });
-    let bound = redelivery
-        .iter()
-        .fold(Retention::For(Duration::ZERO), |acc, t| add(acc, t.value));
-    let arithmetic = redelivery
-        .iter()
-        .map(|t| format!("{} {}", t.label, fmt_retention(t.value)))
-        .collect::<Vec<_>>()
-        .join(" + ");
+    terms
+}
 
-    // Checks 1-3 and 7 need the dedupe table.
+/// The longest time after first delivery at which a copy can still arrive.
+struct Bound {
+    /// The sum of the redelivery terms.
+    total: Retention,
+    /// The same sum written out, term by term, for the check details.
+    arithmetic: String,
+}
+
+impl Bound {
+    fn of(terms: &[Term]) -> Bound {
+        Bound {
+            total: terms
+                .iter()
+                .fold(Retention::For(Duration::ZERO), |acc, t| add(acc, t.value)),
+            arithmetic: terms
+                .iter()
+                .map(|t| format!("{} {}", t.label, fmt_retention(t.value)))
+                .collect::<Vec<_>>()
+                .join(" + "),
+        }
+    }
+}
+
+/// Checks 2, 3 and 1 against the dedupe table, then the backend's own checks, then check 7.
+/// Without a dedupe table (none declared, or it cannot be opened) only its failure and the
+/// backend's checks are left.
+async fn dedupe_checks(
+    b: &dyn QueueBackend,
+    q: &QueueRef,
+    bound: &Bound,
+    backend: Vec<Check>,
+) -> Vec<Check> {
+    let mut checks = Vec::new();
     let Some(dcfg) = &q.cfg.dedupe else {
         checks.push(check(
             "dedupe-outlives-redelivery",
@@ -126,16 +170,12 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
             format!(
                 "no [queues.{}.dedupe] table declared, so nothing shows that a redriven copy is a no-op; a copy can arrive up to {} = {} after first delivery",
                 q.name.as_deref().unwrap_or("NAME"),
-                arithmetic,
-                fmt_retention(bound)
+                bound.arithmetic,
+                fmt_retention(bound.total)
             ),
         ));
-        checks.extend(facts.checks);
-        return QueueChecks {
-            checks,
-            redelivery,
-            ..result
-        };
+        checks.extend(backend);
+        return checks;
     };
     let d = match crate::settings::open_dedupe(dcfg).await {
         Ok(d) => d,
@@ -146,16 +186,26 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
                 Status::Fail,
                 e.to_string(),
             ));
-            checks.extend(facts.checks);
-            return QueueChecks {
-                checks,
-                redelivery,
-                ..result
-            };
+            checks.extend(backend);
+            return checks;
         }
     };
-    // Check 2.
-    checks.push(match d.uniqueness().await {
+    checks.push(uniqueness_check(d.as_ref()).await);
+    let (retention_check, known) = retention_known(d.as_ref()).await;
+    checks.push(retention_check);
+    checks.push(outlives_check(known, bound));
+    checks.extend(backend);
+    if let Some(Retention::For(r)) = known.retention
+        && !known.lower_bound
+    {
+        checks.push(old_dead_letters_check(b, r).await);
+    }
+    checks
+}
+
+/// Check 2: a primary key or unique index on the id column makes a repeated insert a no-op.
+async fn uniqueness_check(d: &dyn crate::dedupe::Table) -> Check {
+    match d.uniqueness().await {
         Ok(Uniqueness::Unique { index, primary }) => check(
             "dedupe-unique",
             "Dedupe table exists with a unique id",
@@ -164,14 +214,22 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
                 "{}.{} is protected by {} {index}",
                 d.display(),
                 d.id_column(),
-                if primary { "primary key" } else { "unique index" }
+                if primary {
+                    "primary key"
+                } else {
+                    "unique index"
+                }
             ),
         ),
         Ok(Uniqueness::Partial { index, why }) => check(
             "dedupe-unique",
             "Dedupe table exists with a unique id",
             Status::Warn,
-            format!("{index} on {}.{} is {why}: two deliveries of one id may both insert", d.display(), d.id_column()),
+            format!(
+                "{index} on {}.{} is {why}: two deliveries of one id may both insert",
+                d.display(),
+                d.id_column()
+            ),
         ),
         Ok(Uniqueness::None) => check(
             "dedupe-unique",
@@ -184,31 +242,51 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
                 d.id_column()
             ),
         ),
-        Err(e) => check("dedupe-unique", "Dedupe table exists with a unique id", Status::Fail, e.to_string()),
-    });
-    // Check 3.
-    let known = d.retention().await;
-    let (dedupe_ret, lower_bound) = match &known {
-        Ok(KnownRetention::Declared(r)) => {
-            checks.push(check(
+        Err(e) => check(
+            "dedupe-unique",
+            "Dedupe table exists with a unique id",
+            Status::Fail,
+            e.to_string(),
+        ),
+    }
+}
+
+/// What check 3 learnt of the dedupe table's retention, for checks 1 and 7.
+#[derive(Clone, Copy)]
+struct DedupeRetention {
+    /// None when unknown.
+    retention: Option<Retention>,
+    /// The retention is only the oldest row's age, so the table may keep ids longer.
+    lower_bound: bool,
+}
+
+/// Check 3: how long the dedupe table keeps ids, and how dlqctl knows.
+async fn retention_known(d: &dyn crate::dedupe::Table) -> (Check, DedupeRetention) {
+    let known = |retention, lower_bound| DedupeRetention {
+        retention,
+        lower_bound,
+    };
+    match d.retention().await {
+        Ok(KnownRetention::Declared(r)) => (
+            check(
                 "dedupe-retention-known",
                 "Dedupe retention is known",
                 Status::Pass,
-                format!("declared: {}", fmt_retention(*r)),
-            ));
-            (Some(*r), false)
-        }
-        Ok(KnownRetention::Discovered { retention, how }) => {
-            checks.push(check(
+                format!("declared: {}", fmt_retention(r)),
+            ),
+            known(Some(r), false),
+        ),
+        Ok(KnownRetention::Discovered { retention, how }) => (
+            check(
                 "dedupe-retention-known",
                 "Dedupe retention is known",
                 Status::Pass,
                 format!("discovered: {how}"),
-            ));
-            (Some(*retention), false)
-        }
-        Ok(KnownRetention::AtLeast { age, oldest }) => {
-            checks.push(check(
+            ),
+            known(Some(retention), false),
+        ),
+        Ok(KnownRetention::AtLeast { age, oldest }) => (
+            check(
                 "dedupe-retention-known",
                 "Dedupe retention is known",
                 Status::Warn,
@@ -217,98 +295,107 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
                     fmt_retention(Retention::For(Duration::from_secs(age.as_secs()))),
                     oldest.format("%Y-%m-%d %H:%M UTC")
                 ),
-            ));
-            (
+            ),
+            known(
                 Some(Retention::For(Duration::from_secs(age.as_secs()))),
                 true,
-            )
-        }
-        Ok(KnownRetention::Unknown(why)) => {
-            checks.push(check(
+            ),
+        ),
+        Ok(KnownRetention::Unknown(why)) => (
+            check(
                 "dedupe-retention-known",
                 "Dedupe retention is known",
                 Status::Fail,
                 format!("{why}; declare retention in [queues.NAME.dedupe]"),
-            ));
-            (None, false)
-        }
-        Err(e) => {
-            checks.push(check(
+            ),
+            known(None, false),
+        ),
+        Err(e) => (
+            check(
                 "dedupe-retention-known",
                 "Dedupe retention is known",
                 Status::Fail,
                 e.to_string(),
-            ));
-            (None, false)
-        }
-    };
-    // Check 1: the arithmetic.
-    checks.push(match dedupe_ret {
-        Some(r) => {
-            let ok = r > bound || r == Retention::Forever;
-            let rel = if ok { ">" } else { "<=" };
-            let detail = format!(
-                "dedupe {}{} {rel} {arithmetic} = {}",
-                if lower_bound { "at least " } else { "" },
-                fmt_retention(r),
-                fmt_retention(bound)
-            );
-            let status = match (ok, lower_bound) {
-                (true, _) => Status::Pass,
-                (false, true) => Status::Warn,
-                (false, false) => Status::Fail,
-            };
-            let hint = if ok {
-                String::new()
-            } else if bound == Retention::Forever {
-                ": dead letters are kept forever, so keep ids forever or prune the dead letters (dlq_retention / a pg_cron job)".into()
-            } else {
-                format!(": keep ids longer than {}", fmt_retention(bound))
-            };
-            check("dedupe-outlives-redelivery", "Dedupe retention outlives redelivery", status, format!("{detail}{hint}"))
-        }
-        None => check(
+            ),
+            known(None, false),
+        ),
+    }
+}
+
+/// Check 1, the arithmetic: ids must be kept longer than a copy can take to arrive.
+fn outlives_check(known: DedupeRetention, bound: &Bound) -> Check {
+    let Some(r) = known.retention else {
+        return check(
             "dedupe-outlives-redelivery",
             "Dedupe retention outlives redelivery",
             Status::Fail,
-            format!("dedupe retention unknown; a copy can arrive up to {arithmetic} = {}", fmt_retention(bound)),
+            format!(
+                "dedupe retention unknown; a copy can arrive up to {} = {}",
+                bound.arithmetic,
+                fmt_retention(bound.total)
+            ),
+        );
+    };
+    let ok = r > bound.total || r == Retention::Forever;
+    let rel = if ok { ">" } else { "<=" };
+    let detail = format!(
+        "dedupe {}{} {rel} {} = {}",
+        if known.lower_bound { "at least " } else { "" },
+        fmt_retention(r),
+        bound.arithmetic,
+        fmt_retention(bound.total)
+    );
+    let status = match (ok, known.lower_bound) {
+        (true, _) => Status::Pass,
+        (false, true) => Status::Warn,
+        (false, false) => Status::Fail,
+    };
+    let hint = if ok {
+        String::new()
+    } else if bound.total == Retention::Forever {
+        ": dead letters are kept forever, so keep ids forever or prune the dead letters (dlq_retention / a pg_cron job)".into()
+    } else {
+        format!(": keep ids longer than {}", fmt_retention(bound.total))
+    };
+    check(
+        "dedupe-outlives-redelivery",
+        "Dedupe retention outlives redelivery",
+        status,
+        format!("{detail}{hint}"),
+    )
+}
+
+/// Check 7: dead letters older than the dedupe retention may have had their ids forgotten.
+async fn old_dead_letters_check(b: &dyn QueueBackend, r: Duration) -> Check {
+    match b.count_older_than(r).await {
+        Ok(Some(0)) => check(
+            "old-dead-letters",
+            "No dead letters older than the dedupe retention",
+            Status::Pass,
+            format!("none older than {}", fmt_retention(Retention::For(r))),
         ),
-    });
-    checks.extend(facts.checks);
-    // Check 7.
-    if let Some(Retention::For(r)) = dedupe_ret
-        && !lower_bound
-    {
-        checks.push(match b.count_older_than(r).await {
-            Ok(Some(0)) => check(
-                "old-dead-letters",
-                "No dead letters older than the dedupe retention",
-                Status::Pass,
-                format!("none older than {}", fmt_retention(Retention::For(r))),
+        Ok(Some(n)) => check(
+            "old-dead-letters",
+            "No dead letters older than the dedupe retention",
+            Status::Warn,
+            format!(
+                "{n} dead letters are older than the dedupe retention ({}): their ids may be forgotten, so redriving them would run their side effects again (find them with `peek --older-than {}`)",
+                fmt_retention(Retention::For(r)),
+                crate::human::fmt_duration(r)
             ),
-            Ok(Some(n)) => check(
-                "old-dead-letters",
-                "No dead letters older than the dedupe retention",
-                Status::Warn,
-                format!(
-                    "{n} dead letters are older than the dedupe retention ({}): their ids may be forgotten, so redriving them would run their side effects again (find them with `peek --older-than {}`)",
-                    fmt_retention(Retention::For(r)),
-                    crate::human::fmt_duration(r)
-                ),
-            ),
-            Ok(None) => check(
-                "old-dead-letters",
-                "No dead letters older than the dedupe retention",
-                Status::Warn,
-                "message ages are not available cheaply on this backend",
-            ),
-            Err(e) => check("old-dead-letters", "No dead letters older than the dedupe retention", Status::Warn, e.to_string()),
-        });
-    }
-    QueueChecks {
-        checks,
-        redelivery,
-        ..result
+        ),
+        Ok(None) => check(
+            "old-dead-letters",
+            "No dead letters older than the dedupe retention",
+            Status::Warn,
+            "message ages are not available cheaply on this backend",
+        ),
+        Err(e) => check(
+            "old-dead-letters",
+            "No dead letters older than the dedupe retention",
+            Status::Warn,
+            e.to_string(),
+        ),
     }
 }
 

@@ -110,74 +110,100 @@ pub(super) fn input(
         return Val::deserialize(record).map_err(|e| e.to_string());
     }
     let mut obj = jaq_json::Map::default();
-    let mut put = |name: &str, v: Val| {
-        obj.insert(Val::from(name.to_string()), v);
-    };
-    let text = |s: Option<&str>| s.map_or(Val::Null, |s| Val::from(s.to_string()));
-    let time = |t: Option<DateTime<Utc>>| match t {
+    message_fields(f, m, now, &mut obj);
+    record_fields(f, m, &mut obj);
+    derived_fields(f, m, classifier, &mut obj);
+    Ok(Val::obj(obj))
+}
+
+fn put(obj: &mut jaq_json::Map, name: &str, v: Val) {
+    obj.insert(Val::from(name.to_string()), v);
+}
+
+fn text(s: Option<&str>) -> Val {
+    s.map_or(Val::Null, |s| Val::from(s.to_string()))
+}
+
+fn time(t: Option<DateTime<Utc>>) -> Val {
+    match t {
         Some(t) => {
             Val::deserialize(serde_json::to_value(t).unwrap_or(Value::Null)).unwrap_or(Val::Null)
         }
         None => Val::Null,
-    };
-    // Whatever serde makes of a value, as jaq sees it.
-    let via_json = |v: Value| Val::deserialize(v).unwrap_or(Val::Null);
+    }
+}
+
+/// Whatever serde makes of a value, as jaq sees it.
+fn via_json(v: Value) -> Val {
+    Val::deserialize(v).unwrap_or(Val::Null)
+}
+
+/// The fields read straight off the message, with `.json`, `.error_text` and `.age_seconds`.
+fn message_fields(f: &Fields, m: &Message, now: DateTime<Utc>, obj: &mut jaq_json::Map) {
     if f.wants("json") {
         put(
+            obj,
             "json",
             jaq_json::read::parse_single(&m.body).unwrap_or(Val::Null),
         );
     }
     if f.wants("id") {
-        put("id", Val::from(m.id.clone()));
+        put(obj, "id", Val::from(m.id.clone()));
     }
     if f.wants("native_id") {
-        put("native_id", Val::from(m.native_id.clone()));
+        put(obj, "native_id", Val::from(m.native_id.clone()));
     }
     if f.wants("v") {
-        put("v", Val::from(crate::message::RECORD_VERSION as isize));
+        put(obj, "v", Val::from(crate::message::RECORD_VERSION as isize));
     }
     if f.wants("source") {
-        put("source", text(m.source.as_deref()));
+        put(obj, "source", text(m.source.as_deref()));
     }
     if f.wants("enqueued_at") {
-        put("enqueued_at", time(m.enqueued_at));
+        put(obj, "enqueued_at", time(m.enqueued_at));
     }
     if f.wants("dead_lettered_at") {
-        put("dead_lettered_at", time(m.dead_lettered_at));
+        put(obj, "dead_lettered_at", time(m.dead_lettered_at));
     }
     if f.wants("receive_count") {
         put(
+            obj,
             "receive_count",
             m.receive_count.map_or(Val::Null, |n| Val::from(n as isize)),
         );
     }
     if f.wants("group") {
-        put("group", text(m.group.as_deref()));
+        put(obj, "group", text(m.group.as_deref()));
     }
     if f.wants("dedup_id") {
-        put("dedup_id", text(m.dedup_id.as_deref()));
+        put(obj, "dedup_id", text(m.dedup_id.as_deref()));
     }
     if f.wants("partition") {
         put(
+            obj,
             "partition",
             m.partition.map_or(Val::Null, |n| Val::from(n as isize)),
         );
     }
     if f.wants("id_attribute") {
-        put("id_attribute", text(m.id_attribute.as_deref()));
+        put(obj, "id_attribute", text(m.id_attribute.as_deref()));
     }
     if f.wants("error_text") {
-        put("error_text", text(m.error_text().as_deref()));
+        put(obj, "error_text", text(m.error_text().as_deref()));
     }
     if f.wants("age_seconds") {
         put(
+            obj,
             "age_seconds",
             m.age(now)
                 .map_or(Val::Null, |a| Val::from(a.num_seconds() as isize)),
         );
     }
-    // The rest as the record has them (serialised the same way).
+}
+
+/// The rest as the record has them (serialised the same way); the record is built only when
+/// one of them is named.
+fn record_fields(f: &Fields, m: &Message, obj: &mut jaq_json::Map) {
     let wants_record = [
         "key",
         "key_encoding",
@@ -189,52 +215,57 @@ pub(super) fn input(
     ]
     .iter()
     .any(|n| f.wants(n));
-    if wants_record {
-        let r = m.to_record();
-        if f.wants("key") {
-            put("key", text(r.key.as_deref()));
-        }
-        // The record's structured fields, serialised as the record has them.
-        let structured: [(&str, Serialised); 5] = [
-            ("key_encoding", |r| {
-                serde_json::to_value(r.key_encoding).unwrap_or_default()
-            }),
-            ("error", |r| {
-                serde_json::to_value(&r.error).unwrap_or_default()
-            }),
-            ("attributes", |r| {
-                serde_json::to_value(&r.attributes).unwrap_or_default()
-            }),
-            ("body_encoding", |r| {
-                serde_json::to_value(r.body_encoding).unwrap_or_default()
-            }),
-            ("meta", |r| {
-                serde_json::to_value(&r.meta).unwrap_or_default()
-            }),
-        ];
-        for (name, get) in structured {
-            if f.wants(name) {
-                put(name, via_json(get(&r)));
-            }
-        }
-        if f.wants("body") {
-            put("body", Val::from(r.body));
+    if !wants_record {
+        return;
+    }
+    let r = m.to_record();
+    if f.wants("key") {
+        put(obj, "key", text(r.key.as_deref()));
+    }
+    // The record's structured fields, serialised as the record has them.
+    let structured: [(&str, Serialised); 5] = [
+        ("key_encoding", |r| {
+            serde_json::to_value(r.key_encoding).unwrap_or_default()
+        }),
+        ("error", |r| {
+            serde_json::to_value(&r.error).unwrap_or_default()
+        }),
+        ("attributes", |r| {
+            serde_json::to_value(&r.attributes).unwrap_or_default()
+        }),
+        ("body_encoding", |r| {
+            serde_json::to_value(r.body_encoding).unwrap_or_default()
+        }),
+        ("meta", |r| {
+            serde_json::to_value(&r.meta).unwrap_or_default()
+        }),
+    ];
+    for (name, get) in structured {
+        if f.wants(name) {
+            put(obj, name, via_json(get(&r)));
         }
     }
+    if f.wants("body") {
+        put(obj, "body", Val::from(r.body));
+    }
+}
+
+/// The helpers that take work: the attribute map, the class and rule, the fingerprint and its
+/// template.
+fn derived_fields(f: &Fields, m: &Message, classifier: &Classifier, obj: &mut jaq_json::Map) {
     if f.wants("attrs") {
-        put("attrs", via_json(attrs_map(m)));
+        put(obj, "attrs", via_json(attrs_map(m)));
     }
     if f.wants("class") || f.wants("rule") {
         let c = classifier.classify(m);
-        put("class", Val::from(c.kind.to_string()));
-        put("rule", Val::from(c.rule));
+        put(obj, "class", Val::from(c.kind.to_string()));
+        put(obj, "rule", Val::from(c.rule));
     }
     if f.wants("fingerprint") {
         let fp = fingerprint::fingerprint(m);
-        put("fingerprint", Val::from(fp.id));
-        put("template", Val::from(fp.template));
+        put(obj, "fingerprint", Val::from(fp.id));
+        put(obj, "template", Val::from(fp.template));
     }
-    Ok(Val::obj(obj))
 }
 
 /// A field of the record as serde writes it.

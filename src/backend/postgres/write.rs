@@ -170,13 +170,6 @@ pub(crate) async fn insert_messages(
     msgs: &[Message],
 ) -> std::result::Result<Vec<SendOutcome>, sqlx::Error> {
     let mut out: Vec<Option<SendOutcome>> = vec![None; msgs.len()];
-    let mut ids = Vec::new();
-    let mut payloads: Vec<Option<String>> = Vec::new();
-    let mut bins: Vec<Option<Vec<u8>>> = Vec::new();
-    let mut hdrs: Vec<Option<String>> = Vec::new();
-    let mut queues: Vec<Option<String>> = Vec::new();
-    let mut groups: Vec<Option<String>> = Vec::new();
-    let mut order = Vec::new();
     let id_ty = &l.cols["message_id"].ty;
     let all_ids: Vec<&str> = msgs
         .iter()
@@ -184,121 +177,178 @@ pub(crate) async fn insert_messages(
         .filter(|i| !i.is_empty())
         .collect();
     let altered = ids_that_change(conn, &l.display, id_ty, &all_ids).await?;
+    let mut rows = Rows::default();
     for (i, m) in msgs.iter().enumerate() {
-        if m.id.is_empty() {
-            out[i] = Some(SendOutcome::Rejected {
-                reason: "the message has no stable id".into(),
-            });
-            continue;
+        match row(l, queue, &altered, m) {
+            Ok(r) => rows.push(l, i, m, r),
+            Err(reason) => out[i] = Some(SendOutcome::Rejected { reason }),
         }
-        if let Some(reason) = altered.get(&m.id).cloned() {
-            out[i] = Some(SendOutcome::Rejected { reason });
-            continue;
-        }
-        if !m.attributes.is_empty() && l.col("headers").is_none() {
-            out[i] = Some(SendOutcome::Rejected {
-                reason: format!(
-                    "{} has no headers column; the message's {} attributes would be lost",
-                    l.display,
-                    m.attributes.len()
-                ),
-            });
-            continue;
-        }
-        let q = queue.map(str::to_string).or_else(|| m.source.clone());
-        if q.is_none() && l.col("queue").is_some_and(|c| c.not_null) {
-            out[i] = Some(SendOutcome::Rejected {
-                reason: format!(
-                    "{} needs a queue name and the message has none: add &queue=NAME to the target",
-                    l.display
-                ),
-            });
-            continue;
-        }
-        let (payload, bin) = match place_body(l, m) {
-            Placed::Ok {
-                payload,
-                payload_bin,
-            } => (payload, payload_bin),
-            Placed::Rejected(reason) => {
-                out[i] = Some(SendOutcome::Rejected { reason });
-                continue;
-            }
-        };
-        ids.push(m.id.clone());
-        if l.payload() == PayloadKind::Bytea {
-            payloads.push(None);
-            bins.push(bin);
-        } else {
-            payloads.push(payload);
-            bins.push(bin);
-        }
-        hdrs.push(Some(headers::to_json(&m.attributes).to_string()));
-        queues.push(q);
-        groups.push(m.group.clone());
-        order.push(i);
     }
-    if !order.is_empty() {
-        let mut cols = vec![
-            l.cols["message_id"].sql.clone(),
-            l.cols["payload"].sql.clone(),
-        ];
-        let mut vals = vec![
-            format!("u.m::{}", l.cols["message_id"].ty),
-            match l.payload() {
-                PayloadKind::Bytea => "u.b".to_string(),
-                PayloadKind::Jsonb => "u.p::jsonb".to_string(),
-                PayloadKind::Json => "u.p::json".to_string(),
-                PayloadKind::Text => "u.p".to_string(),
-            },
-        ];
-        if let Some(c) = l.col("payload_bytes")
-            && l.payload() != PayloadKind::Bytea
-        {
-            cols.push(c.sql.clone());
-            vals.push("u.b".into());
-        }
-        if let Some(c) = l.col("headers") {
-            cols.push(c.sql.clone());
-            vals.push(format!("u.h::{}", c.ty));
-        }
-        if let Some(c) = l.col("queue") {
-            cols.push(c.sql.clone());
-            vals.push(format!("u.q::{}", c.ty));
-        }
-        if let Some(c) = l.col("group_key") {
-            cols.push(c.sql.clone());
-            vals.push("u.g".into());
-        }
-        if let Some(c) = l.col("enqueued_at") {
-            cols.push(c.sql.clone());
-            vals.push("now()".into());
-        }
-        let sql = format!(
-            "INSERT INTO {} ({}) SELECT {} FROM UNNEST($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(m, p, b, h, q, g, ord) ORDER BY u.ord ON CONFLICT DO NOTHING RETURNING {}::text",
-            l.table,
-            cols.join(", "),
-            vals.join(", "),
-            l.cols["message_id"].sql
-        );
-        let inserted: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(&ids)
-            .bind(&payloads)
-            .bind(&bins)
-            .bind(&hdrs)
-            .bind(&queues)
-            .bind(&groups)
+    if !rows.order.is_empty() {
+        let inserted: Vec<String> = sqlx::query_scalar(AssertSqlSafe(insert_statement(l)))
+            .bind(&rows.ids)
+            .bind(&rows.payloads)
+            .bind(&rows.bins)
+            .bind(&rows.hdrs)
+            .bind(&rows.queues)
+            .bind(&rows.groups)
             .fetch_all(&mut *conn)
             .await?;
-        // Match returned ids back as a multiset: with duplicates in one batch, the first
-        // occurrences (insert order) are the ones that went in.
-        let mut counts: HashMap<String, usize> = HashMap::new();
-        for id in inserted {
-            *counts.entry(id).or_default() += 1;
+        for (i, outcome) in match_inserted(l, msgs, &rows.order, inserted) {
+            out[i] = Some(outcome);
         }
-        for &i in &order {
-            let slot = counts.get_mut(&msgs[i].id);
-            out[i] = Some(match slot {
+    }
+    Ok(out
+        .into_iter()
+        .map(|o| o.expect("every message has an outcome"))
+        .collect())
+}
+
+/// One message's values for the columns that vary with the message's body and queue.
+struct Row {
+    payload: Option<String>,
+    bin: Option<Vec<u8>>,
+    queue: Option<String>,
+}
+
+/// The row a message becomes, or why it cannot become one: no stable id, an id the id column
+/// would change, attributes without a headers column, no queue name for a required queue
+/// column, or a body the payload columns cannot hold.
+fn row(
+    l: &Layout,
+    queue: Option<&str>,
+    altered: &HashMap<String, String>,
+    m: &Message,
+) -> std::result::Result<Row, String> {
+    if m.id.is_empty() {
+        return Err("the message has no stable id".into());
+    }
+    if let Some(reason) = altered.get(&m.id).cloned() {
+        return Err(reason);
+    }
+    if !m.attributes.is_empty() && l.col("headers").is_none() {
+        return Err(format!(
+            "{} has no headers column; the message's {} attributes would be lost",
+            l.display,
+            m.attributes.len()
+        ));
+    }
+    let q = queue.map(str::to_string).or_else(|| m.source.clone());
+    if q.is_none() && l.col("queue").is_some_and(|c| c.not_null) {
+        return Err(format!(
+            "{} needs a queue name and the message has none: add &queue=NAME to the target",
+            l.display
+        ));
+    }
+    match place_body(l, m) {
+        Placed::Ok {
+            payload,
+            payload_bin,
+        } => Ok(Row {
+            payload,
+            bin: payload_bin,
+            queue: q,
+        }),
+        Placed::Rejected(reason) => Err(reason),
+    }
+}
+
+/// The rows to insert, column by column: each column is bound as one array to UNNEST.
+#[derive(Default)]
+struct Rows {
+    ids: Vec<String>,
+    payloads: Vec<Option<String>>,
+    bins: Vec<Option<Vec<u8>>>,
+    hdrs: Vec<Option<String>>,
+    queues: Vec<Option<String>>,
+    groups: Vec<Option<String>>,
+    /// The index in the batch of each row.
+    order: Vec<usize>,
+}
+
+impl Rows {
+    fn push(&mut self, l: &Layout, i: usize, m: &Message, r: Row) {
+        self.ids.push(m.id.clone());
+        if l.payload() == PayloadKind::Bytea {
+            self.payloads.push(None);
+            self.bins.push(r.bin);
+        } else {
+            self.payloads.push(r.payload);
+            self.bins.push(r.bin);
+        }
+        self.hdrs
+            .push(Some(headers::to_json(&m.attributes).to_string()));
+        self.queues.push(r.queue);
+        self.groups.push(m.group.clone());
+        self.order.push(i);
+    }
+}
+
+/// The INSERT of the unnested rows into the columns the layout maps, in the rows' order,
+/// skipping conflicts and returning the ids that went in.
+fn insert_statement(l: &Layout) -> String {
+    let mut cols = vec![
+        l.cols["message_id"].sql.clone(),
+        l.cols["payload"].sql.clone(),
+    ];
+    let mut vals = vec![
+        format!("u.m::{}", l.cols["message_id"].ty),
+        match l.payload() {
+            PayloadKind::Bytea => "u.b".to_string(),
+            PayloadKind::Jsonb => "u.p::jsonb".to_string(),
+            PayloadKind::Json => "u.p::json".to_string(),
+            PayloadKind::Text => "u.p".to_string(),
+        },
+    ];
+    if let Some(c) = l.col("payload_bytes")
+        && l.payload() != PayloadKind::Bytea
+    {
+        cols.push(c.sql.clone());
+        vals.push("u.b".into());
+    }
+    if let Some(c) = l.col("headers") {
+        cols.push(c.sql.clone());
+        vals.push(format!("u.h::{}", c.ty));
+    }
+    if let Some(c) = l.col("queue") {
+        cols.push(c.sql.clone());
+        vals.push(format!("u.q::{}", c.ty));
+    }
+    if let Some(c) = l.col("group_key") {
+        cols.push(c.sql.clone());
+        vals.push("u.g".into());
+    }
+    if let Some(c) = l.col("enqueued_at") {
+        cols.push(c.sql.clone());
+        vals.push("now()".into());
+    }
+    format!(
+        "INSERT INTO {} ({}) SELECT {} FROM UNNEST($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(m, p, b, h, q, g, ord) ORDER BY u.ord ON CONFLICT DO NOTHING RETURNING {}::text",
+        l.table,
+        cols.join(", "),
+        vals.join(", "),
+        l.cols["message_id"].sql
+    )
+}
+
+/// Each row's outcome, by its index in the batch: sent when its id came back, else a conflict
+/// with an active twin.
+fn match_inserted(
+    l: &Layout,
+    msgs: &[Message],
+    order: &[usize],
+    inserted: Vec<String>,
+) -> Vec<(usize, SendOutcome)> {
+    // Match returned ids back as a multiset: with duplicates in one batch, the first
+    // occurrences (insert order) are the ones that went in.
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for id in inserted {
+        *counts.entry(id).or_default() += 1;
+    }
+    order
+        .iter()
+        .map(|&i| {
+            let outcome = match counts.get_mut(&msgs[i].id) {
                 Some(n) if *n > 0 => {
                     *n -= 1;
                     SendOutcome::Sent
@@ -309,11 +359,8 @@ pub(crate) async fn insert_messages(
                         l.display
                     ),
                 },
-            });
-        }
-    }
-    Ok(out
-        .into_iter()
-        .map(|o| o.expect("every message has an outcome"))
-        .collect())
+            };
+            (i, outcome)
+        })
+        .collect()
 }

@@ -75,62 +75,80 @@ impl SqsBackend {
             backend: "sqs",
             ..Inspection::default()
         };
+        ins.facts.extend(self.count_facts());
+        ins.facts.extend(self.setting_facts());
+        self.add_redrive_policies(&mut ins);
+        self.add_sources(&mut ins).await;
+        self.add_move_tasks(&mut ins).await;
+        ins.notes.push("SQS reports no message ages without receiving; `dlqctl peek` shows them (and counts as a receive)".into());
+        Ok(ins)
+    }
+
+    /// The queue's identity and its approximate counts: visible, in flight, delayed, and their
+    /// sum.
+    fn count_facts(&self) -> Vec<Fact> {
         let n = |k: &str| self.attr_u64(k).unwrap_or(0);
-        ins.facts
-            .push(Fact::new("queue_url", self.url.clone(), self.url.clone()));
-        ins.facts
-            .push(Fact::new("arn", self.arn.clone(), self.arn.clone()));
-        ins.facts.push(Fact::new(
-            "type",
-            if self.fifo { "fifo" } else { "standard" },
-            if self.fifo { "FIFO" } else { "standard" },
-        ));
-        ins.facts.push(Fact::new(
+        let mut messages = Fact::new(
             "messages",
             n("ApproximateNumberOfMessages")
                 + n("ApproximateNumberOfMessagesNotVisible")
                 + n("ApproximateNumberOfMessagesDelayed"),
             "(approximate) visible + in flight + delayed",
-        ));
-        if let Some(f) = ins.facts.last_mut() {
-            f.display = format!("{} (approximate)", f.value);
-        }
-        ins.facts.push(Fact::new(
-            "visible",
-            n("ApproximateNumberOfMessages"),
-            n("ApproximateNumberOfMessages").to_string(),
-        ));
-        ins.facts.push(Fact::new(
-            "in_flight",
-            n("ApproximateNumberOfMessagesNotVisible"),
-            n("ApproximateNumberOfMessagesNotVisible").to_string(),
-        ));
-        ins.facts.push(Fact::new(
-            "delayed",
-            n("ApproximateNumberOfMessagesDelayed"),
-            n("ApproximateNumberOfMessagesDelayed").to_string(),
-        ));
-        ins.facts.push(Fact::new(
-            "retention_seconds",
-            self.attr_u64("MessageRetentionPeriod"),
-            secs(self.attr_u64("MessageRetentionPeriod")),
-        ));
-        ins.facts.push(Fact::new(
-            "visibility_timeout_seconds",
-            self.attr_u64("VisibilityTimeout"),
-            secs(self.attr_u64("VisibilityTimeout")),
-        ));
-        ins.facts.push(Fact::new(
-            "maximum_message_size",
-            self.max_size as u64,
-            format!("{} bytes", self.max_size),
-        ));
+        );
+        messages.display = format!("{} (approximate)", messages.value);
+        vec![
+            Fact::new("queue_url", self.url.clone(), self.url.clone()),
+            Fact::new("arn", self.arn.clone(), self.arn.clone()),
+            Fact::new(
+                "type",
+                if self.fifo { "fifo" } else { "standard" },
+                if self.fifo { "FIFO" } else { "standard" },
+            ),
+            messages,
+            Fact::new(
+                "visible",
+                n("ApproximateNumberOfMessages"),
+                n("ApproximateNumberOfMessages").to_string(),
+            ),
+            Fact::new(
+                "in_flight",
+                n("ApproximateNumberOfMessagesNotVisible"),
+                n("ApproximateNumberOfMessagesNotVisible").to_string(),
+            ),
+            Fact::new(
+                "delayed",
+                n("ApproximateNumberOfMessagesDelayed"),
+                n("ApproximateNumberOfMessagesDelayed").to_string(),
+            ),
+        ]
+    }
+
+    /// Retention, visibility timeout, size limit, content-based deduplication (FIFO) and the
+    /// creation time.
+    fn setting_facts(&self) -> Vec<Fact> {
+        let mut facts = vec![
+            Fact::new(
+                "retention_seconds",
+                self.attr_u64("MessageRetentionPeriod"),
+                secs(self.attr_u64("MessageRetentionPeriod")),
+            ),
+            Fact::new(
+                "visibility_timeout_seconds",
+                self.attr_u64("VisibilityTimeout"),
+                secs(self.attr_u64("VisibilityTimeout")),
+            ),
+            Fact::new(
+                "maximum_message_size",
+                self.max_size as u64,
+                format!("{} bytes", self.max_size),
+            ),
+        ];
         if self.fifo {
             let cbd = self
                 .attrs
                 .get("ContentBasedDeduplication")
                 .is_some_and(|v| v == "true");
-            ins.facts.push(Fact::new(
+            facts.push(Fact::new(
                 "content_based_deduplication",
                 cbd,
                 cbd.to_string(),
@@ -142,12 +160,18 @@ impl SqsBackend {
                 .map(|s| format!("{s}000"))
                 .as_deref(),
         ) {
-            ins.facts.push(Fact::new(
+            facts.push(Fact::new(
                 "created",
                 t.to_rfc3339(),
                 t.format("%Y-%m-%d %H:%M UTC").to_string(),
             ));
         }
+        facts
+    }
+
+    /// The queue's own RedrivePolicy (with a note: reading can push messages onward) and its
+    /// RedriveAllowPolicy.
+    fn add_redrive_policies(&self, ins: &mut Inspection) {
         match self.own_redrive_policy() {
             Some(p) => {
                 ins.facts
@@ -165,6 +189,11 @@ impl SqsBackend {
                 p.clone(),
             ));
         }
+    }
+
+    /// The table of source queues, with their maxReceiveCount, retention, visibility and type;
+    /// a note when there are none or they cannot be listed.
+    async fn add_sources(&self, ins: &mut Inspection) {
         let mut sources = Table {
             title: "source queues (RedrivePolicy pointing here)".into(),
             columns: vec![
@@ -205,6 +234,10 @@ impl SqsBackend {
             Err(e) => ins.notes.push(format!("ListDeadLetterSourceQueues: {e}")),
         }
         ins.tables.push(sources);
+    }
+
+    /// The native move tasks: a table when there are any, else a fact saying none run.
+    async fn add_move_tasks(&self, ins: &mut Inspection) {
         match native::list_tasks(&self.client, &self.arn).await {
             Ok(tasks) if !tasks.is_empty() => ins.tables.push(native::tasks_table(&tasks)),
             Ok(_) => ins.facts.push(Fact::new(
@@ -214,14 +247,44 @@ impl SqsBackend {
             )),
             Err(e) => ins.notes.push(format!("native move tasks: {e}")),
         }
-        ins.notes.push("SQS reports no message ages without receiving; `dlqctl peek` shows them (and counts as a receive)".into());
-        Ok(ins)
     }
 
     pub(super) async fn verify_queue(&self, cfg: &QueueConfig) -> Result<VerifyFacts> {
         let mut facts = VerifyFacts::default();
         let dlq_ret = self.attr_u64("MessageRetentionPeriod").unwrap_or(345_600);
-        let sources: Vec<String> = match &cfg.source {
+        let sources = self.verified_sources(cfg).await?;
+        if sources.is_empty() {
+            facts.checks.push(Check::new("sqs-redrive-policy", "A source's RedrivePolicy points at this DLQ", Status::Fail, format!("no queue's RedrivePolicy targets {} (set `source` in dlqctl.toml or attach a RedrivePolicy)", self.arn)));
+        }
+        let mut longest_src = 0u64;
+        for u in &sources {
+            let a = self.queue_attrs(u).await?;
+            let src = Source {
+                name: u.rsplit('/').next().unwrap_or(u),
+                retention: a
+                    .get("MessageRetentionPeriod")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(345_600),
+                attrs: &a,
+            };
+            longest_src = longest_src.max(src.retention);
+            facts.checks.extend(self.policy_checks(&src));
+            facts.checks.push(self.fifo_match_check(&src));
+            if !self.fifo {
+                facts.checks.push(retention_check(&src, dlq_ret));
+            }
+            if let Some(h) = cfg.handler_timeout {
+                facts.checks.push(visibility_check(&src, h));
+            }
+        }
+        facts.redelivery = self.redelivery_terms(longest_src, dlq_ret);
+        Ok(facts)
+    }
+
+    /// The source queues to verify: the configured `source` (looked up by name when it has no
+    /// URL), else every queue whose RedrivePolicy points here.
+    async fn verified_sources(&self, cfg: &QueueConfig) -> Result<Vec<String>> {
+        Ok(match &cfg.source {
             Some(s) => match Address::parse(s) {
                 Ok(Address::Sqs(a)) => match a.url {
                     Some(u) => vec![u],
@@ -241,132 +304,192 @@ impl SqsBackend {
                 _ => Vec::new(),
             },
             None => self.source_urls().await?.clone(),
-        };
-        let check = |id: &str, title: &str, status: Status, detail: String| {
-            Check::new(id, title, status, detail)
-        };
-        if sources.is_empty() {
-            facts.checks.push(check("sqs-redrive-policy", "A source's RedrivePolicy points at this DLQ", Status::Fail, format!("no queue's RedrivePolicy targets {} (set `source` in dlqctl.toml or attach a RedrivePolicy)", self.arn)));
-        }
-        let mut longest_src = 0u64;
-        for u in &sources {
-            let a = self.queue_attrs(u).await?;
-            let name = u.rsplit('/').next().unwrap_or(u);
-            let src_ret: u64 = a
-                .get("MessageRetentionPeriod")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(345_600);
-            longest_src = longest_src.max(src_ret);
-            let src_fifo = a.get("FifoQueue").is_some_and(|v| v == "true");
-            let policy: Option<Value> = a
-                .get("RedrivePolicy")
-                .and_then(|p| serde_json::from_str(p).ok());
-            match &policy {
-                Some(p) if p["deadLetterTargetArn"].as_str() == Some(self.arn.as_str()) => {
-                    facts.checks.push(check(
-                        "sqs-redrive-policy",
-                        "The source's RedrivePolicy points at this DLQ",
-                        Status::Pass,
-                        format!("{name} → {}", self.name),
-                    ));
-                    let mrc = p["maxReceiveCount"]
-                        .as_u64()
-                        .or_else(|| p["maxReceiveCount"].as_str().and_then(|s| s.parse().ok()))
-                        .unwrap_or(0);
-                    let (st, why) = match mrc {
-                        0 | 1 => (
-                            Status::Fail,
-                            "a message can be dead-lettered after one receive that never reached a consumer",
-                        ),
-                        2..=3 => (
-                            Status::Warn,
-                            "few retries: transient failures may be dead-lettered",
-                        ),
-                        _ => (Status::Pass, "room for retries"),
-                    };
-                    facts.checks.push(check(
-                        "sqs-max-receive-count",
-                        "maxReceiveCount leaves room for retries (FAIL at 1, WARN at 2-3)",
-                        st,
-                        format!("{name}: maxReceiveCount {mrc}: {why}"),
-                    ));
-                }
-                Some(p) => facts.checks.push(check(
+        })
+    }
+
+    /// Whether the source's RedrivePolicy points here and, when it does, whether its
+    /// maxReceiveCount leaves room for retries.
+    fn policy_checks(&self, src: &Source) -> Vec<Check> {
+        let name = src.name;
+        let policy: Option<Value> = src
+            .attrs
+            .get("RedrivePolicy")
+            .and_then(|p| serde_json::from_str(p).ok());
+        match &policy {
+            Some(p) if p["deadLetterTargetArn"].as_str() == Some(self.arn.as_str()) => vec![
+                Check::new(
                     "sqs-redrive-policy",
                     "The source's RedrivePolicy points at this DLQ",
-                    Status::Fail,
-                    format!(
-                        "{name}'s RedrivePolicy targets {}, not {}",
-                        p["deadLetterTargetArn"].as_str().unwrap_or("?"),
-                        self.arn
-                    ),
-                )),
-                None => facts.checks.push(check(
-                    "sqs-redrive-policy",
-                    "The source's RedrivePolicy points at this DLQ",
-                    Status::Fail,
-                    format!("{name} has no RedrivePolicy"),
-                )),
-            }
-            facts.checks.push(if src_fifo == self.fifo {
-                check(
-                    "sqs-fifo-match",
-                    "Source and DLQ are the same type",
                     Status::Pass,
-                    format!("both {}", if self.fifo { "FIFO" } else { "standard" }),
-                )
-            } else {
-                check(
-                    "sqs-fifo-match",
-                    "Source and DLQ are the same type",
-                    Status::Fail,
-                    format!(
-                        "{name} is {} but {} is {}: SQS requires FIFO with FIFO",
-                        if src_fifo { "FIFO" } else { "standard" },
-                        self.name,
-                        if self.fifo { "FIFO" } else { "standard" }
-                    ),
-                )
-            });
-            if !self.fifo {
-                facts.checks.push(if dlq_ret >= src_ret {
-                    check("sqs-dlq-retention", "DLQ retention ≥ source retention", Status::Pass, format!("{} ≥ {} ({name})", secs(Some(dlq_ret)), secs(Some(src_ret))))
-                } else {
-                    check("sqs-dlq-retention", "DLQ retention ≥ source retention", Status::Fail, format!("{} < {} ({name}): a standard queue keeps the original enqueue time, so messages can expire in the DLQ soon after they arrive", secs(Some(dlq_ret)), secs(Some(src_ret))))
-                });
-            }
-            if let Some(h) = cfg.handler_timeout {
-                let vis: u64 = a
-                    .get("VisibilityTimeout")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(30);
-                facts.checks.push(if Duration::from_secs(vis) > h {
-                    check("sqs-visibility", "Visibility timeout exceeds the handler timeout", Status::Pass, format!("{name}: {} > {}", secs(Some(vis)), crate::human::fmt_duration(h)))
-                } else {
-                    check("sqs-visibility", "Visibility timeout exceeds the handler timeout", Status::Fail, format!("{name}: {} <= handler timeout {}: a slow handler runs at the same time as its own redelivery", secs(Some(vis)), crate::human::fmt_duration(h)))
-                });
-            }
+                    format!("{name} → {}", self.name),
+                ),
+                max_receive_count_check(name, p),
+            ],
+            Some(p) => vec![Check::new(
+                "sqs-redrive-policy",
+                "The source's RedrivePolicy points at this DLQ",
+                Status::Fail,
+                format!(
+                    "{name}'s RedrivePolicy targets {}, not {}",
+                    p["deadLetterTargetArn"].as_str().unwrap_or("?"),
+                    self.arn
+                ),
+            )],
+            None => vec![Check::new(
+                "sqs-redrive-policy",
+                "The source's RedrivePolicy points at this DLQ",
+                Status::Fail,
+                format!("{name} has no RedrivePolicy"),
+            )],
         }
-        // The arithmetic: standard queues keep the first enqueue time (a copy can arrive until
-        // the longer of the two retentions ends); FIFO queues reset it (they add up).
-        if self.fifo {
-            facts.redelivery.push(Term {
-                label: "source retention".into(),
-                value: Retention::For(Duration::from_secs(longest_src)),
-                source: "MessageRetentionPeriod of the source".into(),
-            });
-            facts.redelivery.push(Term {
-                label: "DLQ retention (FIFO: counted from dead-lettering)".into(),
-                value: Retention::For(Duration::from_secs(dlq_ret)),
-                source: "MessageRetentionPeriod of the DLQ".into(),
-            });
+    }
+
+    /// SQS dead-letters FIFO into FIFO and standard into standard only.
+    fn fifo_match_check(&self, src: &Source) -> Check {
+        let src_fifo = src.attrs.get("FifoQueue").is_some_and(|v| v == "true");
+        if src_fifo == self.fifo {
+            Check::new(
+                "sqs-fifo-match",
+                "Source and DLQ are the same type",
+                Status::Pass,
+                format!("both {}", if self.fifo { "FIFO" } else { "standard" }),
+            )
         } else {
-            facts.redelivery.push(Term {
+            Check::new(
+                "sqs-fifo-match",
+                "Source and DLQ are the same type",
+                Status::Fail,
+                format!(
+                    "{} is {} but {} is {}: SQS requires FIFO with FIFO",
+                    src.name,
+                    if src_fifo { "FIFO" } else { "standard" },
+                    self.name,
+                    if self.fifo { "FIFO" } else { "standard" }
+                ),
+            )
+        }
+    }
+
+    /// The arithmetic: standard queues keep the first enqueue time (a copy can arrive until
+    /// the longer of the two retentions ends); FIFO queues reset it (they add up).
+    fn redelivery_terms(&self, longest_src: u64, dlq_ret: u64) -> Vec<Term> {
+        if self.fifo {
+            vec![
+                Term {
+                    label: "source retention".into(),
+                    value: Retention::For(Duration::from_secs(longest_src)),
+                    source: "MessageRetentionPeriod of the source".into(),
+                },
+                Term {
+                    label: "DLQ retention (FIFO: counted from dead-lettering)".into(),
+                    value: Retention::For(Duration::from_secs(dlq_ret)),
+                    source: "MessageRetentionPeriod of the DLQ".into(),
+                },
+            ]
+        } else {
+            vec![Term {
                 label: "max(source, DLQ) retention (standard: counted from first enqueue)".into(),
                 value: Retention::For(Duration::from_secs(longest_src.max(dlq_ret))),
                 source: "MessageRetentionPeriod of source and DLQ".into(),
-            });
+            }]
         }
-        Ok(facts)
+    }
+}
+
+/// A source queue as verify sees it.
+struct Source<'a> {
+    /// The last part of its URL.
+    name: &'a str,
+    /// MessageRetentionPeriod in seconds (SQS's default of four days when absent).
+    retention: u64,
+    attrs: &'a HashMap<String, String>,
+}
+
+/// FAIL at a maxReceiveCount of 1 (one receive that never reached a consumer dead-letters),
+/// WARN at 2-3.
+fn max_receive_count_check(name: &str, policy: &Value) -> Check {
+    let mrc = policy["maxReceiveCount"]
+        .as_u64()
+        .or_else(|| {
+            policy["maxReceiveCount"]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+        })
+        .unwrap_or(0);
+    let (st, why) = match mrc {
+        0 | 1 => (
+            Status::Fail,
+            "a message can be dead-lettered after one receive that never reached a consumer",
+        ),
+        2..=3 => (
+            Status::Warn,
+            "few retries: transient failures may be dead-lettered",
+        ),
+        _ => (Status::Pass, "room for retries"),
+    };
+    Check::new(
+        "sqs-max-receive-count",
+        "maxReceiveCount leaves room for retries (FAIL at 1, WARN at 2-3)",
+        st,
+        format!("{name}: maxReceiveCount {mrc}: {why}"),
+    )
+}
+
+/// Standard queues only: a dead letter keeps its first enqueue time, so a DLQ that keeps
+/// messages for less than the source lets them expire soon after they arrive.
+fn retention_check(src: &Source, dlq_ret: u64) -> Check {
+    let (name, src_ret) = (src.name, src.retention);
+    if dlq_ret >= src_ret {
+        Check::new(
+            "sqs-dlq-retention",
+            "DLQ retention ≥ source retention",
+            Status::Pass,
+            format!("{} ≥ {} ({name})", secs(Some(dlq_ret)), secs(Some(src_ret))),
+        )
+    } else {
+        Check::new(
+            "sqs-dlq-retention",
+            "DLQ retention ≥ source retention",
+            Status::Fail,
+            format!(
+                "{} < {} ({name}): a standard queue keeps the original enqueue time, so messages can expire in the DLQ soon after they arrive",
+                secs(Some(dlq_ret)),
+                secs(Some(src_ret))
+            ),
+        )
+    }
+}
+
+/// The source's visibility timeout (SQS's default of 30 s when absent) must exceed the handler
+/// timeout, or a slow handler overlaps its own redelivery.
+fn visibility_check(src: &Source, handler_timeout: Duration) -> Check {
+    let (name, h) = (src.name, handler_timeout);
+    let vis: u64 = src
+        .attrs
+        .get("VisibilityTimeout")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    if Duration::from_secs(vis) > h {
+        Check::new(
+            "sqs-visibility",
+            "Visibility timeout exceeds the handler timeout",
+            Status::Pass,
+            format!(
+                "{name}: {} > {}",
+                secs(Some(vis)),
+                crate::human::fmt_duration(h)
+            ),
+        )
+    } else {
+        Check::new(
+            "sqs-visibility",
+            "Visibility timeout exceeds the handler timeout",
+            Status::Fail,
+            format!(
+                "{name}: {} <= handler timeout {}: a slow handler runs at the same time as its own redelivery",
+                secs(Some(vis)),
+                crate::human::fmt_duration(h)
+            ),
+        )
     }
 }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use aws_sdk_sqs::primitives::Blob;
+use aws_sdk_sqs::types::builders::SendMessageBatchRequestEntryBuilder;
 use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
 use futures::StreamExt;
 
@@ -62,6 +63,35 @@ fn fnv1a(b: &[u8]) -> u64 {
 
 /// Everything SQS would refuse, refused here with a reason; nothing is silently dropped.
 pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Prepared, String> {
+    let body = text_body(m)?;
+    let (mut attrs, attrs_size) = attributes(m)?;
+    let mut size = body.len() + attrs_size;
+    make_room_for_id(m, &mut attrs);
+    if attrs.len() > MAX_ATTRIBUTES {
+        return Err(too_many_attributes(attrs.len()));
+    }
+    size += carry_stable_id(m, &mut attrs)?;
+    if attrs.len() > MAX_ATTRIBUTES {
+        return Err(too_many_attributes(attrs.len()));
+    }
+    if size > b.max_size {
+        return Err(format!(
+            "{size} bytes is more than the target's MaximumMessageSize ({} bytes)",
+            b.max_size
+        ));
+    }
+    let e = SendMessageBatchRequestEntry::builder()
+        .id(format!("m{i}"))
+        .message_body(body)
+        .set_message_attributes(Some(attrs));
+    Ok(Prepared {
+        entry: with_group(b, m, e)?.build().map_err(|e| e.to_string())?,
+        size,
+    })
+}
+
+/// The body as SQS text: UTF-8, of characters SQS allows, not empty.
+fn text_body(m: &Message) -> std::result::Result<&str, String> {
     let body = std::str::from_utf8(&m.body).map_err(|_| {
         "the body is binary (not UTF-8); SQS bodies are text: export it and replay it into a backend that takes bytes, or base64 it first".to_string()
     })?;
@@ -74,8 +104,16 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
     if body.is_empty() {
         return Err("the body is empty; SQS needs at least one character".into());
     }
+    Ok(body)
+}
+
+/// The message's attributes or headers as SQS attributes, each name valid and used once, with
+/// the bytes they count towards MaximumMessageSize.
+fn attributes(
+    m: &Message,
+) -> std::result::Result<(HashMap<String, MessageAttributeValue>, usize), String> {
     let mut attrs: HashMap<String, MessageAttributeValue> = HashMap::new();
-    let mut size = body.len();
+    let mut size = 0;
     for a in &m.attributes {
         if !valid_attr_name(&a.name) {
             return Err(format!(
@@ -89,50 +127,63 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
                 a.name
             ));
         }
-        let v = match &a.value {
-            AttrValue::Null => {
+        let (v, bytes) = attribute_value(&a.name, &a.value)?;
+        size += bytes;
+        attrs.insert(a.name.clone(), v);
+    }
+    Ok((attrs, size))
+}
+
+/// One attribute's value as SQS carries it (a JSON one as `String.json`), and its size: name,
+/// data type and value.
+fn attribute_value(
+    name: &str,
+    value: &AttrValue,
+) -> std::result::Result<(MessageAttributeValue, usize), String> {
+    let (v, size) = match value {
+        AttrValue::Null => {
+            return Err(format!(
+                "header `{name}` has a null value, which SQS cannot carry"
+            ));
+        }
+        AttrValue::Text { data_type, value } => {
+            if value.is_empty() {
+                return Err(format!("attribute `{name}` is empty; SQS needs a value"));
+            }
+            if let Some(bad) = value.chars().find(|c| !allowed(*c)) {
                 return Err(format!(
-                    "header `{}` has a null value, which SQS cannot carry",
-                    a.name
+                    "attribute `{name}` contains U+{:04X}, which SQS does not allow",
+                    bad as u32
                 ));
             }
-            AttrValue::Text { data_type, value } => {
-                if value.is_empty() {
-                    return Err(format!(
-                        "attribute `{}` is empty; SQS needs a value",
-                        a.name
-                    ));
-                }
-                if let Some(bad) = value.chars().find(|c| !allowed(*c)) {
-                    return Err(format!(
-                        "attribute `{}` contains U+{:04X}, which SQS does not allow",
-                        a.name, bad as u32
-                    ));
-                }
-                let ty = if data_type == "Json" {
-                    "String.json"
-                } else {
-                    data_type.as_ref()
-                };
-                size += a.name.len() + ty.len() + value.len();
+            let ty = if data_type == "Json" {
+                "String.json"
+            } else {
+                data_type.as_ref()
+            };
+            (
                 MessageAttributeValue::builder()
                     .data_type(ty)
                     .string_value(value)
-                    .build()
-            }
-            AttrValue::Binary { data_type, value } => {
-                size += a.name.len() + data_type.len() + value.len();
-                MessageAttributeValue::builder()
-                    .data_type(data_type.as_ref())
-                    .binary_value(Blob::new(value.clone()))
-                    .build()
-            }
+                    .build(),
+                name.len() + ty.len() + value.len(),
+            )
         }
-        .map_err(|e| format!("attribute `{}`: {e}", a.name))?;
-        attrs.insert(a.name.clone(), v);
-    }
-    // The loop guard's count gives way to the user's attributes and the stable id: a copy
-    // that would need an 11th attribute for it goes without (docs/sqs.md).
+        AttrValue::Binary { data_type, value } => (
+            MessageAttributeValue::builder()
+                .data_type(data_type.as_ref())
+                .binary_value(Blob::new(value.clone()))
+                .build(),
+            name.len() + data_type.len() + value.len(),
+        ),
+    };
+    let v = v.map_err(|e| format!("attribute `{name}`: {e}"))?;
+    Ok((v, size))
+}
+
+/// The loop guard's count gives way to the user's attributes and the stable id: a copy
+/// that would need an 11th attribute for it goes without (docs/sqs.md).
+fn make_room_for_id(m: &Message, attrs: &mut HashMap<String, MessageAttributeValue>) {
     let needs_id = !m.id.is_empty()
         && !m.attributes.iter().any(|a| m.carries_id(a))
         && !attrs.contains_key(STABLE_ID_ATTRIBUTE);
@@ -143,91 +194,93 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
     {
         tracing::debug!(id = %m.id, "no room for dlqctl-redrive-count among 10 attributes");
     }
-    // Carry the stable id when no attribute carries it yet (SQS gives every copy a new
-    // MessageId). A copy without it would break "same id, every time": refuse instead.
-    if attrs.len() > MAX_ATTRIBUTES {
-        return Err(format!(
-            "{} attributes; SQS allows at most {MAX_ATTRIBUTES} per message",
-            attrs.len()
-        ));
-    }
+}
+
+/// Carries the stable id when no attribute carries it yet (SQS gives every copy a new
+/// MessageId); returns the bytes that adds. A copy without it would break "same id, every
+/// time": refuse instead.
+fn carry_stable_id(
+    m: &Message,
+    attrs: &mut HashMap<String, MessageAttributeValue>,
+) -> std::result::Result<usize, String> {
     // Only `dlqctl-stable-id` or the configured id attribute carries the id; an attribute
     // that happens to hold the same value (a priority of 1 beside an id of 1) does not.
     let carried = m.attributes.iter().any(|a| m.carries_id(a));
-    if !carried && !m.id.is_empty() {
-        // A stale `dlqctl-stable-id` (another value) is replaced, not kept beside the id.
-        attrs.remove(STABLE_ID_ATTRIBUTE);
-        if attrs.len() >= MAX_ATTRIBUTES {
-            return Err(format!(
-                "{} attributes and none carries the stable id, which needs an 11th (SQS allows {MAX_ATTRIBUTES}): set `id = \"attribute:NAME\"` to an attribute that holds the id",
-                attrs.len()
-            ));
-        }
-        let ty = "String";
-        size += STABLE_ID_ATTRIBUTE.len() + ty.len() + m.id.len();
-        attrs.insert(
-            STABLE_ID_ATTRIBUTE.into(),
-            MessageAttributeValue::builder()
-                .data_type(ty)
-                .string_value(&m.id)
-                .build()
-                .map_err(|e| e.to_string())?,
-        );
+    if carried || m.id.is_empty() {
+        return Ok(0);
     }
-    if attrs.len() > MAX_ATTRIBUTES {
+    // A stale `dlqctl-stable-id` (another value) is replaced, not kept beside the id.
+    attrs.remove(STABLE_ID_ATTRIBUTE);
+    if attrs.len() >= MAX_ATTRIBUTES {
         return Err(format!(
-            "{} attributes; SQS allows at most {MAX_ATTRIBUTES} per message",
+            "{} attributes and none carries the stable id, which needs an 11th (SQS allows {MAX_ATTRIBUTES}): set `id = \"attribute:NAME\"` to an attribute that holds the id",
             attrs.len()
         ));
     }
-    if size > b.max_size {
-        return Err(format!(
-            "{size} bytes is more than the target's MaximumMessageSize ({} bytes)",
-            b.max_size
-        ));
+    let ty = "String";
+    attrs.insert(
+        STABLE_ID_ATTRIBUTE.into(),
+        MessageAttributeValue::builder()
+            .data_type(ty)
+            .string_value(&m.id)
+            .build()
+            .map_err(|e| e.to_string())?,
+    );
+    Ok(STABLE_ID_ATTRIBUTE.len() + ty.len() + m.id.len())
+}
+
+fn too_many_attributes(n: usize) -> String {
+    format!("{n} attributes; SQS allows at most {MAX_ATTRIBUTES} per message")
+}
+
+/// The copy's MessageGroupId and, on a FIFO queue (where the group is required), its
+/// MessageDeduplicationId.
+fn with_group(
+    b: &SqsBackend,
+    m: &Message,
+    e: SendMessageBatchRequestEntryBuilder,
+) -> std::result::Result<SendMessageBatchRequestEntryBuilder, String> {
+    if !b.fifo {
+        // Standard queues take a MessageGroupId too (fair queues): keep it.
+        return Ok(match m.group.clone() {
+            Some(g) => e.message_group_id(g),
+            None => e,
+        });
     }
-    let mut e = SendMessageBatchRequestEntry::builder()
-        .id(format!("m{i}"))
-        .message_body(body)
-        .set_message_attributes(Some(attrs));
     let group = m.group.clone().or_else(|| {
         m.key
             .as_deref()
             .and_then(|k| std::str::from_utf8(k).ok())
             .map(str::to_string)
     });
-    if b.fifo {
-        let Some(g) = group else {
-            return Err("the target is a FIFO queue and the message has no group (MessageGroupId) or key to use as one".into());
-        };
-        if g.len() > 128 {
-            return Err("MessageGroupId longer than 128 characters".into());
-        }
-        let dedup = match b.opts.dedup {
-            DedupStrategy::Keep => m.dedup_id.clone().unwrap_or_else(|| m.id.clone()),
-            DedupStrategy::StableId => m.id.clone(),
-            // Stable id and native id: two different messages sharing a stable id must not
-            // collide (SQS would drop the second silently).
-            DedupStrategy::PerRun => format!(
-                "dlqctl-{}-{:016x}",
-                run_id(),
-                fnv1a(format!("{}\u{0}{}", m.id, m.native_id).as_bytes())
-            ),
-        };
-        if dedup.len() > 128 {
-            return Err(
-                "MessageDeduplicationId longer than 128 characters (use --dedup-id per-run)".into(),
-            );
-        }
-        e = e.message_group_id(g).message_deduplication_id(dedup);
-    } else if let Some(g) = m.group.clone() {
-        // Standard queues take a MessageGroupId too (fair queues): keep it.
-        e = e.message_group_id(g);
+    let Some(g) = group else {
+        return Err("the target is a FIFO queue and the message has no group (MessageGroupId) or key to use as one".into());
+    };
+    if g.len() > 128 {
+        return Err("MessageGroupId longer than 128 characters".into());
     }
-    Ok(Prepared {
-        entry: e.build().map_err(|e| e.to_string())?,
-        size,
-    })
+    let dedup = dedup_id(b, m);
+    if dedup.len() > 128 {
+        return Err(
+            "MessageDeduplicationId longer than 128 characters (use --dedup-id per-run)".into(),
+        );
+    }
+    Ok(e.message_group_id(g).message_deduplication_id(dedup))
+}
+
+/// The MessageDeduplicationId `--dedup-id` asks for.
+fn dedup_id(b: &SqsBackend, m: &Message) -> String {
+    match b.opts.dedup {
+        DedupStrategy::Keep => m.dedup_id.clone().unwrap_or_else(|| m.id.clone()),
+        DedupStrategy::StableId => m.id.clone(),
+        // Stable id and native id: two different messages sharing a stable id must not
+        // collide (SQS would drop the second silently).
+        DedupStrategy::PerRun => format!(
+            "dlqctl-{}-{:016x}",
+            run_id(),
+            fnv1a(format!("{}\u{0}{}", m.id, m.native_id).as_bytes())
+        ),
+    }
 }
 
 pub async fn send(b: &SqsBackend, batch: &[Message]) -> Result<Vec<SendOutcome>> {

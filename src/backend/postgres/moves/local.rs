@@ -13,6 +13,12 @@ use crate::backend::{MoveSession, SendOutcome, Ticket};
 use crate::error::Result;
 use crate::message::Message;
 
+/// Outcomes by position in the selection, filled in step by step.
+type Outcomes = Vec<Option<SendOutcome>>;
+
+/// A selected row that can move: its position in the selection and its index in the batch.
+type Movable = (usize, usize);
+
 impl PgMoveSession<'_> {
     pub(super) async fn move_claimed_locally(
         &mut self,
@@ -27,7 +33,7 @@ impl PgMoveSession<'_> {
         let pool = self.b.pool.clone();
         let tl = self.target_layout(&table, t.queue.is_some(), &pool).await?;
         let src = self.b.layout.clone();
-        let mut outcomes: Vec<Option<SendOutcome>> = vec![None; selected.len()];
+        let mut outcomes: Outcomes = vec![None; selected.len()];
 
         // The configured stable-id location (id = "json:/…") can only be applied row by row.
         let fast = self.b.id.is_none()
@@ -36,37 +42,67 @@ impl PgMoveSession<'_> {
                 && t.queue.is_none()
                 && src.col("queue").is_none());
         if !fast {
-            // Types that need checking row by row: build the copies here, still inside this
-            // batch's transaction, so the move stays atomic.
-            self.load(selected).await?;
-            let count = self.opts.count_redrive;
-            let msgs: Vec<Message> = selected
-                .iter()
-                .map(|&i| {
-                    let mut m = self.batch[i].message.clone().unwrap_or_default();
-                    // The copy counts one more redrive, as the one-statement move's does.
-                    if count {
-                        m.count_redrive();
-                    }
-                    m
-                })
-                .collect();
-            let tx = self.tx.as_mut().expect("a claimed batch");
-            let res = write::insert_messages(tx, &tl, t.queue.as_deref(), &msgs)
-                .await
-                .map_err(|e| pg_err(&tl.display, e))?;
-            let accepted: Vec<usize> = selected
-                .iter()
-                .zip(&res)
-                .filter(|(_, o)| **o == SendOutcome::Sent)
-                .map(|(&i, _)| i)
-                .collect();
-            self.settle(ticket, &accepted, &[]).await?;
-            return Ok(res);
+            return self
+                .copy_row_by_row(ticket, &tl, t.queue.as_deref(), selected)
+                .await;
         }
 
-        // Rows the target cannot hold without loss stay where they are.
-        let mut movable: Vec<(usize, usize)> = Vec::new(); // (position in selected, batch index)
+        let mut movable = self.holdable(&tl, selected, &mut outcomes);
+        self.keep_unaltered_ids(&tl, &mut movable, &mut outcomes)
+            .await?;
+        let rounds = self.rounds(&movable);
+        let sql = local_move_sql(&src, &tl, t.queue.is_some(), self.opts.count_redrive);
+        self.move_rounds(&sql, &tl, t.queue.as_deref(), rounds, &mut outcomes)
+            .await?;
+        let tx = self.tx.take().expect("a claimed batch");
+        tx.commit().await.map_err(|e| self.err(e))?;
+        self.batch.clear();
+        Ok(outcomes
+            .into_iter()
+            .map(|o| o.expect("an outcome per selected row"))
+            .collect())
+    }
+
+    /// Types that need checking row by row: build the copies here, still inside this batch's
+    /// transaction, so the move stays atomic.
+    async fn copy_row_by_row(
+        &mut self,
+        ticket: Ticket,
+        tl: &Layout,
+        queue: Option<&str>,
+        selected: &[usize],
+    ) -> Result<Vec<SendOutcome>> {
+        self.load(selected).await?;
+        let count = self.opts.count_redrive;
+        let msgs: Vec<Message> = selected
+            .iter()
+            .map(|&i| {
+                let mut m = self.batch[i].message.clone().unwrap_or_default();
+                // The copy counts one more redrive, as the one-statement move's does.
+                if count {
+                    m.count_redrive();
+                }
+                m
+            })
+            .collect();
+        let tx = self.tx.as_mut().expect("a claimed batch");
+        let res = write::insert_messages(tx, tl, queue, &msgs)
+            .await
+            .map_err(|e| pg_err(&tl.display, e))?;
+        let accepted: Vec<usize> = selected
+            .iter()
+            .zip(&res)
+            .filter(|(_, o)| **o == SendOutcome::Sent)
+            .map(|(&i, _)| i)
+            .collect();
+        self.settle(ticket, &accepted, &[]).await?;
+        Ok(res)
+    }
+
+    /// The selected rows the target can hold without loss; the others (a binary body without
+    /// room for bytes, headers without a headers column) stay where they are, rejected.
+    fn holdable(&self, tl: &Layout, selected: &[usize], outcomes: &mut Outcomes) -> Vec<Movable> {
+        let mut movable = Vec::new();
         for (pos, &i) in selected.iter().enumerate() {
             let c = &self.batch[i];
             if c.binary
@@ -90,8 +126,17 @@ impl PgMoveSession<'_> {
                 movable.push((pos, i));
             }
         }
+        movable
+    }
 
-        // Ids the target column would not store as they are stay where they are.
+    /// Ids the target column would not store as they are stay where they are, rejected with
+    /// the reason.
+    async fn keep_unaltered_ids(
+        &mut self,
+        tl: &Layout,
+        movable: &mut Vec<Movable>,
+        outcomes: &mut Outcomes,
+    ) -> Result<()> {
         let ids: Vec<&str> = movable
             .iter()
             .map(|&(_, i)| self.batch[i].message_id.as_str())
@@ -111,11 +156,14 @@ impl PgMoveSession<'_> {
                 None => true,
             });
         }
+        Ok(())
+    }
 
-        // Rounds of distinct message ids, so that "inserted" maps back to exactly one row.
-        let mut rounds: Vec<Vec<(usize, usize)>> = Vec::new();
+    /// Rounds of distinct message ids, so that "inserted" maps back to exactly one row.
+    fn rounds(&self, movable: &[Movable]) -> Vec<Vec<Movable>> {
+        let mut rounds: Vec<Vec<Movable>> = Vec::new();
         let mut seen: HashMap<&str, usize> = HashMap::new();
-        for &(pos, i) in &movable {
+        for &(pos, i) in movable {
             let k = seen.entry(self.batch[i].message_id.as_str()).or_default();
             if rounds.len() <= *k {
                 rounds.push(Vec::new());
@@ -123,17 +171,28 @@ impl PgMoveSession<'_> {
             rounds[*k].push((pos, i));
             *k += 1;
         }
+        rounds
+    }
 
-        let sql = local_move_sql(&src, &tl, t.queue.is_some(), self.opts.count_redrive);
+    /// Runs the one-statement move once per round: a row whose copy went in is sent (and
+    /// deleted), one whose copy met an active twin stays, a conflict.
+    async fn move_rounds(
+        &mut self,
+        sql: &str,
+        tl: &Layout,
+        queue: Option<&str>,
+        rounds: Vec<Vec<Movable>>,
+        outcomes: &mut Outcomes,
+    ) -> Result<()> {
         let tx = self.tx.as_mut().expect("a claimed batch");
         for round in rounds {
             let ids: Vec<&str> = round
                 .iter()
                 .map(|&(_, i)| self.batch[i].native_id.as_str())
                 .collect();
-            let moved: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql.clone()))
+            let moved: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql.to_string()))
                 .bind(&ids)
-                .bind(t.queue.as_deref())
+                .bind(queue)
                 .fetch_all(&mut **tx)
                 .await
                 .map_err(|e| pg_err(&tl.display, e))?;
@@ -151,13 +210,7 @@ impl PgMoveSession<'_> {
                 });
             }
         }
-        let tx = self.tx.take().expect("a claimed batch");
-        tx.commit().await.map_err(|e| self.err(e))?;
-        self.batch.clear();
-        Ok(outcomes
-            .into_iter()
-            .map(|o| o.expect("an outcome per selected row"))
-            .collect())
+        Ok(())
     }
 }
 

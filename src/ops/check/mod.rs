@@ -7,12 +7,11 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::backend::{Check, Status};
+use crate::backend::{Check, Inspection, QueueBackend, Status};
 use crate::classify::Classifier;
 use crate::config::LimitsConfig;
 use crate::error::{Error, Result, exit};
@@ -20,6 +19,10 @@ use crate::ops::census::{self, Census, FingerprintCount};
 use crate::ops::metrics::Metrics;
 use crate::output::OutputFormat;
 use crate::settings::{Ctx, QueueRef};
+
+mod limits;
+
+use limits::Figures;
 
 /// Fingerprints a baseline file names.
 #[derive(Debug)]
@@ -237,6 +240,8 @@ fn validate(q: &QueueRef, l: &LimitsConfig, c: &Classifier, baseline: bool) -> R
     Ok(())
 }
 
+/// One queue's checks: read what the queue reports, read its messages where a limit needs
+/// them, then hold each limit to the figures.
 async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig) -> QueueState {
     let mut state = QueueState {
         queue: q.name.clone().unwrap_or_else(|| q.address.to_string()),
@@ -247,47 +252,19 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
         census: None,
         inspection: None,
     };
-    let fail = |title: &str, e: Error| Check::new("reachable", title, Status::Fail, e.to_string());
-    let b = match ctx.opener.open(&q.address, &q.source_options()).await {
-        Ok(b) => b,
-        Err(e) => {
-            state.checks.push(fail("Queue is reachable", e));
+    let (b, mut ins) = match reach(ctx, req, q).await {
+        Ok(reached) => reached,
+        Err(unreachable) => {
+            state.checks.push(unreachable);
             return state;
         }
     };
-    let ins = match b.inspect(&req.classifier).await {
-        Ok(i) => i,
-        Err(e) => {
-            state.checks.push(fail("Queue is readable", e));
-            let _ = b.close().await;
-            return state;
-        }
-    };
-    let fact = |name: &str| {
-        ins.facts
-            .iter()
-            .find(|f| f.name == name)
-            .map(|f| f.value.clone())
-    };
-    let oldest_fact = fact("oldest")
-        .as_ref()
-        .and_then(Value::as_str)
-        .and_then(|t| t.parse::<chrono::DateTime<chrono::Utc>>().ok());
-    let messages = fact("messages").as_ref().and_then(Value::as_u64);
-    let in_flight = fact("in_flight").as_ref().and_then(Value::as_u64);
-    // A scan: for the classes and the baseline, and for the age where the queue cannot tell.
-    let wants_scan = needs_census(l, req.baseline.is_some())
-        || (l.max_age.is_some() && oldest_fact.is_none() && messages != Some(0))
-        || (l.max_messages.is_some() && messages.is_none());
-    if wants_scan && let Some(effect) = b.capabilities().read_side_effect {
-        ctx.printer.warn(&format!("reading {} {effect}", q.address));
-    }
-    let census = if wants_scan {
-        let known = req.baseline.as_ref().map(|b| &b.fingerprints);
-        match census::take(ctx, b.as_ref(), &req.classifier, req.scan_max, known).await {
+    let mut figures = Figures::reported(&ins);
+    let census = if wants_scan(req, l, &figures) {
+        match scan(ctx, req, q, b.as_ref()).await {
             Ok(c) => Some(c),
-            Err(e) => {
-                state.checks.push(fail("Messages are readable", e));
+            Err(unreadable) => {
+                state.checks.push(unreadable);
                 None
             }
         }
@@ -297,167 +274,93 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
     let _ = b.close().await;
     // A file cannot say how many it holds: the census can, when it read them all.
     let counted = census.as_ref().filter(|c| c.complete).map(|c| c.scanned);
-    let mut ins = ins;
-    if let (None, Some(n)) = (messages, counted) {
+    if let (None, Some(n)) = (figures.messages, counted) {
         ins.facts
             .push(crate::backend::Fact::new("messages", n, n.to_string()));
     }
-    let messages = messages.or(counted);
-    let sample = census
-        .as_ref()
-        .filter(|c| !c.complete)
-        .map(|c| format!(" (in the first {} messages read)", c.scanned))
-        .unwrap_or_default();
+    figures.messages = figures.messages.or(counted);
 
-    if let Some(max) = l.max_messages {
-        state.checks.push(match messages {
-            Some(n) => limit_check(
-                "max-messages",
-                &format!("At most {max} messages"),
-                n,
-                max,
-                &format!("{n} messages (limit {max})"),
-            ),
-            None => Check::new(
-                "max-messages",
-                &format!("At most {max} messages"),
-                Status::Warn,
-                "the queue does not report a message count",
-            ),
-        });
-    }
-    if let Some(max_age) = l.max_age {
-        let title = format!(
-            "No message older than {}",
-            crate::human::fmt_duration(max_age)
-        );
-        let oldest = census.as_ref().and_then(|c| c.oldest).or(oldest_fact);
-        state.checks.push(match oldest {
-            Some(t) => {
-                let age = (chrono::Utc::now() - t).to_std().unwrap_or(Duration::ZERO);
-                let status = if age > max_age {
-                    Status::Fail
-                } else {
-                    Status::Pass
-                };
-                Check::new(
-                    "max-age",
-                    &title,
-                    status,
-                    format!(
-                        "oldest message {} old, first enqueued {}{sample}",
-                        crate::human::human_age(
-                            chrono::Duration::from_std(age).unwrap_or_default()
-                        ),
-                        t.format("%Y-%m-%d %H:%M:%S UTC")
-                    ),
-                )
-            }
-            None if messages == Some(0) || census.as_ref().is_some_and(|c| c.scanned == 0) => {
-                Check::new("max-age", &title, Status::Pass, "no messages")
-            }
-            None => Check::new(
-                "max-age",
-                &title,
-                Status::Warn,
-                "the messages carry no enqueue or dead-letter time",
-            ),
-        });
-    }
-    if let Some(max) = l.max_in_flight {
-        let title = format!("At most {max} messages in flight");
-        state.checks.push(match in_flight {
-            Some(n) => limit_check(
-                "max-in-flight",
-                &title,
-                n,
-                max,
-                &format!(
-                    "{n} in flight (limit {max}): received by a consumer or a run, not yet deleted"
-                ),
-            ),
-            None => Check::new(
-                "max-in-flight",
-                &title,
-                Status::Warn,
-                "not applicable: only SQS reports messages in flight",
-            ),
-        });
-    }
-    if let Some(c) = &census {
-        for (name, max) in &l.classes {
-            let n: u64 = c
-                .by_class
-                .iter()
-                .filter(|((kind, rule), _)| kind.to_string() == *name || rule == name)
-                .map(|(_, n)| n)
-                .sum();
-            state.checks.push(limit_check(
-                &format!("class:{name}"),
-                &format!("At most {max} {name} messages"),
-                n,
-                *max,
-                &format!("{n} {name} (limit {max}){sample}"),
-            ));
-        }
-        if let Some(base) = &req.baseline {
-            let new: Vec<FingerprintCount> = c
-                .fingerprints()
-                .into_iter()
-                .filter(|f| {
-                    f.fingerprint != census::OTHER && !base.fingerprints.contains(&f.fingerprint)
-                })
-                .cloned()
-                .collect();
-            let title = format!("No new kind of failure since {}", base.path);
-            state.checks.push(if new.is_empty() {
-                Check::new(
-                    "baseline",
-                    &title,
-                    Status::Pass,
-                    format!(
-                        "{} fingerprint(s), all in the baseline{sample}",
-                        c.by_fingerprint.len()
-                    ),
-                )
-            } else {
-                let listed: Vec<String> = new
-                    .iter()
-                    .take(5)
-                    .map(|f| format!("{} ({}): {}", f.fingerprint, f.count, f.template))
-                    .collect();
-                let more = if new.len() > 5 {
-                    format!("; and {} more", new.len() - 5)
-                } else {
-                    String::new()
-                };
-                Check::new(
-                    "baseline",
-                    &title,
-                    Status::Fail,
-                    format!(
-                        "{} new fingerprint(s){sample}: {}{more}",
-                        new.len(),
-                        listed.join("; ")
-                    ),
-                )
-            });
-            state.new_fingerprints = Some(new);
-        }
-    }
+    let (checks, new_fingerprints) =
+        limits::checks(l, req.baseline.as_ref(), &figures, census.as_ref());
+    state.checks.extend(checks);
+    state.new_fingerprints = new_fingerprints;
     state.complete = census.as_ref().map(|c| c.complete);
     state.census = census;
     state.inspection = Some(ins);
     state
 }
 
-fn limit_check(id: &str, title: &str, n: u64, max: u64, detail: &str) -> Check {
-    Check::new(
-        id,
-        title,
-        if n > max { Status::Fail } else { Status::Pass },
-        detail,
-    )
+/// Opens the queue and inspects it; a failure of either is the failed "reachable" check.
+async fn reach(
+    ctx: &Ctx,
+    req: &CheckRequest,
+    q: &QueueRef,
+) -> std::result::Result<(Box<dyn QueueBackend>, Inspection), Check> {
+    let fail = |title: &str, e: Error| Check::new("reachable", title, Status::Fail, e.to_string());
+    let b = match ctx.opener.open(&q.address, &q.source_options()).await {
+        Ok(b) => b,
+        Err(e) => return Err(fail("Queue is reachable", e)),
+    };
+    match b.inspect(&req.classifier).await {
+        Ok(ins) => Ok((b, ins)),
+        Err(e) => {
+            let unreadable = fail("Queue is readable", e);
+            let _ = b.close().await;
+            Err(unreadable)
+        }
+    }
+}
+
+impl Figures {
+    /// The figures the queue reports itself, in its inspection's facts.
+    fn reported(ins: &Inspection) -> Figures {
+        let fact = |name: &str| {
+            ins.facts
+                .iter()
+                .find(|f| f.name == name)
+                .map(|f| f.value.clone())
+        };
+        Figures {
+            messages: fact("messages").as_ref().and_then(Value::as_u64),
+            in_flight: fact("in_flight").as_ref().and_then(Value::as_u64),
+            oldest: fact("oldest")
+                .as_ref()
+                .and_then(Value::as_str)
+                .and_then(|t| t.parse::<chrono::DateTime<chrono::Utc>>().ok()),
+        }
+    }
+}
+
+/// Whether the messages must be read: for the classes and the baseline, and for the age or
+/// the count where the queue cannot tell.
+fn wants_scan(req: &CheckRequest, l: &LimitsConfig, reported: &Figures) -> bool {
+    needs_census(l, req.baseline.is_some())
+        || (l.max_age.is_some() && reported.oldest.is_none() && reported.messages != Some(0))
+        || (l.max_messages.is_some() && reported.messages.is_none())
+}
+
+/// Reads the messages into a census (after warning when reading has side effects); a failure
+/// is the failed "Messages are readable" check.
+async fn scan(
+    ctx: &Ctx,
+    req: &CheckRequest,
+    q: &QueueRef,
+    b: &dyn QueueBackend,
+) -> std::result::Result<Census, Check> {
+    if let Some(effect) = b.capabilities().read_side_effect {
+        ctx.printer.warn(&format!("reading {} {effect}", q.address));
+    }
+    let known = req.baseline.as_ref().map(|b| &b.fingerprints);
+    census::take(ctx, b, &req.classifier, req.scan_max, known)
+        .await
+        .map_err(|e| {
+            Check::new(
+                "reachable",
+                "Messages are readable",
+                Status::Fail,
+                e.to_string(),
+            )
+        })
 }
 
 fn render(ctx: &Ctx, r: &CheckReport) -> Result<()> {

@@ -1,0 +1,210 @@
+//! The limits of `check`, one function each, held to the figures of a queue: what it reports,
+//! completed by a census of its messages where one was taken.
+
+use std::time::Duration;
+
+use crate::backend::{Check, Status};
+use crate::config::LimitsConfig;
+use crate::ops::census::{self, Census, FingerprintCount};
+
+use super::Baseline;
+
+/// What a queue says of itself (the census fills in the count where it read everything).
+pub(super) struct Figures {
+    pub messages: Option<u64>,
+    pub in_flight: Option<u64>,
+    /// First enqueue of the oldest message.
+    pub oldest: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Every limit set for the queue, in the order the report shows them, and the fingerprints the
+/// baseline lacks (when there is a baseline and a census to hold to it).
+pub(super) fn checks(
+    l: &LimitsConfig,
+    baseline: Option<&Baseline>,
+    figures: &Figures,
+    census: Option<&Census>,
+) -> (Vec<Check>, Option<Vec<FingerprintCount>>) {
+    let sample = census
+        .filter(|c| !c.complete)
+        .map(|c| format!(" (in the first {} messages read)", c.scanned))
+        .unwrap_or_default();
+    let mut checks = Vec::new();
+    let mut new_fingerprints = None;
+    if let Some(max) = l.max_messages {
+        checks.push(max_messages(max, figures.messages));
+    }
+    if let Some(max_age) = l.max_age {
+        checks.push(max_age_check(max_age, figures, census, &sample));
+    }
+    if let Some(max) = l.max_in_flight {
+        checks.push(max_in_flight(max, figures.in_flight));
+    }
+    if let Some(c) = census {
+        for (name, max) in &l.classes {
+            checks.push(max_class(c, name, *max, &sample));
+        }
+        if let Some(base) = baseline {
+            let (check, new) = baseline_check(c, base, &sample);
+            checks.push(check);
+            new_fingerprints = Some(new);
+        }
+    }
+    (checks, new_fingerprints)
+}
+
+/// `--max-messages`: warns where the queue does not report a count.
+fn max_messages(max: u64, messages: Option<u64>) -> Check {
+    match messages {
+        Some(n) => limit_check(
+            "max-messages",
+            &format!("At most {max} messages"),
+            n,
+            max,
+            &format!("{n} messages (limit {max})"),
+        ),
+        None => Check::new(
+            "max-messages",
+            &format!("At most {max} messages"),
+            Status::Warn,
+            "the queue does not report a message count",
+        ),
+    }
+}
+
+/// `--max-age`: the oldest message the census saw, else the one the queue reports.
+fn max_age_check(
+    max_age: Duration,
+    figures: &Figures,
+    census: Option<&Census>,
+    sample: &str,
+) -> Check {
+    let title = format!(
+        "No message older than {}",
+        crate::human::fmt_duration(max_age)
+    );
+    let oldest = census.and_then(|c| c.oldest).or(figures.oldest);
+    match oldest {
+        Some(t) => {
+            let age = (chrono::Utc::now() - t).to_std().unwrap_or(Duration::ZERO);
+            let status = if age > max_age {
+                Status::Fail
+            } else {
+                Status::Pass
+            };
+            Check::new(
+                "max-age",
+                &title,
+                status,
+                format!(
+                    "oldest message {} old, first enqueued {}{sample}",
+                    crate::human::human_age(chrono::Duration::from_std(age).unwrap_or_default()),
+                    t.format("%Y-%m-%d %H:%M:%S UTC")
+                ),
+            )
+        }
+        None if figures.messages == Some(0) || census.is_some_and(|c| c.scanned == 0) => {
+            Check::new("max-age", &title, Status::Pass, "no messages")
+        }
+        None => Check::new(
+            "max-age",
+            &title,
+            Status::Warn,
+            "the messages carry no enqueue or dead-letter time",
+        ),
+    }
+}
+
+/// `--max-in-flight`: only SQS reports messages in flight; elsewhere a warning.
+fn max_in_flight(max: u64, in_flight: Option<u64>) -> Check {
+    let title = format!("At most {max} messages in flight");
+    match in_flight {
+        Some(n) => limit_check(
+            "max-in-flight",
+            &title,
+            n,
+            max,
+            &format!(
+                "{n} in flight (limit {max}): received by a consumer or a run, not yet deleted"
+            ),
+        ),
+        None => Check::new(
+            "max-in-flight",
+            &title,
+            Status::Warn,
+            "not applicable: only SQS reports messages in flight",
+        ),
+    }
+}
+
+/// `--max-class NAME=N`: the messages of a kind (transient, permanent, unclassified) or of a
+/// rule.
+fn max_class(c: &Census, name: &str, max: u64, sample: &str) -> Check {
+    let n: u64 = c
+        .by_class
+        .iter()
+        .filter(|((kind, rule), _)| kind.to_string() == *name || rule == name)
+        .map(|(_, n)| n)
+        .sum();
+    limit_check(
+        &format!("class:{name}"),
+        &format!("At most {max} {name} messages"),
+        n,
+        max,
+        &format!("{n} {name} (limit {max}){sample}"),
+    )
+}
+
+/// `--baseline`: fails on any fingerprint the baseline has not seen, naming the first five;
+/// also returns all of them.
+fn baseline_check(c: &Census, base: &Baseline, sample: &str) -> (Check, Vec<FingerprintCount>) {
+    let new: Vec<FingerprintCount> = c
+        .fingerprints()
+        .into_iter()
+        .filter(|f| f.fingerprint != census::OTHER && !base.fingerprints.contains(&f.fingerprint))
+        .cloned()
+        .collect();
+    let title = format!("No new kind of failure since {}", base.path);
+    let check = if new.is_empty() {
+        Check::new(
+            "baseline",
+            &title,
+            Status::Pass,
+            format!(
+                "{} fingerprint(s), all in the baseline{sample}",
+                c.by_fingerprint.len()
+            ),
+        )
+    } else {
+        let listed: Vec<String> = new
+            .iter()
+            .take(5)
+            .map(|f| format!("{} ({}): {}", f.fingerprint, f.count, f.template))
+            .collect();
+        let more = if new.len() > 5 {
+            format!("; and {} more", new.len() - 5)
+        } else {
+            String::new()
+        };
+        Check::new(
+            "baseline",
+            &title,
+            Status::Fail,
+            format!(
+                "{} new fingerprint(s){sample}: {}{more}",
+                new.len(),
+                listed.join("; ")
+            ),
+        )
+    };
+    (check, new)
+}
+
+fn limit_check(id: &str, title: &str, n: u64, max: u64, detail: &str) -> Check {
+    Check::new(
+        id,
+        title,
+        if n > max { Status::Fail } else { Status::Pass },
+        detail,
+    )
+}
