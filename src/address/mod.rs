@@ -243,6 +243,33 @@ impl Address {
             Address::Rabbitmq(_) => "rabbitmq",
         }
     }
+
+    /// Why a redrive cannot read this address, where it names a slice of its queue (Kafka's
+    /// `from`/`to`/`since`/`until`): a redrive continues from where the last one stopped, and a
+    /// slice is for reading and replaying.
+    pub fn redrive_slice_refusal(&self) -> Option<&'static str> {
+        match self {
+            Address::Kafka(k)
+                if k.range.from.is_some()
+                    || k.range.to.is_some()
+                    || k.range.since.is_some()
+                    || k.range.until.is_some() =>
+            {
+                Some(
+                    "a Kafka redrive continues from the redrive group's committed offsets; from/to/since/until slice peek, export and replay: use `dlqctl replay` for a slice",
+                )
+            }
+            _ => None,
+        }
+    }
+
+    /// The same queue, read only in `partition` (where the queue has partitions: Kafka), so
+    /// that a move of one message reads and settles nothing elsewhere.
+    pub fn confined_to_partition(&mut self, partition: i32) {
+        if let Address::Kafka(k) = self {
+            k.range.partition = Some(partition);
+        }
+    }
 }
 
 pub use crate::secrets::redact;

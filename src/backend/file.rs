@@ -94,9 +94,22 @@ impl QueueBackend for FileBackend {
         &self.addr
     }
 
+    fn describe_move(&self, how: &super::MoveHow) -> String {
+        if how.purge {
+            let remove = if how.archived {
+                "remove it"
+            } else {
+                "remove each selected message"
+            };
+            super::archive_then(how.archived, remove)
+        } else {
+            "copy each message to the target".into()
+        }
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            read: true,
+            archive_only: true,
             ..Capabilities::default()
         }
     }

@@ -81,12 +81,11 @@ impl QueueBackend for MemoryBackend {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            read: true,
             tail: false,
             delete: true,
-            write: true,
             read_side_effect: None,
             per_message_destination: false,
+            ..Capabilities::default()
         }
     }
 

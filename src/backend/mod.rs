@@ -22,10 +22,12 @@ pub mod file;
 pub mod kafka;
 #[cfg(test)]
 pub mod memory;
+pub mod passing;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 // RabbitMQ (issue 27): the address form is built always, the backend with the feature.
 pub mod rabbitmq;
+pub mod read_session;
 // Redis job queues (Sidekiq, BullMQ): everything in backend/redis/.
 #[cfg(feature = "redis")]
 pub mod redis;
@@ -41,14 +43,19 @@ pub type PendingSend = Pin<Box<dyn Future<Output = Result<Vec<SendOutcome>>> + S
 /// What a backend can and cannot do, reported before any work starts.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Capabilities {
-    /// Can read messages at all (peek, export, classify).
-    pub read: bool,
     /// Can follow new arrivals.
     pub tail: bool,
     /// Can remove one message after its copy is accepted elsewhere (redrive).
     pub delete: bool,
-    /// Can accept copies (be a redrive / replay target).
-    pub write: bool,
+    /// Copies and settles in one transaction with a target on the same cluster
+    /// (`redrive --exactly-once`; Kafka).
+    pub exactly_once: bool,
+    /// Its sink takes copies only as a purge's archive (appended and synced): a redrive or
+    /// replay into it is `export` (a JSON Lines file).
+    pub archive_only: bool,
+    /// A replay reads up to ends fixed when it starts (Kafka's end offsets), so a range can be
+    /// replayed into the queue itself (reprocessing) and the replay still ends.
+    pub bounded_reads: bool,
     /// Reading changes something, and what (e.g. SQS receive counts).
     pub read_side_effect: Option<&'static str>,
     /// Can tell each message's own source queue (SQS DeadLetterQueueSourceArn or the queues
@@ -441,6 +448,31 @@ pub trait QueueBackend: Send + Sync {
     fn settles_by_position(&self) -> bool {
         false
     }
+    /// What a redrive or purge does to each message of this source, in the backend's own
+    /// terms: the plan's "operation" row. The default fits a queue that removes one message at
+    /// a time.
+    fn describe_move(&self, how: &MoveHow) -> String {
+        if how.purge {
+            let remove = if how.archived {
+                "remove it"
+            } else {
+                "remove each selected message"
+            };
+            archive_then(how.archived, remove)
+        } else {
+            "copy each message to the target, then remove it from the dead-letter queue".into()
+        }
+    }
+    /// Whether a redrive into this very queue retries each message where it is (a job
+    /// system's own retry), rather than being refused as a copy into the queue being read.
+    fn retries_in_place(&self) -> bool {
+        false
+    }
+    /// What a filtered run costs to read, where reading has a price the plan should name
+    /// (SQS: receive calls, receive counts, billing). `backlog`: the plan's count, if any.
+    fn describe_filtered_read(&self, _backlog: Option<Backlog>) -> Option<String> {
+        None
+    }
     /// Why a redrive finds nothing to read, where the queue can tell more than "empty" (Kafka:
     /// the redrive group has consumed every record the topic still holds). Shown in the plan
     /// and in the summary of a run that examined nothing.
@@ -468,6 +500,30 @@ pub trait QueueBackend: Send + Sync {
     /// its messages), so that a dry run says so.
     fn unaccounted(&self) -> Vec<Unaccounted> {
         Vec::new()
+    }
+}
+
+/// How a run moves, for [`QueueBackend::describe_move`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MoveHow {
+    /// A purge (otherwise a redrive).
+    pub purge: bool,
+    /// A purge keeps a copy in an archive first.
+    pub archived: bool,
+    /// A redrive into the queue itself, which retries each message where it is.
+    pub in_place: bool,
+    /// The backend moves each batch itself ([`QueueBackend::can_move_locally`]).
+    pub local: bool,
+    /// `--exactly-once`.
+    pub exactly_once: bool,
+}
+
+/// A purge's words: the archive copy first, when there is one, then `remove`.
+pub fn archive_then(archived: bool, remove: &str) -> String {
+    if archived {
+        format!("copy each message to the archive, then {remove}")
+    } else {
+        remove.to_string()
     }
 }
 

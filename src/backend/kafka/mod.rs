@@ -209,12 +209,13 @@ impl QueueBackend for KafkaBackend {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            read: true,
             tail: true,
             delete: true,
-            write: true,
             read_side_effect: None,
             per_message_destination: true,
+            exactly_once: true,
+            archive_only: false,
+            bounded_reads: true,
         }
     }
 
@@ -318,6 +319,20 @@ impl QueueBackend for KafkaBackend {
 
     fn settles_by_position(&self) -> bool {
         true
+    }
+
+    fn describe_move(&self, how: &crate::backend::MoveHow) -> String {
+        if how.purge {
+            return crate::backend::archive_then(
+                how.archived,
+                "commit the redrive group's offsets past each record: Kafka cannot delete single records, so they stay in the topic until its retention removes them, and no redrive reads them again",
+            );
+        }
+        if how.exactly_once {
+            "copy each record to the target topic and commit the redrive group's offsets past it, in one transaction (nothing is deleted from the topic)".into()
+        } else {
+            "copy each record to the target, then commit the redrive group's offsets past it (nothing is deleted from the topic)".into()
+        }
     }
 
     async fn nothing_pending(&self) -> Result<Option<String>> {

@@ -243,12 +243,11 @@ impl QueueBackend for PgBackend {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            read: !self.as_target,
             tail: !self.as_target,
             delete: !self.as_target,
-            write: true,
             read_side_effect: None,
             per_message_destination: false,
+            ..Capabilities::default()
         }
     }
 
@@ -306,6 +305,23 @@ impl QueueBackend for PgBackend {
 
     fn can_move_locally(&self, target: &Address) -> bool {
         matches!(target, Address::Postgres(t) if matches!(t.target, PgTarget::Table(_)) && same_database(&self.pg, t))
+    }
+
+    fn describe_move(&self, how: &super::MoveHow) -> String {
+        match (how.purge, how.local) {
+            (true, true) => {
+                "archive and delete each batch in one transaction (INSERT … SELECT, DELETE)".into()
+            }
+            (true, false) if how.archived => super::archive_then(true, "delete its row"),
+            (true, false) => "delete each selected row".into(),
+            (false, true) => {
+                "move each batch in one transaction: insert the copies, delete the dead letters"
+                    .into()
+            }
+            (false, false) => {
+                "copy each message to the target, then delete it from the dead-letter table".into()
+            }
+        }
     }
 
     async fn begin_move(&self, opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {

@@ -225,19 +225,26 @@ impl QueueBackend for RabbitBackend {
         &self.addr
     }
 
+    fn describe_move(&self, how: &crate::backend::MoveHow) -> String {
+        match (how.purge, how.archived) {
+            (true, true) => crate::backend::archive_then(true, "acknowledge it (basic.ack)"),
+            (true, false) => "acknowledge each selected message (basic.ack)".into(),
+            (false, _) => "copy each message to the target (publisher confirms, mandatory), then acknowledge it in the dead-letter queue; what is skipped or refused goes back to the queue when the run ends, marked redelivered".into(),
+        }
+    }
+
     fn capabilities(&self) -> Capabilities {
         let queue = self.a.queue().is_some();
         Capabilities {
-            read: queue,
             tail: queue,
             delete: queue && !self.is_stream(),
-            write: true,
             read_side_effect: match self.kind() {
                 Some("stream") => None,
                 Some(_) => Some(SIDE_EFFECT),
                 None => Some(SIDE_EFFECT_UNKNOWN),
             },
             per_message_destination: true,
+            ..Capabilities::default()
         }
     }
 

@@ -198,12 +198,11 @@ impl QueueBackend for RedisBackend {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            read: true,
             tail: true,
             delete: true,
-            write: false,
             read_side_effect: None,
             per_message_destination: false,
+            ..Capabilities::default()
         }
     }
 
@@ -262,6 +261,41 @@ impl QueueBackend for RedisBackend {
 
     fn can_move_locally(&self, target: &Address) -> bool {
         *target == self.addr
+    }
+
+    fn retries_in_place(&self) -> bool {
+        true
+    }
+
+    fn describe_move(&self, how: &crate::backend::MoveHow) -> String {
+        let Address::Redis(r) = &self.addr else {
+            unreachable!("redis address")
+        };
+        // The library by its own name (the address says `system=sidekiq`).
+        let (library, bull) = match r.system {
+            crate::address::RedisSystem::Sidekiq => ("Sidekiq", false),
+            crate::address::RedisSystem::BullMq => ("BullMQ", true),
+        };
+        match (how.purge, how.archived) {
+            (true, archived) if bull => crate::backend::archive_then(
+                archived,
+                if archived {
+                    "delete the failed job as BullMQ's job.remove() does"
+                } else {
+                    "delete each selected failed job as BullMQ's job.remove() does"
+                },
+            ),
+            (true, true) => {
+                crate::backend::archive_then(true, "remove the dead job from the set (ZREM)")
+            }
+            (true, false) => "remove each selected dead job from the set (ZREM)".into(),
+            (false, _) if how.in_place => format!(
+                "retry each dead job in place, as {library}'s own retry does, removing it from the set in the same atomic script (nothing is copied)"
+            ),
+            (false, _) => {
+                format!("copy each dead job to the target, then remove it from {library}'s set")
+            }
+        }
     }
 
     async fn begin_move(&self, opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {

@@ -251,16 +251,45 @@ impl QueueBackend for SqsBackend {
         &self.addr
     }
 
+    fn describe_move(&self, how: &crate::backend::MoveHow) -> String {
+        match (how.purge, how.archived) {
+            (true, true) => crate::backend::archive_then(true, "delete it (DeleteMessage)"),
+            (true, false) => "delete each selected message (DeleteMessage)".into(),
+            (false, _) => {
+                "copy each message to the target, then delete it from the dead-letter queue".into()
+            }
+        }
+    }
+
+    /// A filtered SQS run reads the whole queue to find what the filter selects: how many
+    /// receives that is, and what each costs (a receive counts towards the message's receive
+    /// count and hides it until the run ends; SQS bills per request).
+    fn describe_filtered_read(&self, backlog: Option<crate::backend::Backlog>) -> Option<String> {
+        let calls = match backlog {
+            Some(b) => {
+                let calls = b.messages.div_ceil(10).max(1);
+                format!(
+                    "every message (about {}) is received to be filtered: about {calls} ReceiveMessage call{} of 10",
+                    b.messages,
+                    if calls == 1 { "" } else { "s" }
+                )
+            }
+            None => "every message is received to be filtered, 10 per ReceiveMessage call".into(),
+        };
+        Some(format!(
+            "{calls}; each receive adds 1 to the message's ApproximateReceiveCount and hides it until the run ends (the ones the filter skips too), and SQS bills each call"
+        ))
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            read: true,
             tail: true,
             delete: true,
-            write: true,
             per_message_destination: true,
             read_side_effect: Some(
                 "increments each message's ApproximateReceiveCount (SQS has no side-effect-free read) and hides it until the read ends",
             ),
+            ..Capabilities::default()
         }
     }
 

@@ -7,7 +7,6 @@
 
 use futures::StreamExt;
 
-use crate::address::Address;
 use crate::backend::ScanOptions;
 use crate::classify::Classifier;
 use crate::error::{Error, Result, exit};
@@ -180,9 +179,9 @@ fn move_request(req: &EditRequest, found: &Found, copy: Message) -> MoveRequest 
         opened.native_id.clone()
     };
     let mut source = req.queue.clone();
-    if let (Address::Kafka(k), Some((partition, _))) = (&mut source.address, found.passed) {
+    if let Some((partition, _)) = found.passed {
         // Other partitions are not read, and nothing is committed there.
-        k.range.partition = Some(partition);
+        source.address.confined_to_partition(partition);
     }
     let replace = move |m: &Message| -> std::result::Result<Message, String> {
         if m.native_id != opened.native_id || m.id != opened.id {
@@ -246,7 +245,9 @@ fn edit_rows(found: &Found) -> Vec<(String, String)> {
 /// Kafka from the redrive group's committed offsets; a record behind them is refused.
 async fn find(ctx: &Ctx, q: &QueueRef, id: &str) -> Result<Found> {
     let b = ctx.opener.open(&q.address, &q.source_options()).await?;
-    let kafka = matches!(q.address, Address::Kafka(_));
+    // Where removing is committing a position (Kafka), a redrive reads from the redrive
+    // group's offsets, and a message behind them is out of its reach.
+    let kafka = b.settles_by_position();
     let found = async {
         if let Some(f) = scan_for(b.as_ref(), id, kafka).await? {
             return Ok(f);

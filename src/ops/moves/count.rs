@@ -9,7 +9,8 @@ use chrono::Utc;
 use futures::StreamExt;
 
 use super::MoveRequest;
-use super::passing::Passing;
+use super::policy::{Decision, decide};
+use crate::backend::passing::Passing;
 use crate::backend::{Backlog, QueueBackend, ScanOptions};
 use crate::error::{Error, Result};
 use crate::settings::Ctx;
@@ -104,16 +105,18 @@ async fn matches(ctx: &Ctx, req: &MoveRequest, source: &dyn QueueBackend) -> Res
         let m = m?;
         c.examined += 1;
         bar.inc(1);
-        if !req.filter.matches(&m, now, &req.classifier)? {
-            passing.skipped(&m);
+        // The engine's policy, message by message (what the run would send, it counts as
+        // moved: the count cannot know which copies a target would refuse).
+        let d = decide(req, &m, now)?;
+        match d {
+            Decision::Skip | Decision::Hold => passing.skipped(m.partition),
+            Decision::Fail(_) => passing.failed(m.partition),
+            Decision::Park | Decision::Take => passing.moved(m.partition),
+        }
+        if !d.selected() {
             continue;
         }
         c.matched += 1;
-        if req.over_limit(&m) && req.park.is_none() {
-            passing.skipped(&m);
-        } else {
-            passing.moved(&m);
-        }
         if req.max.is_some_and(|max| c.matched >= max) {
             c.complete = false;
             break;

@@ -5,8 +5,8 @@
 //! with exactly the accepted indices.
 //!
 //! `run` goes in steps: open the source and resolve where copies go (`Setup`), show the plan
-//! and ask (plan.rs), then a `Run` does the work (engine.rs for a redrive, copy.rs for a
-//! replay or a dry run), and render.rs shows the summary.
+//! and ask (plan.rs), then a `Run` does the work (engine.rs, for every run and every dry run,
+//! deciding each message by the one policy in policy.rs), and render.rs shows the summary.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -24,11 +24,10 @@ use crate::settings::{Ctx, Phase, QueueRef};
 
 #[cfg(test)]
 mod conformance;
-mod copy;
 mod count;
 mod engine;
-mod passing;
 mod plan;
+mod policy;
 mod refuse;
 mod render;
 mod staged;
@@ -36,8 +35,7 @@ mod targets;
 
 pub use staged::{Ended, Prepared, prepare, start};
 
-use plan::retried_in_place;
-use refuse::{refuse_guard_without_park, refuse_kafka_slices};
+use refuse::{refuse_guard_without_park, refuse_slices};
 use targets::{Pacer, Tally, Targets};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -186,10 +184,13 @@ struct Setup {
     /// One destination for every message; None: each message's own (discovered).
     fixed: Option<Address>,
     targets: Targets,
-    /// The backend moves the messages itself (one transaction, or a job system's retry).
-    local: bool,
+    /// The destination is the source itself, which retries each message where it is (a job
+    /// system's own retry): nothing is copied.
+    in_place: bool,
     /// The plan's counts.
     facts: count::Facts,
+    /// What the plan says of the source, in its own terms.
+    words: plan::Words,
 }
 
 /// One redrive or replay under way: what it reads, where its copies go, what it has counted.
@@ -198,6 +199,8 @@ struct Run<'a> {
     req: &'a MoveRequest,
     source: &'a dyn QueueBackend,
     fixed: Option<Address>,
+    /// See [`Setup::in_place`].
+    in_place: bool,
     targets: Targets,
     pacer: Pacer,
     s: MoveSummary,
@@ -220,7 +223,7 @@ fn confirmed(ctx: &Ctx, req: &MoveRequest, setup: &Setup, question: &str) -> Res
     let p = &ctx.printer;
     let asking = !req.dry_run && !req.yes;
     if p.is_table() || (asking && p.interactive()) {
-        let plan = plan::plan(req, setup.fixed.as_ref(), setup.local, &setup.facts);
+        let plan = plan::plan(req, setup);
         p.plan(&plan, asking);
     }
     if asking {
@@ -239,13 +242,11 @@ fn confirmed(ctx: &Ctx, req: &MoveRequest, setup: &Setup, question: &str) -> Res
     Ok(true)
 }
 
-/// A file archive that cannot be created, in the words of `--archive`: a missing directory
+/// An archive file that cannot be created, in the words of `--archive`: a missing directory
 /// is named (dlqctl creates the file, not the directories above it).
-fn archive_error(archive: &Address, e: Error) -> Error {
-    match (archive, e) {
-        (Address::File(_), Error::Io { path, source })
-            if source.kind() == std::io::ErrorKind::NotFound =>
-        {
+fn archive_error(e: Error) -> Error {
+    match e {
+        Error::Io { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
             let dir = path
                 .parent()
                 .filter(|d| !d.as_os_str().is_empty())
@@ -258,7 +259,7 @@ fn archive_error(archive: &Address, e: Error) -> Error {
                 ),
             )
         }
-        (_, e) => e,
+        e => e,
     }
 }
 
@@ -279,7 +280,7 @@ impl Setup {
     /// A purge: the archive, if any, is the one target (never discovered, never the queue
     /// itself); without one, nothing is opened but the source.
     async fn for_purge(ctx: &Ctx, req: &MoveRequest, source: &dyn QueueBackend) -> Result<Setup> {
-        if matches!(req.source.address, Address::Kafka(_)) && !req.filter.is_empty() {
+        if source.settles_by_position() && !req.filter.is_empty() {
             return Err(Error::Refused {
                 command: "purge",
                 reason: "a Kafka purge commits the redrive group's offsets, and an offset covers every record before it: with a filter, the records between the purged ones would be passed over too. Purge without filters (--max N for the first N), or copy the records you want elsewhere with `dlqctl replay`".into(),
@@ -298,16 +299,13 @@ impl Setup {
         };
         let fixed = req.to.as_ref().map(|(a, _)| a.clone());
         if let Some(f) = &fixed {
-            targets.get(f).await.map_err(|e| archive_error(f, e))?;
+            targets.get(f).await.map_err(archive_error)?;
         }
         let local = fixed.as_ref().is_some_and(|f| source.can_move_locally(f));
         let facts = count::gather(ctx, req, source, true).await?;
-        Ok(Setup {
-            fixed,
-            targets,
-            local,
-            facts,
-        })
+        Ok(Setup::with_words(
+            req, source, fixed, targets, local, false, facts,
+        ))
     }
 
     /// Check what the run asks of the source, resolve its destination and open a known
@@ -346,6 +344,10 @@ impl Setup {
                 None => source.destination(&Message::default()).await?,
             },
         };
+        // A redrive into the queue itself, which retries each message where it is.
+        let in_place = fixed
+            .as_ref()
+            .is_some_and(|f| *f == req.source.address && source.retries_in_place());
         if req.mode == Mode::Replay && fixed.is_none() {
             return Err(Error::invalid_arg(
                 "--to",
@@ -353,17 +355,14 @@ impl Setup {
             ));
         }
         if req.exactly_once
-            && !(matches!(req.source.address, Address::Kafka(_))
-                && fixed.as_ref().is_some_and(|f| source.can_move_locally(f)))
+            && !(caps.exactly_once && fixed.as_ref().is_some_and(|f| source.can_move_locally(f)))
         {
             return Err(Error::invalid_arg(
                 "--exactly-once",
                 "needs a Kafka dead-letter topic and --to a topic on the same cluster (kafka://SAME-BROKERS/TOPIC)",
             ));
         }
-        if (req.transform.is_some() || req.park.is_some())
-            && fixed.as_ref().is_some_and(|f| retried_in_place(req, f))
-        {
+        if (req.transform.is_some() || req.park.is_some()) && in_place {
             return Err(Error::invalid_arg(
                 if req.transform.is_some() {
                     "--transform"
@@ -373,7 +372,7 @@ impl Setup {
                 "this redrive retries each job in place: nothing is copied, so there is nothing to transform or park; redrive --to another queue for that",
             ));
         }
-        if !req.headers.is_empty() && fixed.as_ref().is_some_and(|f| retried_in_place(req, f)) {
+        if !req.headers.is_empty() && in_place {
             return Err(Error::invalid_arg(
                 "--keep-header/--strip-header",
                 "this redrive retries each job in place: nothing is copied, so there are no headers to choose",
@@ -407,7 +406,7 @@ impl Setup {
         // Open a known target before the plan is shown: a missing table or queue, or a target that
         // is the source itself, is reported before anything is asked or moved.
         if let Some(f) = &fixed
-            && !retried_in_place(req, f)
+            && !in_place
         {
             targets.get(f).await?;
         }
@@ -424,12 +423,49 @@ impl Setup {
             req.mode.removes() || req.filter.is_empty(),
         )
         .await?;
-        Ok(Setup {
+        Ok(Setup::with_words(
+            req, source, fixed, targets, local, in_place, facts,
+        ))
+    }
+
+    /// The setup, with what the plan says of the source in its own words. `local`: the
+    /// backend moves the messages itself (one transaction, or a job system's retry).
+    fn with_words(
+        req: &MoveRequest,
+        source: &dyn QueueBackend,
+        fixed: Option<Address>,
+        targets: Targets,
+        local: bool,
+        in_place: bool,
+        facts: count::Facts,
+    ) -> Setup {
+        let operation = if req.mode == Mode::Replay {
+            "copy each message to the target (nothing is removed from what is read)".into()
+        } else {
+            source.describe_move(&crate::backend::MoveHow {
+                purge: req.mode == Mode::Purge,
+                archived: fixed.is_some(),
+                in_place,
+                local,
+                exactly_once: req.exactly_once,
+            })
+        };
+        let words = plan::Words {
+            operation,
+            reads: if req.filter.is_empty() {
+                None
+            } else {
+                source.describe_filtered_read(facts.backlog)
+            },
+            by_position: source.settles_by_position(),
+        };
+        Setup {
             fixed,
             targets,
-            local,
+            in_place,
             facts,
-        })
+            words,
+        }
     }
 }
 
@@ -486,6 +522,7 @@ impl<'a> Run<'a> {
             req,
             source,
             fixed: setup.fixed,
+            in_place: setup.in_place,
             targets: setup.targets,
             pacer,
             s,

@@ -2,7 +2,6 @@
 //! the way it was asked.
 
 use super::{Mode, MoveRequest};
-use crate::address::Address;
 use crate::backend::QueueBackend;
 use crate::error::{Error, Result};
 
@@ -26,19 +25,13 @@ pub(super) fn refuse_guard_without_park(
     Ok(())
 }
 
-/// A Kafka redrive continues from its group's offsets: a slice of the topic is a replay.
-pub(super) fn refuse_kafka_slices(req: &MoveRequest) -> Result<()> {
+/// A redrive continues from where the last one stopped: a slice of the queue (Kafka's
+/// `from`/`to`/`since`/`until`) is a replay.
+pub(super) fn refuse_slices(req: &MoveRequest) -> Result<()> {
     if req.mode == Mode::Redrive
-        && let Address::Kafka(k) = &req.source.address
-        && (k.range.from.is_some()
-            || k.range.to.is_some()
-            || k.range.since.is_some()
-            || k.range.until.is_some())
+        && let Some(why) = req.source.address.redrive_slice_refusal()
     {
-        return Err(Error::invalid_arg(
-            "QUEUE",
-            "a Kafka redrive continues from the redrive group's committed offsets; from/to/since/until slice peek, export and replay: use `dlqctl replay` for a slice",
-        ));
+        return Err(Error::invalid_arg("QUEUE", why));
     }
     Ok(())
 }

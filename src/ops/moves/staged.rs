@@ -2,7 +2,7 @@
 //! the source, resolve and open the destination, count), then `start` (audit, work, summary).
 //! `run` does both around the plan and its question.
 
-use super::{Mode, MoveRequest, Run, Setup, copy, engine, plan, refuse_kafka_slices};
+use super::{Mode, MoveRequest, Run, Setup, engine, plan, refuse_slices};
 use crate::backend::QueueBackend;
 use crate::error::Result;
 use crate::settings::{Ctx, Phase};
@@ -17,12 +17,7 @@ pub struct Prepared {
 impl Prepared {
     /// The plan's rows, as `run` shows them before its question.
     pub fn plan(&self, req: &MoveRequest) -> Vec<(String, String)> {
-        plan::plan(
-            req,
-            self.setup.fixed.as_ref(),
-            self.setup.local,
-            &self.setup.facts,
-        )
+        plan::plan(req, &self.setup)
     }
 }
 
@@ -42,7 +37,7 @@ pub async fn prepare(ctx: &Ctx, req: &MoveRequest) -> Result<Prepared> {
     if !req.dry_run {
         ctx.require_reason()?;
     }
-    refuse_kafka_slices(req)?;
+    refuse_slices(req)?;
     let mut source_options = req.source.source_options();
     source_options.exactly_once = req.exactly_once;
     let source = ctx
@@ -84,15 +79,6 @@ pub async fn start(ctx: &Ctx, req: MoveRequest, prepared: Prepared) -> Result<En
     let backlog = setup.facts.backlog;
     let mut run = Run::new(ctx, &req, source.as_ref(), setup);
     run.tally.audit = audit;
-    let moving = !req.dry_run && req.mode.removes();
-    let result = if moving {
-        engine::move_loop(&mut run, backlog.map(|b| b.messages)).await
-    } else {
-        let r = copy::copy_loop(&mut run).await;
-        // Reads that hold messages (SQS) give them back, after an error too.
-        let closed = source.close().await;
-        run.s.unaccounted.extend(source.unaccounted());
-        r.and(closed)
-    };
+    let result = engine::move_loop(&mut run, backlog.map(|b| b.messages)).await;
     run.finish(result).await
 }

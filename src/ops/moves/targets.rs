@@ -72,8 +72,8 @@ impl Targets {
             let b = self.opener.open(addr, &self.options).await?;
             // A file takes copies only as a purge's archive (appended, synced): a redrive or
             // replay into a file is `export`.
-            if b.sink().is_none() || (matches!(addr, Address::File(_)) && self.mode != Mode::Purge)
-            {
+            let caps = b.capabilities();
+            if b.sink().is_none() || (caps.archive_only && self.mode != Mode::Purge) {
                 return Err(Error::Unsupported {
                     backend: addr.backend_name(),
                     operation: "accepting copies",
@@ -83,7 +83,7 @@ impl Targets {
             // A Kafka replay reads up to end offsets fixed at its start, so a range can be
             // replayed into its own topic (reprocessing); every other copy into the source
             // would be read again, and a redrive would chase its own copies.
-            let bounded = self.mode == Mode::Replay && matches!(addr, Address::Kafka(_));
+            let bounded = self.mode == Mode::Replay && caps.bounded_reads;
             let identity = b.identity().await?;
             tracing::debug!(target = %addr, ?identity, source = ?self.source_identity, "target opened");
             if let Some(src) = &self.source_identity
@@ -163,6 +163,44 @@ impl Pacer {
             if due > el {
                 tokio::time::sleep(due - el).await;
             }
+        }
+    }
+}
+
+/// Count one offered copy's outcome: moved (to `dest`), or failed with the target's reason.
+pub(super) fn record(
+    s: &mut super::MoveSummary,
+    tally: &mut Tally,
+    dest: &str,
+    id: &str,
+    o: &backend::SendOutcome,
+) {
+    match o {
+        backend::SendOutcome::Sent => {
+            s.moved += 1;
+            tally.moved(id);
+            match tally.dest.get_mut(dest) {
+                Some(n) => *n += 1,
+                None => {
+                    tally.dest.insert(dest.to_string(), 1);
+                }
+            }
+        }
+        backend::SendOutcome::Rejected { reason } | backend::SendOutcome::Conflict { reason } => {
+            s.failed += 1;
+            tally.fail(reason, id);
+        }
+    }
+}
+
+/// The first error of a run is the one it reports; a later one (batches landing after it) is
+/// only logged.
+pub(super) fn keep_first(result: &mut Result<()>, later: Result<()>) {
+    if let Err(e) = later {
+        if result.is_ok() {
+            *result = Err(e);
+        } else {
+            tracing::debug!(error = %e, "a later batch failed too");
         }
     }
 }

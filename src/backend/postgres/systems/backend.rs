@@ -108,12 +108,11 @@ impl QueueBackend for JobSystemBackend {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            read: true,
             tail: true,
             delete: true,
-            write: false,
             read_side_effect: None,
             per_message_destination: false,
+            ..Capabilities::default()
         }
     }
 
@@ -267,6 +266,29 @@ impl QueueBackend for JobSystemBackend {
 
     fn can_move_locally(&self, target: &Address) -> bool {
         *target == self.addr
+    }
+
+    fn retries_in_place(&self) -> bool {
+        true
+    }
+
+    fn describe_move(&self, how: &crate::backend::MoveHow) -> String {
+        let PgTarget::System(name) = &self.pg.target else {
+            unreachable!("system address")
+        };
+        match (how.purge, how.archived) {
+            (true, true) => crate::backend::archive_then(
+                true,
+                &format!("delete the dead job as {name}'s own tools do"),
+            ),
+            (true, false) => format!("delete each selected dead job as {name}'s own tools do"),
+            (false, _) if how.in_place => format!(
+                "retry each dead job in place, as {name}'s own tools do (nothing is copied)"
+            ),
+            (false, _) => format!(
+                "copy each dead job to the target, then remove it from {name} (in the batch's transaction)"
+            ),
+        }
     }
 
     async fn begin_move(&self, opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {
