@@ -132,45 +132,16 @@ impl PgConn {
         Self::parse_parts(input, own).map_err(|r| crate::text::escape_controls(&r))
     }
 
+    /// The steps of [`PgConn::parse`]: the scheme, the parts before the query, the query's
+    /// parameters in order, then the checks of the whole.
     fn parse_parts(
         input: &str,
         own: &[&str],
     ) -> std::result::Result<(PgConn, Vec<(String, String)>), String> {
         let input = input.trim();
-        let scheme_end = input
-            .find("://")
-            .ok_or("a PostgreSQL URL starts with postgres:// (postgres://USER@HOST:PORT/DB?…)")?;
-        if !matches!(
-            input[..scheme_end].to_ascii_lowercase().as_str(),
-            "postgres" | "postgresql"
-        ) {
-            return Err("a PostgreSQL URL starts with postgres:// or postgresql://".into());
-        }
+        check_scheme(input)?;
         let (url, empty_host) = parse_url(input)?;
-        let mut c = PgConn::default();
-        let decode = |s: &str| -> std::result::Result<String, String> {
-            percent_encoding_decode(s).ok_or_else(|| "the URL is not valid UTF-8".to_string())
-        };
-        if !url.username().is_empty() {
-            c.user = Some(decode(url.username())?);
-        }
-        if let Some(p) = url.password() {
-            c.password = Some(decode(p)?);
-        }
-        if !empty_host && let Some(h) = url.host_str().filter(|h| !h.is_empty()) {
-            let h = decode(h)?;
-            c.host = Some(h.trim_start_matches('[').trim_end_matches(']').to_string());
-        }
-        c.port = url.port();
-        let path = url.path().trim_start_matches('/');
-        if path.contains('/') {
-            return Err(format!(
-                "`/{path}` is not a database name (postgres://USER@HOST:PORT/DB?…)"
-            ));
-        }
-        if !path.is_empty() {
-            c.dbname = Some(decode(path)?);
-        }
+        let mut c = PgConn::from_authority_and_path(&url, empty_host)?;
         let mut mine: Vec<(String, String)> = Vec::new();
         let mut seen: Vec<String> = Vec::new();
         for (k, v) in url.query_pairs() {
@@ -183,91 +154,117 @@ impl PgConn {
                 mine.push((k, v));
                 continue;
             }
-            match k.as_str() {
-                "host" => c.host = Some(v).filter(|v| !v.is_empty()),
-                "hostaddr" => {
-                    if v.parse::<std::net::IpAddr>().is_err() {
-                        return Err(format!("hostaddr=`{v}` is not an IP address"));
-                    }
-                    c.hostaddr = Some(v);
+            c.apply_param(k, v, own)?;
+        }
+        c.refuse_control_in_host()?;
+        c.register_password();
+        Ok((c, mine))
+    }
+
+    /// The user, password, host, port and database given before the query, percent-decoded.
+    fn from_authority_and_path(
+        url: &url::Url,
+        empty_host: bool,
+    ) -> std::result::Result<PgConn, String> {
+        let mut c = PgConn::default();
+        if !url.username().is_empty() {
+            c.user = Some(decode_part(url.username())?);
+        }
+        if let Some(p) = url.password() {
+            c.password = Some(decode_part(p)?);
+        }
+        if !empty_host && let Some(h) = url.host_str().filter(|h| !h.is_empty()) {
+            let h = decode_part(h)?;
+            c.host = Some(h.trim_start_matches('[').trim_end_matches(']').to_string());
+        }
+        c.port = url.port();
+        let path = url.path().trim_start_matches('/');
+        if path.contains('/') {
+            return Err(format!(
+                "`/{path}` is not a database name (postgres://USER@HOST:PORT/DB?…)"
+            ));
+        }
+        if !path.is_empty() {
+            c.dbname = Some(decode_part(path)?);
+        }
+        Ok(c)
+    }
+
+    /// Apply one query parameter that is not the caller's own: a connection part (the query
+    /// wins over the authority, as in libpq), a driver parameter, or a refusal.
+    fn apply_param(
+        &mut self,
+        k: String,
+        v: String,
+        own: &[&str],
+    ) -> std::result::Result<(), String> {
+        match k.as_str() {
+            "host" => self.host = Some(v).filter(|v| !v.is_empty()),
+            "hostaddr" => {
+                if v.parse::<std::net::IpAddr>().is_err() {
+                    return Err(format!("hostaddr=`{v}` is not an IP address"));
                 }
-                "port" => {
-                    c.port = Some(
-                        v.parse::<u16>()
-                            .ok()
-                            .filter(|p| *p > 0)
-                            .ok_or_else(|| format!("port=`{v}` is not a port number (1-65535)"))?,
-                    )
-                }
-                "dbname" => c.dbname = Some(v).filter(|v| !v.is_empty()),
-                "user" => c.user = Some(v).filter(|v| !v.is_empty()),
-                "password" => c.password = Some(v),
-                "service" => c.service = Some(v).filter(|v| !v.is_empty()),
-                "statement_cache" => match v.as_str() {
-                    "0" | "off" | "false" => c.no_statement_cache = true,
-                    "1" | "on" | "true" => c.no_statement_cache = false,
-                    _ => {
-                        return Err(format!(
-                            "statement_cache=`{v}`: use 0 (no prepared statements) or 1"
-                        ));
-                    }
-                },
-                "sslmode" | "ssl-mode" => {
-                    if !SSL_MODES.contains(&v.as_str()) {
-                        return Err(format!(
-                            "sslmode=`{v}` is not one of {}",
-                            SSL_MODES.join(", ")
-                        ));
-                    }
-                    c.params.push(("sslmode".into(), v));
-                }
-                "statement-cache-capacity" => {
-                    if v.parse::<usize>().is_err() {
-                        return Err(format!("statement-cache-capacity=`{v}` is not a number"));
-                    }
-                    c.params.push((k, v));
-                }
-                name if DRIVER_PARAMS.contains(&name) || name.starts_with("options[") => {
-                    let canonical = match name {
-                        "ssl-root-cert" | "ssl-ca" => "sslrootcert",
-                        "ssl-cert" => "sslcert",
-                        "ssl-key" => "sslkey",
-                        other => other,
-                    };
-                    c.params.push((canonical.to_string(), v));
-                }
-                name if LIBPQ_ONLY.contains(&name) => {
+                self.hostaddr = Some(v);
+            }
+            "port" => {
+                self.port = Some(
+                    v.parse::<u16>()
+                        .ok()
+                        .filter(|p| *p > 0)
+                        .ok_or_else(|| format!("port=`{v}` is not a port number (1-65535)"))?,
+                )
+            }
+            "dbname" => self.dbname = Some(v).filter(|v| !v.is_empty()),
+            "user" => self.user = Some(v).filter(|v| !v.is_empty()),
+            "password" => self.password = Some(v),
+            "service" => self.service = Some(v).filter(|v| !v.is_empty()),
+            "statement_cache" => match v.as_str() {
+                "0" | "off" | "false" => self.no_statement_cache = true,
+                "1" | "on" | "true" => self.no_statement_cache = false,
+                _ => {
                     return Err(format!(
-                        "`{name}` is a libpq parameter that dlqctl's PostgreSQL driver (sqlx) does not support; remove it"
+                        "statement_cache=`{v}`: use 0 (no prepared statements) or 1"
                     ));
                 }
-                other => {
-                    let known = own
-                        .iter()
-                        .chain(CONNECTION_PARAMS)
-                        .chain(DRIVER_PARAMS)
-                        .copied();
-                    let hint = match closest(other, known) {
-                        Some(s) => format!(" (did you mean `{s}`?)"),
-                        None => format!(
-                            " (dlqctl reads {}; the driver reads {})",
-                            own.join(", "),
-                            CONNECTION_PARAMS
-                                .iter()
-                                .chain(DRIVER_PARAMS)
-                                .copied()
-                                .filter(|p| !p.contains('-') && *p != "statement_cache")
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    };
-                    return Err(format!("unknown parameter `{other}`{hint}"));
+            },
+            "sslmode" | "ssl-mode" => {
+                if !SSL_MODES.contains(&v.as_str()) {
+                    return Err(format!(
+                        "sslmode=`{v}` is not one of {}",
+                        SSL_MODES.join(", ")
+                    ));
                 }
+                self.params.push(("sslmode".into(), v));
             }
+            "statement-cache-capacity" => {
+                if v.parse::<usize>().is_err() {
+                    return Err(format!("statement-cache-capacity=`{v}` is not a number"));
+                }
+                self.params.push((k, v));
+            }
+            name if DRIVER_PARAMS.contains(&name) || name.starts_with("options[") => {
+                let canonical = match name {
+                    "ssl-root-cert" | "ssl-ca" => "sslrootcert",
+                    "ssl-cert" => "sslcert",
+                    "ssl-key" => "sslkey",
+                    other => other,
+                };
+                self.params.push((canonical.to_string(), v));
+            }
+            name if LIBPQ_ONLY.contains(&name) => {
+                return Err(format!(
+                    "`{name}` is a libpq parameter that dlqctl's PostgreSQL driver (sqlx) does not support; remove it"
+                ));
+            }
+            other => return Err(unknown_parameter(other, own)),
         }
-        // A host is shown as it is (`postgres://HOST/…`): a decoded line break would split every
-        // message that names the address (tests/it/bad_input.rs found `postgres://a%0Ab/db`).
-        if let Some(h) = &c.host
+        Ok(())
+    }
+
+    /// A host is shown as it is (`postgres://HOST/…`): a decoded line break would split every
+    /// message that names the address (tests/it/bad_input.rs found `postgres://a%0Ab/db`).
+    fn refuse_control_in_host(&self) -> std::result::Result<(), String> {
+        if let Some(h) = &self.host
             && h.chars().any(char::is_control)
         {
             return Err(format!(
@@ -275,14 +272,17 @@ impl PgConn {
                 crate::text::escape_controls(h)
             ));
         }
-        // (A password equal to the user name is shown by the user name anyway; scrubbing it
-        // would only blank every mention of that name.)
-        if let Some(p) = &c.password
-            && c.user.as_ref() != Some(p)
+        Ok(())
+    }
+
+    /// Have the password scrubbed from everything shown. (A password equal to the user name is
+    /// shown by the user name anyway; scrubbing it would only blank every mention of that name.)
+    fn register_password(&self) {
+        if let Some(p) = &self.password
+            && self.user.as_ref() != Some(p)
         {
             crate::secrets::register(p);
         }
-        Ok((c, mine))
     }
 
     /// Whether the host is a Unix-socket directory.
@@ -358,6 +358,45 @@ impl fmt::Display for PgConn {
     }
 }
 
+/// The scheme must be `postgres` or `postgresql` (any case).
+fn check_scheme(input: &str) -> std::result::Result<(), String> {
+    let scheme_end = input
+        .find("://")
+        .ok_or("a PostgreSQL URL starts with postgres:// (postgres://USER@HOST:PORT/DB?…)")?;
+    if !matches!(
+        input[..scheme_end].to_ascii_lowercase().as_str(),
+        "postgres" | "postgresql"
+    ) {
+        return Err("a PostgreSQL URL starts with postgres:// or postgresql://".into());
+    }
+    Ok(())
+}
+
+/// The refusal of a parameter nobody reads, with the nearest known name or, failing that, the
+/// list of known ones.
+fn unknown_parameter(other: &str, own: &[&str]) -> String {
+    let known = own
+        .iter()
+        .chain(CONNECTION_PARAMS)
+        .chain(DRIVER_PARAMS)
+        .copied();
+    let hint = match closest(other, known) {
+        Some(s) => format!(" (did you mean `{s}`?)"),
+        None => format!(
+            " (dlqctl reads {}; the driver reads {})",
+            own.join(", "),
+            CONNECTION_PARAMS
+                .iter()
+                .chain(DRIVER_PARAMS)
+                .copied()
+                .filter(|p| !p.contains('-') && *p != "statement_cache")
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    format!("unknown parameter `{other}`{hint}")
+}
+
 /// Parse with the url crate, which refuses user info before an empty host
 /// (`postgres://user@/db`, libpq's form for a Unix socket): such a URL is parsed with a
 /// placeholder host, reported as empty.
@@ -384,6 +423,11 @@ fn parse_url(input: &str) -> std::result::Result<(url::Url, bool), String> {
         }
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// A part of the URL before the query, percent-decoded.
+fn decode_part(s: &str) -> std::result::Result<String, String> {
+    percent_encoding_decode(s).ok_or_else(|| "the URL is not valid UTF-8".to_string())
 }
 
 fn percent_encoding_decode(s: &str) -> Option<String> {
