@@ -67,115 +67,27 @@ impl fmt::Debug for RedisAddress {
 
 const OWN: &[&str] = &["system", "queue", "namespace", "prefix", "set"];
 
-/// `redis://…` or `rediss://…`.
+/// `redis://…` or `rediss://…`: the server and database, the credentials, then the query's
+/// parameters, checked together.
 pub(super) fn parse_redis(input: &str) -> Result<Address> {
-    let bad = |reason: &str| invalid(input, reason);
-    let u = url::Url::parse(input).map_err(|e| bad(&format!("not a URL: {e}")))?;
+    let bad = |reason: String| invalid(input, &reason);
+    let u = url::Url::parse(input).map_err(|e| bad(format!("not a URL: {e}")))?;
     let tls = u.scheme().eq_ignore_ascii_case("rediss");
     let host = u
         .host_str()
         .filter(|h| !h.is_empty())
-        .ok_or_else(|| bad("missing host: redis://HOST:PORT/DB?system=sidekiq|bullmq"))?
+        .ok_or_else(|| bad("missing host: redis://HOST:PORT/DB?system=sidekiq|bullmq".into()))?
         .to_string();
     let port = u.port().unwrap_or(6379);
-    let path = u.path().trim_matches('/');
-    let db = if path.is_empty() {
-        0
-    } else {
-        path.parse::<i64>()
-            .ok()
-            .filter(|d| (0..=100_000).contains(d))
-            .ok_or_else(|| bad(&format!("`/{path}` is not a database number (0, 1, …)")))?
-    };
-    let decode = |s: &str| {
-        percent_encoding::percent_decode_str(s)
-            .decode_utf8()
-            .map(|c| c.into_owned())
-            .map_err(|_| bad("the user or password is not UTF-8 once decoded"))
-    };
-    let user = match u.username() {
-        "" => None,
-        s => Some(decode(s)?),
-    };
-    let password = u.password().map(decode).transpose()?;
+    let db = database(&u).map_err(bad)?;
+    let (user, password) = credentials(&u).map_err(bad)?;
     if let Some(p) = &password {
         crate::secrets::register(p);
     }
-    let (mut system, mut queue, mut namespace, mut prefix, mut set) =
-        (None, None, None, None, None);
-    for (k, v) in u.query_pairs() {
-        let (k, v) = (k.into_owned(), v.into_owned());
-        let slot = match k.as_str() {
-            "system" => &mut system,
-            "queue" => &mut queue,
-            "namespace" => &mut namespace,
-            "prefix" => &mut prefix,
-            "set" => &mut set,
-            other => {
-                let guess = crate::text::closest(other, OWN.iter().copied())
-                    .map(|g| format!("did you mean `{g}`? "))
-                    .unwrap_or_default();
-                return Err(bad(&format!(
-                    "unknown parameter `{other}` ({guess}known: {})",
-                    OWN.join(", ")
-                )));
-            }
-        };
-        if v.is_empty() {
-            return Err(bad(&format!("`{k}=` needs a value")));
-        }
-        if v.chars().any(char::is_control) {
-            return Err(bad(&format!("`{k}=` has a control character in it")));
-        }
-        *slot = Some(v);
-    }
-    let system = match system.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        Some("sidekiq") => RedisSystem::Sidekiq,
-        Some("bullmq") => RedisSystem::BullMq,
-        Some(other) => {
-            return Err(bad(&format!(
-                "unknown system `{other}` (known: sidekiq, bullmq)"
-            )));
-        }
-        None => {
-            return Err(bad(
-                "say which job library: ?system=sidekiq or ?system=bullmq&queue=NAME",
-            ));
-        }
-    };
-    let set = match (system, set.as_deref()) {
-        (_, None) | (RedisSystem::Sidekiq, Some("dead")) => SidekiqSet::Dead,
-        (RedisSystem::Sidekiq, Some("retry")) => SidekiqSet::Retry,
-        (RedisSystem::Sidekiq, Some(other)) => {
-            return Err(bad(&format!(
-                "`set={other}`: Sidekiq's sets are dead (the default) and retry"
-            )));
-        }
-        (RedisSystem::BullMq, Some("failed")) => SidekiqSet::Dead,
-        (RedisSystem::BullMq, Some(_)) => {
-            return Err(bad(
-                "BullMQ's dead jobs are its failed set: leave out `set=`",
-            ));
-        }
-    };
-    match system {
-        RedisSystem::Sidekiq if prefix.is_some() => {
-            return Err(bad(
-                "`prefix=` is BullMQ's; a Sidekiq key prefix (redis-namespace) is `namespace=`",
-            ));
-        }
-        RedisSystem::BullMq if namespace.is_some() => {
-            return Err(bad(
-                "`namespace=` is Sidekiq's; BullMQ's key prefix is `prefix=` (default bull)",
-            ));
-        }
-        RedisSystem::BullMq if queue.is_none() => {
-            return Err(bad(
-                "system=bullmq needs the queue: ?system=bullmq&queue=NAME",
-            ));
-        }
-        _ => {}
-    }
+    let q = Query::read(&u).map_err(bad)?;
+    let system = q.system().map_err(bad)?;
+    let set = q.set(system).map_err(bad)?;
+    q.check_fits(system).map_err(bad)?;
     Ok(Address::Redis(RedisAddress {
         tls,
         host,
@@ -184,11 +96,138 @@ pub(super) fn parse_redis(input: &str) -> Result<Address> {
         user,
         password,
         system,
-        queue,
-        namespace,
-        prefix,
+        queue: q.queue,
+        namespace: q.namespace,
+        prefix: q.prefix,
         set,
     }))
+}
+
+/// The database number in the path (`/3`), 0 when there is none.
+fn database(u: &url::Url) -> std::result::Result<i64, String> {
+    let path = u.path().trim_matches('/');
+    if path.is_empty() {
+        return Ok(0);
+    }
+    path.parse::<i64>()
+        .ok()
+        .filter(|d| (0..=100_000).contains(d))
+        .ok_or_else(|| format!("`/{path}` is not a database number (0, 1, …)"))
+}
+
+/// The user and password of the URL, percent-decoded.
+fn credentials(u: &url::Url) -> std::result::Result<(Option<String>, Option<String>), String> {
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8()
+            .map(|c| c.into_owned())
+            .map_err(|_| "the user or password is not UTF-8 once decoded".to_string())
+    };
+    let user = match u.username() {
+        "" => None,
+        s => Some(decode(s)?),
+    };
+    let password = u.password().map(decode).transpose()?;
+    Ok((user, password))
+}
+
+/// The query's parameters as given (of one given twice, the last).
+struct Query {
+    system: Option<String>,
+    queue: Option<String>,
+    namespace: Option<String>,
+    prefix: Option<String>,
+    set: Option<String>,
+}
+
+impl Query {
+    /// Read the parameters in order, refusing an unknown name, an empty value or a control
+    /// character.
+    fn read(u: &url::Url) -> std::result::Result<Query, String> {
+        let mut q = Query {
+            system: None,
+            queue: None,
+            namespace: None,
+            prefix: None,
+            set: None,
+        };
+        for (k, v) in u.query_pairs() {
+            let (k, v) = (k.into_owned(), v.into_owned());
+            let slot = match k.as_str() {
+                "system" => &mut q.system,
+                "queue" => &mut q.queue,
+                "namespace" => &mut q.namespace,
+                "prefix" => &mut q.prefix,
+                "set" => &mut q.set,
+                other => {
+                    let guess = crate::text::closest(other, OWN.iter().copied())
+                        .map(|g| format!("did you mean `{g}`? "))
+                        .unwrap_or_default();
+                    return Err(format!(
+                        "unknown parameter `{other}` ({guess}known: {})",
+                        OWN.join(", ")
+                    ));
+                }
+            };
+            if v.is_empty() {
+                return Err(format!("`{k}=` needs a value"));
+            }
+            if v.chars().any(char::is_control) {
+                return Err(format!("`{k}=` has a control character in it"));
+            }
+            *slot = Some(v);
+        }
+        Ok(q)
+    }
+
+    /// `system=`: required, any case.
+    fn system(&self) -> std::result::Result<RedisSystem, String> {
+        match self
+            .system
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("sidekiq") => Ok(RedisSystem::Sidekiq),
+            Some("bullmq") => Ok(RedisSystem::BullMq),
+            Some(other) => Err(format!("unknown system `{other}` (known: sidekiq, bullmq)")),
+            None => {
+                Err("say which job library: ?system=sidekiq or ?system=bullmq&queue=NAME".into())
+            }
+        }
+    }
+
+    /// `set=`: Sidekiq's dead (default) or retry set; BullMQ has only its failed set.
+    fn set(&self, system: RedisSystem) -> std::result::Result<SidekiqSet, String> {
+        match (system, self.set.as_deref()) {
+            (_, None) | (RedisSystem::Sidekiq, Some("dead")) => Ok(SidekiqSet::Dead),
+            (RedisSystem::Sidekiq, Some("retry")) => Ok(SidekiqSet::Retry),
+            (RedisSystem::Sidekiq, Some(other)) => Err(format!(
+                "`set={other}`: Sidekiq's sets are dead (the default) and retry"
+            )),
+            (RedisSystem::BullMq, Some("failed")) => Ok(SidekiqSet::Dead),
+            (RedisSystem::BullMq, Some(_)) => {
+                Err("BullMQ's dead jobs are its failed set: leave out `set=`".into())
+            }
+        }
+    }
+
+    /// Refuse the other library's parameters, and BullMQ without its queue.
+    fn check_fits(&self, system: RedisSystem) -> std::result::Result<(), String> {
+        match system {
+            RedisSystem::Sidekiq if self.prefix.is_some() => Err(
+                "`prefix=` is BullMQ's; a Sidekiq key prefix (redis-namespace) is `namespace=`"
+                    .into(),
+            ),
+            RedisSystem::BullMq if self.namespace.is_some() => Err(
+                "`namespace=` is Sidekiq's; BullMQ's key prefix is `prefix=` (default bull)".into(),
+            ),
+            RedisSystem::BullMq if self.queue.is_none() => {
+                Err("system=bullmq needs the queue: ?system=bullmq&queue=NAME".into())
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 impl RedisAddress {
