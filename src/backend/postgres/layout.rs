@@ -94,97 +94,11 @@ impl Layout {
         mapping: &BTreeMap<String, String>,
         mapping_key: &str,
     ) -> Result<Layout> {
-        for k in mapping.keys() {
-            if !spec.iter().any(|(l, _, _)| l == k) {
-                return Err(Error::Schema {
-                    table: name.to_string(),
-                    reason: format!(
-                        "[{mapping_key}] maps unknown column `{k}` (known: {})",
-                        spec.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")
-                    ),
-                });
-            }
-        }
-        let row = sqlx::query(
-            "SELECT c.oid::int8 AS oid, n.nspname::text AS schema, c.relname::text AS name, c.relkind::text AS kind
-               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-              WHERE c.oid = to_regclass($1)",
-        )
-        .bind(name)
-        .fetch_optional(pool)
-        .await
-        .map_err(|e| match e.as_database_error().and_then(|d| d.code()) {
-            Some(c) if c == "42602" || c == "42601" => Error::InvalidAddress {
-                input: name.to_string(),
-                reason: "not a valid table name".into(),
-            },
-            _ => pg_err(name, e),
-        })?
-        .ok_or_else(|| Error::NotFound {
-            what: format!("table `{name}`"),
-            detail: "create it (docs/postgres.md has the DDL), or check table= and the search_path".into(),
-        })?;
-        let oid: i64 = row.try_get("oid").map_err(|e| pg_err(name, e))?;
-        let schema: String = row.try_get("schema").map_err(|e| pg_err(name, e))?;
-        let relname: String = row.try_get("name").map_err(|e| pg_err(name, e))?;
-        let kind: String = row.try_get("kind").map_err(|e| pg_err(name, e))?;
-        if !matches!(kind.as_str(), "r" | "p") {
-            return Err(Error::Schema {
-                table: name.to_string(),
-                reason:
-                    "is not a table (a view or other relation); point table= at the table itself"
-                        .into(),
-            });
-        }
-        let cols = sqlx::query(
-            "SELECT a.attname::text AS name, format_type(a.atttypid, a.atttypmod) AS ty,
-                    a.attnotnull AS not_null, (a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '') AS has_default
-               FROM pg_attribute a
-              WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped",
-        )
-        .bind(oid)
-        .fetch_all(pool)
-        .await
-        .map_err(|e| pg_err(name, e))?;
-        let mut actual: BTreeMap<String, Column> = BTreeMap::new();
-        for c in cols {
-            let n: String = c.try_get("name").map_err(|e| pg_err(name, e))?;
-            actual.insert(
-                n.clone(),
-                Column {
-                    sql: quote_ident(&n),
-                    ty: c.try_get("ty").map_err(|e| pg_err(name, e))?,
-                    not_null: c.try_get("not_null").map_err(|e| pg_err(name, e))?,
-                    has_default: c.try_get("has_default").map_err(|e| pg_err(name, e))?,
-                },
-            );
-        }
-        let display = format!("{schema}.{relname}");
-        let mut mapped = BTreeMap::new();
-        for (logical, default, required) in spec {
-            let explicit = mapping.get(*logical);
-            let col_name = explicit.map(String::as_str).unwrap_or(default);
-            match actual.get(col_name) {
-                Some(c) => {
-                    mapped.insert(*logical, c.clone());
-                }
-                None if *required || explicit.is_some() => {
-                    return Err(Error::Schema {
-                        table: display,
-                        reason: format!(
-                            "has no column `{col_name}` for `{logical}`{}; its columns are {}. Map it with [{mapping_key}] {logical} = \"COLUMN\"",
-                            if explicit.is_some() {
-                                " (as mapped)"
-                            } else {
-                                ""
-                            },
-                            actual.keys().cloned().collect::<Vec<_>>().join(", ")
-                        ),
-                    });
-                }
-                None => {}
-            }
-        }
+        check_mapping_names(name, spec, mapping, mapping_key)?;
+        let rel = find_table(pool, name).await?;
+        let actual = read_columns(pool, name, rel.oid).await?;
+        let display = format!("{}.{}", rel.schema, rel.name);
+        let mapped = map_columns(&display, spec, mapping, mapping_key, &actual)?;
         let required_unmapped = actual
             .iter()
             .filter(|(_, c)| c.not_null && !c.has_default)
@@ -192,12 +106,12 @@ impl Layout {
             .map(|(n, _)| n.clone())
             .collect();
         let layout = Layout {
-            table: format!("{}.{}", quote_ident(&schema), quote_ident(&relname)),
+            table: format!("{}.{}", quote_ident(&rel.schema), quote_ident(&rel.name)),
             required_unmapped,
             display,
-            schema,
-            name: relname,
-            oid: oid as u32,
+            schema: rel.schema,
+            name: rel.name,
+            oid: rel.oid as u32,
             cols: mapped,
         };
         layout.check_types()?;
@@ -307,6 +221,138 @@ impl Layout {
             (None, None) => None,
         }
     }
+}
+
+/// Every key of the user's mapping must be a logical column of `spec`.
+fn check_mapping_names(
+    name: &str,
+    spec: &[(&'static str, &'static str, bool)],
+    mapping: &BTreeMap<String, String>,
+    mapping_key: &str,
+) -> Result<()> {
+    for k in mapping.keys() {
+        if !spec.iter().any(|(l, _, _)| l == k) {
+            return Err(Error::Schema {
+                table: name.to_string(),
+                reason: format!(
+                    "[{mapping_key}] maps unknown column `{k}` (known: {})",
+                    spec.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A table as the catalog names it.
+struct Relation {
+    oid: i64,
+    schema: String,
+    name: String,
+}
+
+/// Find the table `name` names (with the search_path), refusing a view or other relation.
+async fn find_table(pool: &PgPool, name: &str) -> Result<Relation> {
+    let row = sqlx::query(
+        "SELECT c.oid::int8 AS oid, n.nspname::text AS schema, c.relname::text AS name, c.relkind::text AS kind
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE c.oid = to_regclass($1)",
+    )
+    .bind(name)
+    .fetch_optional(pool)
+    .await
+    .map_err(|e| match e.as_database_error().and_then(|d| d.code()) {
+        Some(c) if c == "42602" || c == "42601" => Error::InvalidAddress {
+            input: name.to_string(),
+            reason: "not a valid table name".into(),
+        },
+        _ => pg_err(name, e),
+    })?
+    .ok_or_else(|| Error::NotFound {
+        what: format!("table `{name}`"),
+        detail: "create it (docs/postgres.md has the DDL), or check table= and the search_path".into(),
+    })?;
+    let oid: i64 = row.try_get("oid").map_err(|e| pg_err(name, e))?;
+    let schema: String = row.try_get("schema").map_err(|e| pg_err(name, e))?;
+    let relname: String = row.try_get("name").map_err(|e| pg_err(name, e))?;
+    let kind: String = row.try_get("kind").map_err(|e| pg_err(name, e))?;
+    if !matches!(kind.as_str(), "r" | "p") {
+        return Err(Error::Schema {
+            table: name.to_string(),
+            reason: "is not a table (a view or other relation); point table= at the table itself"
+                .into(),
+        });
+    }
+    Ok(Relation {
+        oid,
+        schema,
+        name: relname,
+    })
+}
+
+/// The table's columns by name, with their types and whether a value may be left out.
+async fn read_columns(pool: &PgPool, name: &str, oid: i64) -> Result<BTreeMap<String, Column>> {
+    let cols = sqlx::query(
+        "SELECT a.attname::text AS name, format_type(a.atttypid, a.atttypmod) AS ty,
+                a.attnotnull AS not_null, (a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '') AS has_default
+           FROM pg_attribute a
+          WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped",
+    )
+    .bind(oid)
+    .fetch_all(pool)
+    .await
+    .map_err(|e| pg_err(name, e))?;
+    let mut actual: BTreeMap<String, Column> = BTreeMap::new();
+    for c in cols {
+        let n: String = c.try_get("name").map_err(|e| pg_err(name, e))?;
+        actual.insert(
+            n.clone(),
+            Column {
+                sql: quote_ident(&n),
+                ty: c.try_get("ty").map_err(|e| pg_err(name, e))?,
+                not_null: c.try_get("not_null").map_err(|e| pg_err(name, e))?,
+                has_default: c.try_get("has_default").map_err(|e| pg_err(name, e))?,
+            },
+        );
+    }
+    Ok(actual)
+}
+
+/// Each logical column of `spec` to the table's column: the mapped name, else the default
+/// name. A required column, or a mapped one, that the table lacks is an error.
+fn map_columns(
+    display: &str,
+    spec: &[(&'static str, &'static str, bool)],
+    mapping: &BTreeMap<String, String>,
+    mapping_key: &str,
+    actual: &BTreeMap<String, Column>,
+) -> Result<BTreeMap<&'static str, Column>> {
+    let mut mapped = BTreeMap::new();
+    for (logical, default, required) in spec {
+        let explicit = mapping.get(*logical);
+        let col_name = explicit.map(String::as_str).unwrap_or(default);
+        match actual.get(col_name) {
+            Some(c) => {
+                mapped.insert(*logical, c.clone());
+            }
+            None if *required || explicit.is_some() => {
+                return Err(Error::Schema {
+                    table: display.to_string(),
+                    reason: format!(
+                        "has no column `{col_name}` for `{logical}`{}; its columns are {}. Map it with [{mapping_key}] {logical} = \"COLUMN\"",
+                        if explicit.is_some() {
+                            " (as mapped)"
+                        } else {
+                            ""
+                        },
+                        actual.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                });
+            }
+            None => {}
+        }
+    }
+    Ok(mapped)
 }
 
 /// Read a table's row estimate and size.
