@@ -48,6 +48,7 @@ pub async fn run(ctx: &Ctx, req: ClassifyRequest) -> Result<i32> {
     Ok(code)
 }
 
+/// Scan the queue and count each message (gather), build the report (decide), print it.
 async fn classify_with(
     ctx: &Ctx,
     req: &ClassifyRequest,
@@ -67,31 +68,78 @@ async fn classify_with(
         .await?;
     let now = Utc::now();
     let bar = p.progress(None, "classifying");
-    let mut rows: BTreeMap<(Kind, String), ClassRow> = BTreeMap::new();
-    let mut total = 0u64;
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut groups = (!req.by.is_empty()).then(|| Groups::new(req.by.clone(), dedupe.is_some()));
-    let mut processed_total = 0u64;
-    let mut explanations = req.explain.then(Vec::new);
-    let mut capped = false;
+    let mut tally = Tally::new(req, dedupe.is_some());
     while let Some(m) = stream.next().await {
         if ctx.interrupt.is_set() {
             break;
         }
-        if req.max.is_some_and(|mx| total >= mx) {
-            capped = true;
+        if req.max.is_some_and(|mx| tally.total >= mx) {
+            tally.capped = true;
             break;
         }
         let m = m?;
         if !req.filter.matches(&m, now, &req.classifier)? {
             continue;
         }
-        total += 1;
+        tally.total += 1;
         bar.inc(1);
-        let class = match &mut explanations {
+        tally.count(req, &m, dedupe.as_deref()).await?;
+    }
+    if let Some(d) = dedupe.as_deref() {
+        tally.mark_pending(d).await?;
+    }
+    bar.finish_and_clear();
+    let report = tally.into_report(ctx, req, dedupe.as_deref());
+    render(ctx, &report)?;
+    Ok(if ctx.interrupt.is_set() {
+        exit::INTERRUPTED
+    } else {
+        exit::OK
+    })
+}
+
+/// What the scan has counted so far.
+struct Tally {
+    rows: BTreeMap<(Kind, String), ClassRow>,
+    /// Messages that passed the filter.
+    total: u64,
+    /// Waiting for the dedupe table's answer, asked a thousand at a time.
+    pending: Vec<Pending>,
+    /// `--by`.
+    groups: Option<Groups>,
+    /// Recorded in the dedupe table as processed.
+    processed_total: u64,
+    /// `--explain`: the first EXPLAINED_AT_MOST messages' explanations.
+    explanations: Option<Vec<MessageExplanation>>,
+    /// The scan stopped at `--max`.
+    capped: bool,
+}
+
+impl Tally {
+    fn new(req: &ClassifyRequest, dedupe: bool) -> Tally {
+        Tally {
+            rows: BTreeMap::new(),
+            total: 0,
+            pending: Vec::new(),
+            groups: (!req.by.is_empty()).then(|| Groups::new(req.by.clone(), dedupe)),
+            processed_total: 0,
+            explanations: req.explain.then(Vec::new),
+            capped: false,
+        }
+    }
+
+    /// Count one message that passed the filter: classify (or explain) it, add it to its class
+    /// and group, and queue it for the dedupe table.
+    async fn count(
+        &mut self,
+        req: &ClassifyRequest,
+        m: &Message,
+        dedupe: Option<&dyn crate::dedupe::Table>,
+    ) -> Result<()> {
+        let class = match &mut self.explanations {
             // Memory stays bounded: the first EXPLAINED_AT_MOST are explained, the rest counted.
             Some(list) if list.len() < EXPLAINED_AT_MOST => {
-                let explained = req.classifier.explain(&m);
+                let explained = req.classifier.explain(m);
                 let class = explained.class();
                 list.push(MessageExplanation {
                     id: m.id.clone(),
@@ -99,62 +147,79 @@ async fn classify_with(
                 });
                 class
             }
-            _ => req.classifier.classify(&m),
+            _ => req.classifier.classify(m),
         };
-        let slot = groups.as_mut().map(|g| g.add(&m, &class));
+        let slot = self.groups.as_mut().map(|g| g.add(m, &class));
         let key = (class.kind, class.rule);
-        add(&mut rows, &key, &m, dedupe.is_some());
-        if let Some(d) = dedupe.as_deref() {
-            pending.push(Pending {
+        add(&mut self.rows, &key, m, dedupe.is_some());
+        if let Some(d) = dedupe {
+            self.pending.push(Pending {
                 id: m.id.clone(),
                 class: key,
                 group: slot,
             });
-            if pending.len() >= 1000 {
-                processed_total += mark(d, &mut pending, &mut rows, groups.as_mut()).await?;
+            if self.pending.len() >= 1000 {
+                self.mark_pending(d).await?;
             }
         }
+        Ok(())
     }
-    if let Some(d) = dedupe.as_deref() {
-        processed_total += mark(d, &mut pending, &mut rows, groups.as_mut()).await?;
+
+    /// Ask the dedupe table about the pending messages and count the processed ones.
+    async fn mark_pending(&mut self, d: &dyn crate::dedupe::Table) -> Result<()> {
+        self.processed_total +=
+            mark(d, &mut self.pending, &mut self.rows, self.groups.as_mut()).await?;
+        Ok(())
     }
-    bar.finish_and_clear();
-    let mut classes: Vec<ClassRow> = rows.into_values().collect();
-    classes.sort_by(|a, b| a.kind.cmp(&b.kind).then(b.count.cmp(&a.count)));
-    let mut kinds = BTreeMap::new();
-    for k in [Kind::Transient, Kind::Permanent, Kind::Unclassified] {
-        kinds.insert(k, 0);
+
+    /// The report: classes by kind then count, the totals per kind, and whether the scan saw
+    /// the whole queue.
+    fn into_report(
+        self,
+        ctx: &Ctx,
+        req: &ClassifyRequest,
+        dedupe: Option<&dyn crate::dedupe::Table>,
+    ) -> ClassifyReport {
+        let Tally {
+            rows,
+            total,
+            groups,
+            processed_total,
+            explanations,
+            capped,
+            ..
+        } = self;
+        let mut classes: Vec<ClassRow> = rows.into_values().collect();
+        classes.sort_by(|a, b| a.kind.cmp(&b.kind).then(b.count.cmp(&a.count)));
+        let mut kinds = BTreeMap::new();
+        for k in [Kind::Transient, Kind::Permanent, Kind::Unclassified] {
+            kinds.insert(k, 0);
+        }
+        for c in &classes {
+            *kinds.entry(c.kind).or_default() += c.count;
+        }
+        let interrupted = ctx.interrupt.is_set();
+        // Without filters the scan itself stops at --max: reaching it is taken as "not all".
+        let capped = capped || req.max.is_some_and(|mx| total >= mx);
+        ClassifyReport {
+            queue: req.queue.address.to_string(),
+            total,
+            complete: !interrupted && !capped,
+            interrupted,
+            kinds,
+            classes,
+            by: groups
+                .as_ref()
+                .map(|g| g.by().iter().map(GroupKey::name).collect()),
+            groups: groups.map(Groups::into_rows),
+            dedupe: dedupe.map(|d| DedupeSummary {
+                table: d.display().to_string(),
+                processed: processed_total,
+                not_processed: total - processed_total,
+            }),
+            explanations,
+        }
     }
-    for c in &classes {
-        *kinds.entry(c.kind).or_default() += c.count;
-    }
-    let interrupted = ctx.interrupt.is_set();
-    // Without filters the scan itself stops at --max: reaching it is taken as "not all".
-    let capped = capped || req.max.is_some_and(|mx| total >= mx);
-    let report = ClassifyReport {
-        queue: req.queue.address.to_string(),
-        total,
-        complete: !interrupted && !capped,
-        interrupted,
-        kinds,
-        classes,
-        by: groups
-            .as_ref()
-            .map(|g| g.by().iter().map(GroupKey::name).collect()),
-        groups: groups.map(Groups::into_rows),
-        dedupe: dedupe.as_ref().map(|d| DedupeSummary {
-            table: d.display().to_string(),
-            processed: processed_total,
-            not_processed: total - processed_total,
-        }),
-        explanations,
-    };
-    render(ctx, &report)?;
-    Ok(if ctx.interrupt.is_set() {
-        exit::INTERRUPTED
-    } else {
-        exit::OK
-    })
 }
 
 fn add(
