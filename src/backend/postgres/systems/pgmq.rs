@@ -7,6 +7,8 @@ use super::{ErrorFormat, Key, System};
 use crate::backend::postgres::pg_err;
 use crate::error::{Error, Result};
 
+/// Check the queue is pgmq's, find where its dead messages are, check their columns, and
+/// build the SQL from whether each side has a headers column.
 pub(super) async fn detect(pool: &PgPool, queue: Option<&str>) -> Result<System> {
     let Some(q) = queue else {
         return Err(Error::invalid_arg(
@@ -14,6 +16,28 @@ pub(super) async fn detect(pool: &PgPool, queue: Option<&str>) -> Result<System>
             "system=pgmq needs &queue=NAME (the queue whose dead messages to read)",
         ));
     };
+    check_queue_known(pool, q).await?;
+    let live = rel("pgmq", &format!("q_{q}"));
+    let dead = find_dead(pool, q).await?;
+    let cols = columns(pool, &dead.table).await?;
+    need(
+        &cols,
+        "pgmq",
+        &dead.what,
+        &["msg_id", "read_ct", "enqueued_at", "message"],
+    )?;
+    let live_cols = columns(pool, &live).await?;
+    Ok(system(
+        q,
+        &live,
+        dead,
+        cols.contains("headers"),
+        live_cols.contains("headers"),
+    ))
+}
+
+/// The pgmq extension is installed and `q` is one of its queues.
+async fn check_queue_known(pool: &PgPool, q: &str) -> Result<()> {
     if !exists(pool, "pgmq.meta").await? {
         return Err(refuse(
             "pgmq",
@@ -32,36 +56,56 @@ pub(super) async fn detect(pool: &PgPool, queue: Option<&str>) -> Result<System>
             detail: "it is not in pgmq.meta".into(),
         });
     }
-    let live = rel("pgmq", &format!("q_{q}"));
-    // Dead messages: a `<queue>_dlq` queue by convention, else the archive.
+    Ok(())
+}
+
+/// Where a queue's dead messages are.
+struct Dead {
+    /// The table, quoted.
+    table: String,
+    /// For people: `pgmq queue Q_dlq` or `pgmq archive a_Q`.
+    what: String,
+    /// The column of the time a message died.
+    at: &'static str,
+}
+
+/// Dead messages: a `<queue>_dlq` queue by convention, else the archive.
+async fn find_dead(pool: &PgPool, q: &str) -> Result<Dead> {
     let dlq = rel("pgmq", &format!("q_{q}_dlq"));
     let archive = rel("pgmq", &format!("a_{q}"));
-    let (dead_t, what, dead_at) = if exists(pool, &dlq).await? {
-        (dlq, format!("pgmq queue {q}_dlq"), "j.enqueued_at")
+    if exists(pool, &dlq).await? {
+        Ok(Dead {
+            table: dlq,
+            what: format!("pgmq queue {q}_dlq"),
+            at: "j.enqueued_at",
+        })
     } else if exists(pool, &archive).await? {
-        (archive, format!("pgmq archive a_{q}"), "j.archived_at")
+        Ok(Dead {
+            table: archive,
+            what: format!("pgmq archive a_{q}"),
+            at: "j.archived_at",
+        })
     } else {
-        return Err(refuse(
+        Err(refuse(
             "pgmq",
             format!("neither pgmq.q_{q}_dlq nor pgmq.a_{q} exists"),
-        ));
-    };
-    let cols = columns(pool, &dead_t).await?;
-    need(
-        &cols,
-        "pgmq",
-        &what,
-        &["msg_id", "read_ct", "enqueued_at", "message"],
-    )?;
-    let live_cols = columns(pool, &live).await?;
-    let dead_headers = cols.contains("headers");
-    let live_headers = live_cols.contains("headers");
+        ))
+    }
+}
+
+/// The system's SQL for queue `q`, its live table `live` and its dead messages.
+fn system(q: &str, live: &str, dead: Dead, dead_headers: bool, live_headers: bool) -> System {
+    let Dead {
+        table: dead_t,
+        what,
+        at: dead_at,
+    } = dead;
     let hdr = if dead_headers {
         "j.headers"
     } else {
         "NULL::jsonb"
     };
-    Ok(System {
+    System {
         name: "pgmq",
         detected: format!(
             "pgmq ({what}{})",
@@ -81,20 +125,7 @@ pub(super) async fn detect(pool: &PgPool, queue: Option<&str>) -> Result<System>
         dead_at: dead_at.into(),
         extra: format!("jsonb_build_object('headers', {hdr})"),
         lock_of: "j",
-        // pgmq.send (an insert into q_<queue>, visible now) then delete from the dead queue,
-        // in one transaction.
-        retry: format!(
-            "WITH m AS (DELETE FROM {dead_t} WHERE msg_id = ANY($1::text[]::bigint[]) RETURNING msg_id, message, {dh} AS headers), s AS (INSERT INTO {live} (vt, message{h}) SELECT now(), message{hv} FROM m RETURNING 1) SELECT msg_id::text FROM m",
-            dh = if dead_headers { "headers" } else { "NULL::jsonb" },
-            h = if live_headers { ", headers" } else { "" },
-            // The new msg_id is not the stable id: the dead one travels in the headers (the
-            // dead message's headers, or new ones when it had none).
-            hv = if live_headers {
-                ", jsonb_set(COALESCE(headers, '{}'::jsonb), '{dlqctl-stable-id}', to_jsonb(COALESCE(headers->>'dlqctl-stable-id', msg_id::text)))"
-            } else {
-                ""
-            }
-        ),
+        retry: retry_sql(&dead_t, live, dead_headers, live_headers),
         delete: format!(
             "DELETE FROM {dead_t} WHERE msg_id = ANY($1::text[]::bigint[]) RETURNING msg_id::text"
         ),
@@ -113,5 +144,26 @@ pub(super) async fn detect(pool: &PgPool, queue: Option<&str>) -> Result<System>
                 }
             )
         }),
-    })
+    }
+}
+
+/// The retry: pgmq.send (an insert into q_<queue>, visible now) then delete from the dead
+/// queue, in one transaction.
+fn retry_sql(dead_t: &str, live: &str, dead_headers: bool, live_headers: bool) -> String {
+    format!(
+        "WITH m AS (DELETE FROM {dead_t} WHERE msg_id = ANY($1::text[]::bigint[]) RETURNING msg_id, message, {dh} AS headers), s AS (INSERT INTO {live} (vt, message{h}) SELECT now(), message{hv} FROM m RETURNING 1) SELECT msg_id::text FROM m",
+        dh = if dead_headers {
+            "headers"
+        } else {
+            "NULL::jsonb"
+        },
+        h = if live_headers { ", headers" } else { "" },
+        // The new msg_id is not the stable id: the dead one travels in the headers (the
+        // dead message's headers, or new ones when it had none).
+        hv = if live_headers {
+            ", jsonb_set(COALESCE(headers, '{}'::jsonb), '{dlqctl-stable-id}', to_jsonb(COALESCE(headers->>'dlqctl-stable-id', msg_id::text)))"
+        } else {
+            ""
+        }
+    )
 }
