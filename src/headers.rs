@@ -57,14 +57,18 @@ impl HeaderRules {
             && !self.strip.iter().any(|p| p.matches(name))
     }
 
-    /// Drop from `m` the headers the rules leave out.
+    /// Drop from `m` the headers the rules leave out (never the stable id, never the loop
+    /// guard's count).
     pub fn apply(&self, m: &mut Message) {
         if self.is_empty() {
             return;
         }
         let id = m.id.as_bytes();
-        m.attributes
-            .retain(|a| a.value.as_bytes() == Some(id) || self.carries(&a.name));
+        m.attributes.retain(|a| {
+            a.value.as_bytes() == Some(id)
+                || a.name == crate::message::REDRIVE_COUNT_ATTRIBUTE
+                || self.carries(&a.name)
+        });
     }
 
     /// For the plan: what the copies carry.
@@ -108,6 +112,19 @@ mod tests {
 
     fn names(m: &Message) -> Vec<&str> {
         m.attributes.iter().map(|a| a.name.as_str()).collect()
+    }
+
+    /// Keep rules that name neither still carry the loop guard's count (a copy redriven
+    /// `--max-redrives` times must not start again at 0) and the stable id.
+    #[test]
+    fn no_rule_drops_the_redrive_count_or_the_stable_id() {
+        let r = HeaderRules::new(&["x-*".into()], &["dlqctl-*".into()]).unwrap();
+        let mut m = msg("k-1", &[("trace-id", "t"), ("x-a", "1"), ("my-id", "k-1")]);
+        m.count_redrive();
+        m.count_redrive();
+        r.apply(&mut m);
+        assert_eq!(names(&m), ["x-a", "my-id", "dlqctl-redrive-count"]);
+        assert_eq!(m.redrive_count(), 2);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use futures::StreamExt;
 
 use super::passing::Passing;
 use super::{Claim, MessageStream, MoveSession, QueueBackend, ScanOptions, Ticket};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 pub struct ReadSession<'a> {
     stream: MessageStream<'a>,
@@ -24,9 +24,6 @@ pub struct ReadSession<'a> {
     /// The partition of each message of each claimed batch not settled yet, in claim order
     /// (only where `passing` is on).
     claimed: VecDeque<Vec<Option<i32>>>,
-    /// The read failed after part of a batch was read: that part is claimed first, the
-    /// error comes with the next claim.
-    failed: Option<Error>,
     exhausted: bool,
 }
 
@@ -44,7 +41,6 @@ impl<'a> ReadSession<'a> {
             depth: depth.max(1),
             passing: Passing::new(predict_passing && source.settles_by_position()),
             claimed: VecDeque::new(),
-            failed: None,
             exhausted: false,
         })
     }
@@ -53,18 +49,13 @@ impl<'a> ReadSession<'a> {
 #[async_trait]
 impl MoveSession for ReadSession<'_> {
     async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
-        if let Some(e) = self.failed.take() {
-            return Err(e);
-        }
         let mut messages = Vec::with_capacity(n.min(1024));
         while !self.exhausted && messages.len() < n.max(1) {
             match self.stream.next().await {
                 Some(Ok(m)) => messages.push(m),
-                Some(Err(e)) if messages.is_empty() => return Err(e),
-                Some(Err(e)) => {
-                    self.failed = Some(e);
-                    break;
-                }
+                // What this batch read so far is not offered: a read that fails part-way (a
+                // bad line in a file) stops the run before anything of its batch is sent.
+                Some(Err(e)) => return Err(e),
                 None => self.exhausted = true,
             }
         }

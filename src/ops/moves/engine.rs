@@ -6,19 +6,18 @@
 //! their outcomes while the next are read; a local move (one backend, one transaction) copies
 //! and settles in one step.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
+use super::flight::{Flight, land, take_off};
 use super::policy::{Decision, decide, transformed};
 use super::targets::{keep_first, record};
 use super::{Mode, Run};
 use crate::address::Address;
 use crate::backend::read_session::ReadSession;
-use crate::backend::{
-    Claim, LocalNext, MoveOptions, MoveSession, ScanOptions, SendOutcome, Ticket,
-};
+use crate::backend::{Claim, LocalNext, MoveOptions, MoveSession, ScanOptions, Ticket};
 use crate::error::{Error, Result};
 use crate::message::Message;
 
@@ -108,55 +107,18 @@ async fn read_loop(run: &mut Run<'_>) -> Result<()> {
     result.and(closed)
 }
 
-/// A batch whose copies are on their way. Batches land (are settled) in the order they were
-/// claimed, once every outcome of theirs is known.
-struct Flight {
-    /// What settles the batch once its outcomes are in.
-    ticket: Ticket,
-    /// The stable id of each message of the batch (the messages themselves are dropped once
-    /// their copies are handed over: the target holds what it still needs).
-    ids: Vec<String>,
-    /// Per destination: its address as shown, the indices sent there, their outcomes.
-    sends: Vec<(String, Vec<usize>, Outcomes)>,
-    /// Offered and refused before anything was sent (no destination), or claimed past
-    /// `--max` and not looked at: they stay in the source.
-    failed: Vec<usize>,
-    read: Duration,
-    started: Instant,
-}
-
-enum Outcomes {
-    Coming(crate::backend::PendingSend),
-    Known(Result<Vec<SendOutcome>>),
-}
-
-impl Flight {
-    /// Whether every outcome of the batch is known, without waiting for any.
-    fn ready(&mut self) -> bool {
-        use futures::FutureExt;
-        self.sends.iter_mut().all(|(_, _, o)| {
-            if let Outcomes::Coming(p) = o
-                && let Some(r) = p.as_mut().now_or_never()
-            {
-                *o = Outcomes::Known(r);
-            }
-            matches!(o, Outcomes::Known(_))
-        })
-    }
-}
-
 /// What the policy made of one claimed batch (indices into it).
 #[derive(Default)]
-struct Sorted {
+pub(super) struct Sorted {
     /// Taken: copied to their destinations, or removed by a purge without an archive.
-    taken: Vec<usize>,
+    pub(super) taken: Vec<usize>,
     /// Over the loop guard: copied to `--park`.
-    parked: Vec<usize>,
+    pub(super) parked: Vec<usize>,
     /// Stay in the source, failed (the filters or the transform could not take them).
-    refused: Vec<usize>,
+    pub(super) refused: Vec<usize>,
     /// Claimed after `--max` was reached: not looked at, left where they are (settled as not
     /// moved, and not counted: Kafka commits nothing at or past them).
-    unread: Vec<usize>,
+    pub(super) unread: Vec<usize>,
 }
 
 /// The loop: claim, sort, then move each batch the way the run moves (a purge without an
@@ -224,7 +186,6 @@ async fn move_batches(
             else {
                 break;
             };
-            let read = read_at.elapsed();
             let sorted = sort(run, &mut batch, room, now, local.is_some())?;
             if run.req.mode == Mode::Purge && run.fixed.is_none() {
                 purge_batch(run, session, ticket, batch, sorted).await?;
@@ -234,22 +195,7 @@ async fn move_batches(
                 local_batch(run, session, ticket, dest, &batch, &sorted.taken).await?;
                 continue;
             }
-            let mut f = Flight {
-                ticket,
-                ids: batch.iter().map(|m| m.id.clone()).collect(),
-                sends: Vec::new(),
-                failed: sorted.refused,
-                read,
-                started: read_at,
-            };
-            f.failed.extend(sorted.unread);
-            // A session that is no longer the only mover (Kafka: it lost the redrive lease)
-            // sends nothing more; the batch lands unsent and the run stops.
-            let sent = match session.holds() {
-                Ok(()) => dispatch(run, &mut f, &batch, sorted.taken, sorted.parked).await,
-                Err(e) => Err(e),
-            };
-            session.recycle(batch);
+            let (f, sent) = take_off(run, session, batch, ticket, sorted, read_at).await;
             flights.push_back(f);
             sent?;
             while flights.front_mut().is_some_and(Flight::ready) {
@@ -410,184 +356,4 @@ async fn local_batch(
     bar.inc(batch.len() as u64);
     run.pacer.wait(run.s.moved + run.s.failed).await;
     Ok(())
-}
-
-/// Group a batch's copies by destination (parked ones to `--park`) and hand each group to its
-/// target, or in a dry run to a sink that accepts everything and sends nothing. A message
-/// with no destination, or whose discovered destination cannot take it, stays (failed). A
-/// destination that fails as a whole stops the run: its messages and the batch's unsent rest
-/// stay in the source (not counted as failed: the summary says the run stopped), once what is
-/// already on its way has landed.
-async fn dispatch(
-    run: &mut Run<'_>,
-    f: &mut Flight,
-    batch: &[Message],
-    taken: Vec<usize>,
-    parked: Vec<usize>,
-) -> Result<()> {
-    let Run {
-        req,
-        source,
-        fixed,
-        in_place,
-        targets,
-        s,
-        tally,
-        ..
-    } = run;
-    let (req, fixed) = (*req, fixed.as_ref());
-    let mut groups: BTreeMap<String, (Address, Vec<usize>)> = BTreeMap::new();
-    if let Some((park, _)) = &req.park
-        && !parked.is_empty()
-    {
-        s.parked += parked.len() as u64;
-        groups.insert(park.to_string(), (park.clone(), parked));
-    }
-    if let Some(d) = fixed {
-        // One destination for all: no per-message lookup.
-        groups
-            .entry(d.to_string())
-            .or_insert_with(|| (d.clone(), Vec::new()))
-            .1
-            .extend(taken);
-    } else {
-        for i in taken {
-            match source.destination(&batch[i]).await? {
-                Some(a) => groups
-                    .entry(a.to_string())
-                    .or_insert_with(|| (a, Vec::new()))
-                    .1
-                    .push(i),
-                None => {
-                    s.failed += 1;
-                    f.failed.push(i);
-                    tally.fail(
-                        "no destination known for this message: pass --to",
-                        &batch[i].id,
-                    );
-                }
-            }
-        }
-    }
-    let mut groups = groups.into_iter();
-    while let Some((key, (addr, idx))) = groups.next() {
-        if idx.is_empty() {
-            continue;
-        }
-        let parking = req.park.as_ref().is_some_and(|(p, _)| *p == addr);
-        if fixed.is_none()
-            && !parking
-            && let Err(reason) = targets.discovered(&addr).await?
-        {
-            for i in idx {
-                s.failed += 1;
-                f.failed.push(i);
-                tally.fail(&reason, &batch[i].id);
-            }
-            continue;
-        }
-        let started = if req.dry_run {
-            // The dry run's sink: each target is opened (a missing table or queue shows now; a
-            // job system's in-place retry has no separate target), nothing is sent, and every
-            // copy counts as one the run would offer.
-            if *in_place && fixed == Some(&addr) {
-                Ok(())
-            } else {
-                targets.get(&addr).await.map(|_| ())
-            }
-            .map(|()| Outcomes::Known(Ok(vec![SendOutcome::Sent; idx.len()])))
-        } else {
-            // The whole batch goes to one place (the usual case): send it as it is.
-            let copied: Vec<Message>;
-            let msgs: &[Message] = if idx.len() == batch.len() && req.headers.is_empty() {
-                batch
-            } else {
-                copied = idx
-                    .iter()
-                    .map(|&i| {
-                        let mut m = batch[i].clone();
-                        req.headers.apply(&mut m);
-                        m
-                    })
-                    .collect();
-                &copied
-            };
-            match targets.get(&addr).await {
-                Ok(t) => t.send_start(msgs).await.map(Outcomes::Coming),
-                Err(e) => Err(e),
-            }
-        };
-        match started {
-            Ok(outcomes) => f.sends.push((key, idx, outcomes)),
-            Err(e) => {
-                f.failed.extend(idx);
-                f.failed.extend(groups.flat_map(|(_, (_, idx))| idx));
-                return Err(e);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Wait for every outcome of a batch, count them, and settle it: the accepted messages leave
-/// the source. A destination that failed as a whole fails the run after the batch is
-/// settled; its messages stay in the source.
-async fn land(f: Flight, session: &mut (dyn MoveSession + '_), run: &mut Run<'_>) -> Result<()> {
-    let Run { s, tally, bar, .. } = run;
-    let waited = Instant::now();
-    let mut accepted = Vec::new();
-    let mut failed = f.failed;
-    let mut error = None;
-    // Counted once the batch is settled: an accepted copy whose original could not be
-    // removed is a failure, not a move (and the audit does not list it).
-    let mut outcomes_of = Vec::new();
-    for (key, idx, outcomes) in f.sends {
-        let outcomes = match outcomes {
-            Outcomes::Known(r) => r,
-            Outcomes::Coming(pending) => pending.await,
-        };
-        match outcomes {
-            Ok(outcomes) => {
-                for (&i, o) in idx.iter().zip(outcomes) {
-                    if o == SendOutcome::Sent {
-                        accepted.push(i);
-                    } else {
-                        failed.push(i);
-                    }
-                    outcomes_of.push((key.clone(), i, o));
-                }
-            }
-            Err(e) => {
-                // Not counted as failed messages: the run stops with this error, and the
-                // summary says so.
-                failed.extend(idx);
-                error.get_or_insert(e);
-            }
-        }
-    }
-    let waited = waited.elapsed();
-    let settled = session.settle(f.ticket, &accepted, &failed).await;
-    let unremoved: HashMap<usize, String> = match settled {
-        Ok(()) => session.unremoved().into_iter().collect(),
-        Err(_) => HashMap::new(),
-    };
-    for (key, i, o) in outcomes_of {
-        match unremoved.get(&i) {
-            Some(reason) if o == SendOutcome::Sent => {
-                s.failed += 1;
-                tally.fail(reason, &f.ids[i]);
-            }
-            _ => record(s, tally, &key, &f.ids[i], &o),
-        }
-    }
-    settled?;
-    bar.inc(f.ids.len() as u64);
-    tracing::debug!(
-        records = f.ids.len(),
-        read_ms = f.read.as_millis() as u64,
-        wait_ms = waited.as_millis() as u64,
-        total_ms = f.started.elapsed().as_millis() as u64,
-        "batch"
-    );
-    error.map_or(Ok(()), Err)
 }

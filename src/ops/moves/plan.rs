@@ -85,12 +85,29 @@ pub(super) fn plan(req: &MoveRequest, setup: &Setup) -> Vec<(String, String)> {
             }
         }),
     );
+    for (k, v) in keeps(req, setup) {
+        row(&k, v);
+    }
+    if req.mode == Mode::Redrive && words.by_position && !req.filter.is_empty() {
+        row(
+            "note",
+            "a committed offset covers every record before it: in a partition where a record moves, the records the filter skips before it are committed past and will not be redriven; those after the last one moved stay pending. To copy a subset and leave everything pending, use `dlqctl replay` instead".into(),
+        );
+    }
+    rows
+}
+
+/// What the copies keep of each message (the plan's "keeps" rows), with the transform and the
+/// header rules where they change it.
+fn keeps(req: &MoveRequest, setup: &Setup) -> Vec<(String, String)> {
+    let mut rows: Vec<(String, String)> = Vec::new();
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
     let keeps = if req.mode == Mode::Purge {
         "the archive keeps"
     } else {
         "keeps"
     };
-    if req.mode == Mode::Purge && fixed.is_none() {
+    if req.mode == Mode::Purge && setup.fixed.is_none() {
         // Nothing is copied: nothing to keep.
     } else if setup.in_place {
         row(
@@ -116,12 +133,6 @@ pub(super) fn plan(req: &MoveRequest, setup: &Setup) -> Vec<(String, String)> {
     } else {
         row(keeps, "stable id, body, group/key".into());
         row("headers/attributes", req.headers.describe());
-    }
-    if req.mode == Mode::Redrive && words.by_position && !req.filter.is_empty() {
-        row(
-            "note",
-            "a committed offset covers every record before it: in a partition where a record moves, the records the filter skips before it are committed past and will not be redriven; those after the last one moved stay pending. To copy a subset and leave everything pending, use `dlqctl replay` instead".into(),
-        );
     }
     rows
 }
