@@ -1278,3 +1278,79 @@ impl Pair for BullMqToSqs {
         self.inner.via(port);
     }
 }
+
+// One more dead letter in a source after `fresh`, for `tail` (`clauses::Source`).
+
+impl crate::clauses::Source for PgSameDb {
+    async fn add(&self, k: usize) -> String {
+        let id = format!("new-{k}");
+        self.exec(&format!(
+            "INSERT INTO {{s}}.dead_letters (message_id, queue, payload, error) VALUES ('{id}', 'orders', '{{\"order_id\": {}}}', 'late')",
+            1000 + k
+        ))
+        .await;
+        id
+    }
+}
+
+impl crate::clauses::Source for SqsPair {
+    async fn add(&self, k: usize) -> String {
+        use aws_sdk_sqs::types::MessageAttributeValue;
+        let id = format!("new-{k}");
+        let mut send = self
+            .sqs()
+            .client
+            .send_message()
+            .queue_url(&self.dlq)
+            .message_body(format!("{{\"order\": \"{id}\"}}"))
+            .message_attributes(
+                "dlqctl-stable-id",
+                MessageAttributeValue::builder()
+                    .data_type("String")
+                    .string_value(&id)
+                    .build()
+                    .unwrap(),
+            );
+        if self.fifo {
+            send = send.message_group_id("late").message_deduplication_id(&id);
+        }
+        send.send().await.expect("add to the DLQ");
+        id
+    }
+}
+
+impl crate::clauses::Source for KafkaPair {
+    async fn add(&self, k: usize) -> String {
+        let id = format!("new-{k}");
+        let orders = self.k().topic("orders");
+        self.k()
+            .produce(
+                "dlt",
+                Some((k % 2) as i32),
+                Some(b"late"),
+                Some(format!("{{\"order\": \"{id}\"}}").as_bytes()),
+                &[
+                    ("dlqctl-stable-id", Some(id.as_bytes())),
+                    ("kafka_dlt-original-topic", Some(orders.as_bytes())),
+                ],
+            )
+            .await;
+        id
+    }
+}
+
+/// River only: one more discarded job (its id is the next of the table's sequence).
+impl crate::clauses::Source for JobSystem {
+    async fn add(&self, _k: usize) -> String {
+        assert_eq!(self.case.system, "river", "add: River only");
+        let seed = self.fill(&self.case.seed.replace("{n}", "1"));
+        sqlx::raw_sql(AssertSqlSafe(seed))
+            .execute(&self.db().pool)
+            .await
+            .expect("add a dead job");
+        self.query("SELECT max(id)::text FROM {s}.river_job")
+            .await
+            .remove(0)
+            .expect("an id")
+    }
+}

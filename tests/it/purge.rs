@@ -14,7 +14,7 @@ const N: usize = 10;
 
 /// The pair's own options for its source (SQS: a short visibility timeout, so that what a
 /// killed run held shows again soon), without its redrive target.
-fn options<P: Pair>(p: &P) -> Vec<String> {
+pub fn options<P: Pair>(p: &P) -> Vec<String> {
     let mut out = Vec::new();
     let mut it = p.redrive().into_iter().skip(2);
     while let Some(a) = it.next() {
@@ -28,7 +28,7 @@ fn options<P: Pair>(p: &P) -> Vec<String> {
 }
 
 /// The stable ids in a JSON Lines archive, one per line (with repeats).
-fn archived(path: &std::path::Path) -> Vec<String> {
+pub fn archived(path: &std::path::Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
