@@ -65,7 +65,7 @@ impl Cross {
 
     /// Whether the source is Kafka (a filtered redrive commits past what it skips, and the
     /// loop guard needs `--park`: docs/kafka.md).
-    pub fn from_kafka(&self) -> bool {
+    pub fn source_is_kafka(&self) -> bool {
         self.from == End::Kafka
     }
 

@@ -398,12 +398,58 @@ impl QueueBackend for PgBackend {
 
 #[async_trait]
 impl QueueSink for PgBackend {
+    /// One INSERT per batch. A row the table refuses (a CHECK, NOT NULL or foreign key, a value
+    /// it cannot hold) fails the whole INSERT: then the batch goes row by row, each in its own
+    /// transaction, so that the refused copy is rejected with the server's reason (and stays
+    /// in the source) while the rest are accepted.
     async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
-        let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
-        let out = write::insert_messages(&mut tx, &self.layout, self.pg.queue.as_deref(), batch)
-            .await
-            .map_err(|e| self.err(e))?;
-        tx.commit().await.map_err(|e| self.err(e))?;
+        match self.insert(batch).await {
+            Err(e) if batch.len() > 1 && refuses_a_row(&e) => {
+                tracing::debug!(error = %e, "a row was refused: inserting the batch row by row");
+                let mut out = Vec::with_capacity(batch.len());
+                for m in batch {
+                    match self.insert(std::slice::from_ref(m)).await {
+                        Ok(mut one) => out.push(one.pop().expect("one outcome per message")),
+                        Err(e) if refuses_a_row(&e) => out.push(SendOutcome::Rejected {
+                            reason: format!("{} refused it: {}", self.target(), row_refusal(&e)),
+                        }),
+                        Err(e) => return Err(self.err(e)),
+                    }
+                }
+                Ok(out)
+            }
+            Err(e) if refuses_a_row(&e) => Ok(vec![SendOutcome::Rejected {
+                reason: format!("{} refused it: {}", self.target(), row_refusal(&e)),
+            }]),
+            r => r.map_err(|e| self.err(e)),
+        }
+    }
+}
+
+impl PgBackend {
+    /// The batch in one transaction (one INSERT).
+    async fn insert(
+        &self,
+        batch: &[Message],
+    ) -> std::result::Result<Vec<SendOutcome>, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        let out =
+            write::insert_messages(&mut tx, &self.layout, self.pg.queue.as_deref(), batch).await?;
+        tx.commit().await?;
         Ok(out)
     }
+}
+
+/// Whether the server refused a row for what it holds (SQLSTATE class 22, a data exception,
+/// or 23, an integrity constraint), not for anything about the connection or the statement.
+fn refuses_a_row(e: &sqlx::Error) -> bool {
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .is_some_and(|c| c.starts_with("22") || c.starts_with("23"))
+}
+
+/// The server's words for a refused row.
+fn row_refusal(e: &sqlx::Error) -> String {
+    e.as_database_error()
+        .map_or_else(|| e.to_string(), |d| d.message().to_string())
 }

@@ -198,14 +198,17 @@ pub fn browse(
 
 /// Follow: like browse, but never stops on empty polls. Without `--from-start` the messages
 /// already there are read once first, not shown (a dead-lettered message keeps its original
-/// SentTimestamp, so time cannot tell old from new).
+/// SentTimestamp, so time cannot tell old from new): as many as the queue said it held when
+/// the tail began, or until polls bring nothing new. Counting them, not waiting for quiet, ends
+/// that first pass while messages keep arriving (a tail is for a queue that is busy).
 pub fn follow(b: &SqsBackend, from_start: bool) -> MessageStream<'_> {
     let vis = b.visibility();
     Box::pin(async_stream::try_stream! {
         let mut seen: HashSet<String> = HashSet::new();
         if !from_start {
+            let backlog = b.visible_now().await?;
             let mut streak = 0;
-            while streak < EMPTY_STREAK {
+            while streak < EMPTY_STREAK && (seen.len() as u64) < backlog {
                 let msgs = receive_held(b, vis, b.opts.wait_seconds)
                     .await?
                     .ok_or_else(|| over_limit(b))?;
