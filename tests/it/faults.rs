@@ -98,17 +98,36 @@ pub async fn check<P: Pair>(p: &P, ids: &[String], context: &str) -> usize {
     duplicates
 }
 
-/// Re-run the redrive to its end (exit 0) and check.
+/// Re-run the redrive to its end (exit 0) and check. A re-run may end with exit 1 having
+/// reported, honestly, that it lost its hold on some messages (SQS: their visibility ran out
+/// before the heartbeat extended it, which a loaded machine makes likelier with the pairs' 2 s
+/// timeout): their copies were sent, the originals were not deleted and are counted failed,
+/// so one more run settles them. Any other failure, or a third such run, fails the test.
 async fn rerun_and_check<P: Pair>(p: &P, sb: &Sandbox, ids: &[String], context: &str) -> usize {
     let mut args = p.redrive();
     args.extend(["--yes", "--output", "json"].map(String::from));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = sb.run_with(&args, &p.env(sb));
-    assert_eq!(
-        r.code, 0,
-        "{context}: the re-run failed\nstdout:\n{}\nstderr:\n{}",
-        r.stdout, r.stderr
-    );
+    for attempt in 1..=3 {
+        let r = sb.run_with(&args, &p.env(sb));
+        let lost_hold_only = r.code == 1
+            && serde_json::from_str::<serde_json::Value>(&r.stdout).is_ok_and(|j| {
+                j["failures"].as_array().is_some_and(|f| {
+                    !f.is_empty()
+                        && f.iter()
+                            .all(|g| g["reason"] == "this run no longer held it")
+                })
+            });
+        if r.code == 0 {
+            break;
+        }
+        assert!(
+            lost_hold_only && attempt < 3,
+            "{context}: the re-run failed\nstdout:\n{}\nstderr:\n{}",
+            r.stdout,
+            r.stderr
+        );
+        p.settle().await;
+    }
     check(p, ids, context).await
 }
 
