@@ -1,7 +1,7 @@
 //! The clauses of the contract the real-service suite lacked (issue 26 item 6), each a
 //! function over a [`Pair`] run on every pair it applies to (the table at the end says which
 //! pairs leave a clause out, and why). Their in-memory counterparts are in
-//! `src/ops/moves/conformance.rs`.
+//! `src/ops/moves/conformance/`.
 //!
 //! 1. Refused copies stay: a copy the run refuses (here: a `--transform` that would change the
 //!    stable id of two messages) leaves its message in the source, counted as failed with its
