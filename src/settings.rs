@@ -33,8 +33,9 @@ impl Ctx {
         if self.config.audit.require_reason && self.reason.is_none() {
             return Err(crate::error::Error::invalid_arg(
                 "--reason",
-                "[audit] require_reason is set in dlqctl.toml: say why with --reason TEXT",
-            ));
+                "[audit] require_reason is set in dlqctl.toml",
+            )
+            .hinted("say why with --reason TEXT"));
         }
         Ok(())
     }
@@ -67,6 +68,7 @@ impl Ctx {
                 filter,
                 reason: self.reason.clone(),
             },
+            self.printer.stderr(),
         )
         .await
     }
@@ -317,10 +319,11 @@ fn fingerprints(given: &[String]) -> Result<Vec<String>> {
             return Err(Error::invalid_arg(
                 "--fingerprint",
                 format!(
-                    "`{}` is not a fingerprint: its sixteen hex characters, or a unique prefix of at least 8, as `dlqctl classify QUEUE --by fingerprint` shows them",
+                    "`{}` is not a fingerprint",
                     crate::text::escape_controls(&fp)
                 ),
-            ));
+            )
+            .hinted("give its sixteen hex characters, or a unique prefix of at least 8, as `dlqctl classify QUEUE --by fingerprint` shows them"));
         }
         out.push(fp);
     }

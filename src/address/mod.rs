@@ -256,7 +256,7 @@ impl Address {
                     || k.range.until.is_some() =>
             {
                 Some(
-                    "a Kafka redrive continues from the redrive group's committed offsets; from/to/since/until slice peek, export and replay: use `dlqctl replay` for a slice",
+                    "a Kafka redrive continues from the redrive group's committed offsets; from/to/since/until slice peek, export and replay",
                 )
             }
             _ => None,

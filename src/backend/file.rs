@@ -45,10 +45,11 @@ impl FileBackend {
                     return Err(Error::invalid_arg(
                         "--archive",
                         format!(
-                            "{} is a symlink; an archive holds message bodies and is written only to a file of its own (0600): remove the link or choose another path",
+                            "{} is a symlink; an archive holds message bodies and is written only to a file of its own (0600)",
                             p.display()
                         ),
-                    ));
+                    )
+                    .hinted("remove the link or choose another path"));
                 }
                 // A directory that is not there is said before anything is asked or moved
                 // (the file itself is created by the first batch).

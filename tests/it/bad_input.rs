@@ -59,11 +59,11 @@ fn one_line(what: &str, s: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// An error of the library: exit 2, message and hint each on one line.
+/// An error of the library: exit 2, message and each hint on one line.
 fn usage_error(e: &dlqctl::error::Error) -> Result<(), TestCaseError> {
     prop_assert_eq!(e.exit_code(), 2, "{}", e);
     one_line("the error", &e.to_string())?;
-    if let Some(h) = e.hint() {
+    for h in e.hints() {
         one_line("the hint", &h)?;
     }
     Ok(())

@@ -169,10 +169,11 @@ impl RabbitBackend {
         Err(Error::invalid_arg(
             "QUEUE",
             format!(
-                "{} is a quorum queue with delivery-limit {limit} ({from}): every message a read gives back counts one delivery, and past the limit RabbitMQ {onward}. Pass --allow-onward-redrive to read anyway",
+                "{} is a quorum queue with delivery-limit {limit} ({from}): every message a read gives back counts one delivery, and past the limit RabbitMQ {onward}",
                 self.shown()
             ),
-        ))
+        )
+        .hinted("pass --allow-onward-redrive to read anyway"))
     }
 
     fn mode(&self, page: usize, exclusive: bool) -> ReadMode {

@@ -192,12 +192,13 @@ impl SqsBackend {
             return Err(Error::invalid_arg(
                 "QUEUE",
                 format!(
-                    "{} has its own RedrivePolicy (maxReceiveCount {}, to {}): every read counts as a receive and can move messages onward. Pass --allow-onward-redrive to read anyway",
+                    "{} has its own RedrivePolicy (maxReceiveCount {}, to {}): every read counts as a receive and can move messages onward",
                     self.name,
                     p["maxReceiveCount"],
                     p["deadLetterTargetArn"].as_str().unwrap_or("?")
                 ),
-            ));
+            )
+            .hinted("pass --allow-onward-redrive to read anyway"));
         }
         Ok(())
     }

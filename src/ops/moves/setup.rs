@@ -40,10 +40,11 @@ fn archive_error(e: Error) -> Error {
             Error::invalid_arg(
                 "--archive",
                 format!(
-                    "cannot create {}: the directory {dir} does not exist; create it first, or archive to a path in an existing directory",
+                    "cannot create {}: the directory {dir} does not exist",
                     path.display()
                 ),
             )
+            .hinted("create it first, or archive to a path in an existing directory")
         }
         e => e,
     }
@@ -247,10 +248,7 @@ fn refuse_unfit(
     in_place: bool,
 ) -> Result<()> {
     if req.mode == Mode::Replay && fixed.is_none() {
-        return Err(Error::invalid_arg(
-            "--to",
-            "replay needs a target: --to QUEUE",
-        ));
+        return Err(Error::invalid_arg("--to", "replay needs a target").hinted("pass --to QUEUE"));
     }
     if req.exactly_once && !(caps.exactly_once && fixed.is_some_and(|f| source.can_move_locally(f)))
     {
@@ -266,8 +264,9 @@ fn refuse_unfit(
             } else {
                 "--park"
             },
-            "this redrive retries each job in place: nothing is copied, so there is nothing to transform or park; redrive --to another queue for that",
-        ));
+            "this redrive retries each job in place: nothing is copied, so there is nothing to transform or park",
+        )
+        .hinted("redrive --to another queue to transform or park"));
     }
     if !req.headers.is_empty() && in_place {
         return Err(Error::invalid_arg(
@@ -279,10 +278,11 @@ fn refuse_unfit(
         return Err(Error::invalid_arg(
             "--to",
             format!(
-                "no destination for {}: pass --to TARGET, or set `source` in dlqctl.toml (PostgreSQL: or &source=SCHEMA.TABLE in the URL)",
+                "no destination for {}",
                 req.source.address
             ),
-        ));
+        )
+        .hinted("pass --to TARGET, or set `source` in dlqctl.toml (PostgreSQL: or &source=SCHEMA.TABLE in the URL)"));
     }
     Ok(())
 }
