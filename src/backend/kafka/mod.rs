@@ -114,6 +114,14 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
 }
 
+/// Open an address of this backend (its line in `backend::OPENERS`).
+pub fn open<'a>(
+    addr: &'a crate::address::Address,
+    opts: &'a crate::backend::OpenOptions,
+) -> futures::future::BoxFuture<'a, crate::error::Result<Box<dyn crate::backend::QueueBackend>>> {
+    crate::backend::boxed(KafkaBackend::open(addr, opts))
+}
+
 impl KafkaBackend {
     pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<KafkaBackend> {
         let Address::Kafka(k) = addr else {
