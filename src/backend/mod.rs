@@ -386,12 +386,10 @@ pub struct OpenOptions {
     /// Whether this backend is opened as a redrive/replay target (different table checks).
     pub as_target: bool,
     pub aws: AwsOptions,
-    /// Kafka client properties and dlqctl's Kafka settings (`[kafka]`).
-    pub kafka: crate::config::KafkaConfig,
+    /// The backends' own sections of the config file (`[kafka]`, `[rabbitmq]`).
+    pub backends: crate::config::BackendConfig,
     /// Kafka: move with transactions (`redrive --exactly-once`).
     pub exactly_once: bool,
-    /// RabbitMQ settings (`[rabbitmq]`; issue 27).
-    pub rabbitmq: crate::config::RabbitmqConfig,
 }
 
 /// AWS settings from the command line (the SDK's standard environment and profiles apply

@@ -130,9 +130,13 @@ impl KafkaBackend {
         let mut b = KafkaBackend {
             addr: addr.clone(),
             k: k.clone(),
-            props: opts.kafka.properties.clone(),
-            lease_timeout: opts.kafka.lease_timeout.unwrap_or(Duration::from_secs(10)),
-            read_idle: opts.kafka.read_idle.unwrap_or(READ_IDLE),
+            props: opts.backends.kafka.properties.clone(),
+            lease_timeout: opts
+                .backends
+                .kafka
+                .lease_timeout
+                .unwrap_or(Duration::from_secs(10)),
+            read_idle: opts.backends.kafka.read_idle.unwrap_or(READ_IDLE),
             partitions: Vec::new(),
             topic_partitions: 0,
             id: opts.id.clone(),
