@@ -24,7 +24,9 @@ pub struct Backend {
     /// What an address of it starts with (`sqs://`, `arn:`), matched without regard to case.
     /// The first is the scheme the unknown-scheme error names.
     pub schemes: &'static [&'static str],
-    /// Whether this build has the backend (its cargo feature). A build without it still
+    /// The cargo feature it is built with (its name), or None where every build has it.
+    pub feature: Option<&'static str>,
+    /// Whether this build has the backend (`cfg!` of its feature). A build without it still
     /// parses its addresses, and `backend::open` says it was not built.
     pub built: bool,
     /// Its page, from the repository's root.
@@ -48,6 +50,7 @@ macro_rules! backends {
         $variant:ident($ty:ty) {
             name: $name:literal,
             schemes: [$($scheme:literal),+ $(,)?],
+            feature: $feature:expr,
             built: $built:expr,
             docs: $docs:literal,
             examples: [$($example:literal),+ $(,)?],
@@ -66,6 +69,7 @@ macro_rules! backends {
         pub const BACKENDS: &[Backend] = &[$(Backend {
             name: $name,
             schemes: &[$($scheme),+],
+            feature: $feature,
             built: $built,
             docs: $docs,
             examples: &[$($example),+],
@@ -102,6 +106,7 @@ backends! {
     Sqs(SqsAddress) {
         name: "sqs",
         schemes: ["sqs://", "https://", "http://", "arn:"],
+        feature: Some("sqs"),
         built: cfg!(feature = "sqs"),
         docs: "docs/sqs.md",
         examples: [
@@ -117,6 +122,7 @@ backends! {
     Kafka(KafkaAddress) {
         name: "kafka",
         schemes: ["kafka://"],
+        feature: Some("kafka"),
         built: cfg!(feature = "kafka"),
         docs: "docs/kafka.md",
         examples: ["kafka://b1:9092,b2:9092/orders.DLT?partition=2&from=10"],
@@ -127,6 +133,7 @@ backends! {
     Postgres(PgAddress) {
         name: "postgres",
         schemes: ["postgres://", "postgresql://"],
+        feature: Some("postgres"),
         built: cfg!(feature = "postgres"),
         docs: "docs/postgres.md",
         examples: [
@@ -141,6 +148,7 @@ backends! {
     Redis(RedisAddress) {
         name: "redis",
         schemes: ["redis://", "rediss://"],
+        feature: Some("redis"),
         built: cfg!(feature = "redis"),
         docs: "docs/systems/sidekiq.md",
         examples: [
@@ -154,6 +162,7 @@ backends! {
     Rabbitmq(AmqpAddress) {
         name: "rabbitmq",
         schemes: ["amqp://", "amqps://"],
+        feature: Some("rabbitmq"),
         built: cfg!(feature = "rabbitmq"),
         docs: "docs/rabbitmq.md",
         examples: [
@@ -167,6 +176,7 @@ backends! {
     File(FileAddress) {
         name: "file",
         schemes: ["file:"],
+        feature: None,
         built: true,
         docs: "docs/jsonl.md",
         examples: ["file:dlq-backup.txt"],
@@ -332,6 +342,11 @@ mod tests {
             assert!(root.join(b.docs).is_file(), "{}: no {}", b.name, b.docs);
             let usage = (b.usage)();
             assert!(usage.contains(b.scheme()), "{}: {usage}", b.name);
+        }
+        for b in BACKENDS {
+            // The not-built error names the backend: its feature has its name.
+            assert!(b.feature.is_none_or(|f| f == b.name), "{}", b.name);
+            assert!(b.feature.is_some() || b.built, "{}", b.name);
         }
         let mut names: Vec<&str> = BACKENDS.iter().map(|b| b.name).collect();
         names.sort_unstable();
