@@ -40,7 +40,8 @@ pub type MessageStream<'a> = Pin<Box<dyn Stream<Item = Result<Message>> + Send +
 /// The outcomes of copies already handed to a target, one per message, in order; resolved once
 /// the target has answered for each (see [`QueueBackend::send_start`]).
 pub use session::{
-    Claim, LocalBatch, LocalNext, MoveOptions, MoveSession, SendOutcome, Ticket, Unaccounted,
+    Claim, LocalBatch, LocalMoves, LocalNext, MoveOptions, MoveSession, SendOutcome, Ticket,
+    Unaccounted,
 };
 
 pub type PendingSend = Pin<Box<dyn Future<Output = Result<Vec<SendOutcome>>> + Send + 'static>>;
