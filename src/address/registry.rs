@@ -250,11 +250,6 @@ impl Address {
         )))
     }
 
-    /// Its backend's registry entry.
-    pub fn backend(&self) -> &'static Backend {
-        Backend::named(self.backend_name()).expect("every variant is registered")
-    }
-
     /// A short name for a narrow table (the backend's [`Form::brief`]).
     pub fn brief(&self) -> String {
         self.form().brief()

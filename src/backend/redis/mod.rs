@@ -8,6 +8,9 @@
 //! A job library is a source, never a target (`--to redis://…` is refused): a redrive
 //! without `--to` retries in place; `--to` another backend copies each job there with its
 //! id, then removes it from the dead set.
+//!
+//! `address.rs` is compiled in every build (an address parses whatever backends were built);
+//! everything else here with the `redis` feature, hence the `cfg` on each item.
 
 #[cfg(feature = "redis")]
 use std::collections::HashMap;
