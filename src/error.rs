@@ -212,7 +212,7 @@ impl Error {
     /// The hint of the error's kind, shown when none was given where it was raised.
     fn generic_hint(&self) -> Option<String> {
         Some(match self {
-            Error::InvalidAddress { .. } => "addresses look like sqs://NAME, kafka://HOST:PORT/TOPIC, postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE or amqp://USER@HOST:PORT/VHOST?queue=NAME (see `dlqctl --help`)".into(),
+            Error::InvalidAddress { .. } => "addresses look like sqs://NAME, kafka://HOST:PORT/TOPIC, postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE, redis://HOST:PORT/DB?system=sidekiq, amqp://USER@HOST:PORT/VHOST?queue=NAME or FILE.jsonl (see `dlqctl --help`)".into(),
             Error::UnknownQueue { .. } => "pass a full URL, or define the queue in dlqctl.toml (--config FILE or DLQCTL_CONFIG)".into(),
             Error::Config { .. } => "fix the file, or point --config / DLQCTL_CONFIG at another one".into(),
             Error::Rules { .. } => "rules are [[rules]] (or [[classify.rules]]) tables with name, kind = \"transient\"|\"permanent\" and match = { error = \"REGEX\" }".into(),

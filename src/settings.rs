@@ -163,8 +163,8 @@ pub struct QueueRef {
     pub address: Address,
     pub cfg: QueueConfig,
     pub aws: AwsOptions,
-    pub kafka: crate::config::KafkaConfig,
-    pub rabbitmq: crate::config::RabbitmqConfig,
+    /// The backends' own sections of the config file.
+    pub backends: crate::config::BackendConfig,
 }
 
 impl QueueRef {
@@ -182,8 +182,7 @@ impl QueueRef {
             columns: self.cfg.columns.clone(),
             as_target: false,
             aws: self.aws.clone(),
-            kafka: self.kafka.clone(),
-            rabbitmq: self.rabbitmq.clone(),
+            backends: self.backends.clone(),
             exactly_once: false,
         }
     }
@@ -201,8 +200,7 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
             address,
             cfg: cfg.clone(),
             aws: aws.clone(),
-            kafka: config.kafka.clone(),
-            rabbitmq: config.rabbitmq.clone(),
+            backends: config.backends(),
         });
     }
     let looks_like_name =
@@ -232,16 +230,14 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
             address,
             cfg: cfg.clone(),
             aws: aws.clone(),
-            kafka: config.kafka.clone(),
-            rabbitmq: config.rabbitmq.clone(),
+            backends: config.backends(),
         },
         None => QueueRef {
             name: None,
             address,
             cfg: QueueConfig::default(),
             aws: aws.clone(),
-            kafka: config.kafka.clone(),
-            rabbitmq: config.rabbitmq.clone(),
+            backends: config.backends(),
         },
     })
 }
@@ -264,8 +260,7 @@ pub fn resolve_target(
                 columns: cfg.columns.clone(),
                 as_target: true,
                 aws: aws.clone(),
-                kafka: config.kafka.clone(),
-                rabbitmq: config.rabbitmq.clone(),
+                backends: config.backends(),
                 exactly_once: false,
             },
         ));
@@ -288,8 +283,7 @@ pub fn resolve_target(
             },
             as_target: true,
             aws: aws.clone(),
-            kafka: config.kafka.clone(),
-            rabbitmq: config.rabbitmq.clone(),
+            backends: config.backends(),
             exactly_once: false,
         },
     ))

@@ -26,6 +26,14 @@ pub struct FileBackend {
     archive: Option<std::sync::Mutex<Option<std::fs::File>>>,
 }
 
+/// Open an address of this backend (its line in `backend::OPENERS`).
+pub fn open<'a>(
+    addr: &'a crate::address::Address,
+    opts: &'a crate::backend::OpenOptions,
+) -> futures::future::BoxFuture<'a, crate::error::Result<Box<dyn crate::backend::QueueBackend>>> {
+    crate::backend::boxed(std::future::ready(FileBackend::open(addr, opts)))
+}
+
 impl FileBackend {
     pub fn open(addr: &Address, opts: &OpenOptions) -> Result<FileBackend> {
         if let Address::File(FileAddress::Path(p)) = addr

@@ -40,25 +40,21 @@ and RabbitMQ.
 Redrive and replay keep every message's stable id, so idempotent consumers turn repeats into
 no-ops, and no command deletes a message before its copy is accepted by the target.";
 
-/// The addresses and exit codes under `--help` (the job systems from the one list).
+/// The addresses and exit codes under `--help` (the backends' forms from the registry).
 fn after_help() -> String {
-    let systems = crate::address::job_system_names()
-        .collect::<Vec<_>>()
-        .join("|");
+    let forms: String = crate::address::BACKENDS
+        .iter()
+        .flat_map(|b| {
+            (b.usage)()
+                .lines()
+                .map(|l| format!("  {l}\n"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
     format!(
         "\
 QUEUE is a URL or the name of a [queues.NAME] entry in dlqctl.toml:
-  sqs://NAME | https://sqs.REGION.amazonaws.com/ACCOUNT/NAME | arn:aws:sqs:REGION:ACCOUNT:NAME
-  kafka://HOST:PORT[,HOST:PORT...]/TOPIC
-  postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE[&queue=NAME][&source=SCHEMA.TABLE]
-  postgres://USER@HOST:PORT/DB?system={systems}[&queue=NAME]
-  redis[s]://HOST:PORT/DB?system=sidekiq[&queue=NAME][&namespace=NS][&set=retry]
-  redis[s]://HOST:PORT/DB?system=bullmq&queue=NAME[&prefix=bull]
-  amqp[s]://USER@HOST:PORT/VHOST?queue=NAME[&api=http://HOST:15672]  (a target also
-    ?exchange=NAME&routing_key=KEY; the password from the URL, DLQCTL_AMQP_PASSWORD or
-    [rabbitmq] password)
-  FILE.jsonl | file:PATH | -   (a file written by `dlqctl export`, for replay)
-
+{forms}
 Exit codes: 0 success, 1 a check failed or some messages were not moved, 2 usage or config
 error, 3 backend unreachable / not found / permission denied, 130 interrupted."
     )

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use chrono::DateTime;
 use serde_json::Value;
 
-use crate::address::RedisAddress;
+use super::address::RedisAddress;
 use crate::error::Error;
 use crate::message::{AttrValue, Attribute, ErrorInfo, Message};
 

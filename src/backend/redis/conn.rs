@@ -2,7 +2,7 @@
 
 use redis::aio::MultiplexedConnection;
 
-use crate::address::RedisAddress;
+use super::address::RedisAddress;
 use crate::error::Error;
 
 /// Where the password came from, for an authentication error.

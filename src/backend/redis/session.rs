@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use super::zset::{self, Cursor, Entry};
 use super::{Library, RedisBackend, bullmq, sidekiq};
 use crate::address::Address;
-use crate::backend::{Claim, MoveOptions, MoveSession, SendOutcome, Ticket};
+use crate::backend::{Claim, LocalMoves, MoveOptions, MoveSession, SendOutcome, Ticket};
 use crate::config::IdSource;
 use crate::error::Result;
 use crate::message::{AttrValue, Attribute, Message, REDRIVE_COUNT_ATTRIBUTE};
@@ -267,6 +267,10 @@ async fn script_load(b: &RedisBackend, src: &str) -> Result<String> {
 
 #[async_trait]
 impl MoveSession for RedisMoveSession<'_> {
+    fn local(&mut self) -> Option<&mut dyn LocalMoves> {
+        Some(self)
+    }
+
     async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
         let Some(hi) = self.hi else {
             return Ok(None);
@@ -358,7 +362,10 @@ impl MoveSession for RedisMoveSession<'_> {
         }
         Ok(())
     }
+}
 
+#[async_trait]
+impl LocalMoves for RedisMoveSession<'_> {
     async fn move_locally(
         &mut self,
         _ticket: Ticket,

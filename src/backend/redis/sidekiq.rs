@@ -11,8 +11,8 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::address::{RedisAddress, SidekiqSet};
 use super::zset::Entry;
-use crate::address::{RedisAddress, SidekiqSet};
 use crate::message::{AttrValue, Attribute, ErrorInfo, Message, REDRIVE_COUNT_ATTRIBUTE};
 
 /// The retry, as one script per batch (docs/systems/sidekiq.md shows it verbatim).

@@ -71,6 +71,14 @@ pub(crate) fn arn_address(arn: &str) -> Option<Address> {
     Address::parse(arn).ok()
 }
 
+/// Open an address of this backend (its line in `backend::OPENERS`).
+pub fn open<'a>(
+    addr: &'a crate::address::Address,
+    opts: &'a crate::backend::OpenOptions,
+) -> futures::future::BoxFuture<'a, crate::error::Result<Box<dyn crate::backend::QueueBackend>>> {
+    crate::backend::boxed(SqsBackend::open(addr, opts))
+}
+
 impl SqsBackend {
     pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<SqsBackend> {
         let Address::Sqs(a) = addr else {

@@ -164,7 +164,11 @@ async fn move_batches(
                 && req.one_step_allowed()
                 && one_step
             {
-                match session.move_next_locally(dest, n).await? {
+                let next = match session.local() {
+                    Some(l) => l.move_next_locally(dest, n).await?,
+                    None => LocalNext::ClaimFirst,
+                };
+                match next {
                     LocalNext::Moved(b) => counted_local_step(run, dest, b).await,
                     LocalNext::Exhausted => break,
                     // This session claims first: from now on, batch by batch below.
@@ -348,7 +352,14 @@ async fn local_batch(
     taken: &[usize],
 ) -> Result<()> {
     let Run { s, tally, bar, .. } = run;
-    let outcomes = session.move_locally(ticket, dest, taken).await?;
+    let Some(local) = session.local() else {
+        return Err(Error::Unsupported {
+            backend: "this backend",
+            operation: "local moves",
+            reason: "its move session has none".into(),
+        });
+    };
+    let outcomes = local.move_locally(ticket, dest, taken).await?;
     let key = dest.to_string();
     for (&i, o) in taken.iter().zip(&outcomes) {
         record(s, tally, &key, &batch[i].id, o);

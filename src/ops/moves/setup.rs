@@ -57,8 +57,7 @@ fn target_options(ctx: &Ctx, columns: std::collections::BTreeMap<String, String>
         columns,
         as_target: true,
         aws: ctx.aws.clone(),
-        kafka: ctx.config.kafka.clone(),
-        rabbitmq: ctx.config.rabbitmq.clone(),
+        backends: ctx.config.backends(),
         exactly_once: false,
     }
 }
