@@ -292,7 +292,11 @@ mod tests {
         };
         let hint = e.hints().join(" ");
         for b in BACKENDS {
-            let form = if b.schemes[0] == "file:" { ".jsonl" } else { b.schemes[0] };
+            let form = if b.schemes[0] == "file:" {
+                ".jsonl"
+            } else {
+                b.schemes[0]
+            };
             assert!(hint.contains(form), "the hint does not show {form}: {hint}");
         }
     }
