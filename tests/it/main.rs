@@ -17,6 +17,7 @@ mod pair;
 mod pair_cross;
 mod pair_rabbitmq;
 mod pg_errors;
+mod pg_range;
 mod pg_read;
 mod pg_redrive;
 mod pg_verify;
