@@ -20,8 +20,14 @@ async fn dump(db: &RedisDb) -> BTreeMap<String, String> {
         let v = match t.as_str() {
             "zset" => format!(
                 "{:?}",
-                db.q::<Vec<(String, f64)>>(redis::cmd("ZRANGE").arg(&k).arg(0).arg(-1).arg("WITHSCORES"))
-                    .await
+                db.q::<Vec<(String, f64)>>(
+                    redis::cmd("ZRANGE")
+                        .arg(&k)
+                        .arg(0)
+                        .arg(-1)
+                        .arg("WITHSCORES")
+                )
+                .await
             ),
             "list" => format!("{:?}", db.lrange(&k).await),
             "set" => format!(
@@ -55,13 +61,13 @@ fn outside(d: &BTreeMap<String, String>, ns: &str) -> BTreeMap<String, String> {
 async fn a_namespaced_dead_set_is_read_and_retried_within_its_namespace() {
     let db = RedisDb::new().await;
     seed_sidekiq(&db, 3).await;
-    let _: () = db
-        .q(redis::cmd("RENAME").arg("dead").arg("app:dead"))
-        .await;
+    let _: () = db.q(redis::cmd("RENAME").arg("dead").arg("app:dead")).await;
     // Outside the namespace: two dead jobs, a waiting job and the queue names.
     seed_sidekiq(&db, 2).await;
     let _: i64 = db
-        .q(redis::cmd("LPUSH").arg("queue:default").arg("{\"jid\":\"other\"}"))
+        .q(redis::cmd("LPUSH")
+            .arg("queue:default")
+            .arg("{\"jid\":\"other\"}"))
         .await;
     let _: i64 = db.q(redis::cmd("SADD").arg("queues").arg("default")).await;
     let before = dump(&db).await;
@@ -179,10 +185,16 @@ async fn check_holds_both_libraries_to_their_limits() {
     old["created_at"] = serde_json::json!(1577836800.0);
     let _: i64 = db.q(redis::cmd("ZREM").arg("dead").arg(&first[0])).await;
     let _: i64 = db
-        .q(redis::cmd("ZADD").arg("dead").arg(1577836801.0).arg(old.to_string()))
+        .q(redis::cmd("ZADD")
+            .arg("dead")
+            .arg(1577836801.0)
+            .arg(old.to_string()))
         .await;
     let _: i64 = db
-        .q(redis::cmd("HSET").arg("bull:q:m-0").arg("timestamp").arg("1577836800000"))
+        .q(redis::cmd("HSET")
+            .arg("bull:q:m-0")
+            .arg("timestamp")
+            .arg("1577836800000"))
         .await;
     let before = dump(&db).await;
     let sb = Sandbox::new();
@@ -216,4 +228,99 @@ async fn check_holds_both_libraries_to_their_limits() {
         assert_eq!(r.code, 1, "{url}: {}\n{}", r.stdout, r.stderr);
     }
     assert_eq!(dump(&db).await, before, "checking changed nothing");
+}
+
+/// `dlqctl edit` on both libraries, in place: the edited job is retried under its id with
+/// its body as edited (Sidekiq's `args`, BullMQ's `data`), the library's own worker runs it,
+/// and the other dead jobs stay as they were: nothing lost, nothing twice. A change to a
+/// field that is the library's own is refused, and nothing changes.
+#[tokio::test(flavor = "multi_thread")]
+async fn edit_retries_the_edited_job_in_place() {
+    use crate::terminal::{at_terminal, editor_script};
+    let sb = Sandbox::new();
+    // The body's "m-1" (the args' second element, the data's `order`), not the id's.
+    let fix = editor_script(
+        &sb,
+        "fix.sh",
+        r#"sed -i -e '/"body": \[/,/\]/ s/"m-1"/"fixed-1"/' -e '/"body": {/,/}/ s/"m-1"/"fixed-1"/' "$1""#,
+    );
+    // A field of the library's own: Sidekiq's `queue`, BullMQ's `name`.
+    let meddle = editor_script(
+        &sb,
+        "meddle.sh",
+        r#"sed -i -e 's/"value": "default"/"value": "other"/' -e 's/"value": "charge"/"value": "other"/' "$1""#,
+    );
+    let edit = |editor: &str, url: &str, id: &str| {
+        at_terminal(
+            &sb,
+            &format!(
+                "DLQCTL_STATE_DIR='{}' EDITOR='{editor}' {} edit '{url}' --id {id}",
+                sb.path("state").display(),
+                env!("CARGO_BIN_EXE_dlqctl"),
+            ),
+            "Send the edited copy",
+            b"y",
+        )
+    };
+    for bull in [false, true] {
+        let db = RedisDb::new().await;
+        let url = if bull {
+            seed_bullmq(&db, "q", 3).await;
+            db.bullmq("q")
+        } else {
+            seed_sidekiq(&db, 3).await;
+            db.sidekiq()
+        };
+        let before = dump(&db).await;
+        let dead_before = db.zrange("dead").await;
+        // A field of m-2 other than its body changed: refused, nothing changed.
+        let (code, seen) = edit(&meddle, &url, "m-2");
+        assert_eq!(code, 1, "bullmq {bull}: {seen}");
+        assert!(
+            seen.contains("its other fields are"),
+            "bullmq {bull}: {seen}"
+        );
+        assert_eq!(dump(&db).await, before, "bullmq {bull}: {seen}");
+
+        let (code, seen) = edit(&fix, &url, "m-1");
+        assert_eq!(code, 0, "bullmq {bull}: {seen}");
+        assert!(seen.contains("its arguments as edited"), "{seen}");
+        if bull {
+            assert_eq!(db.zrange("bull:q:failed").await, vec!["m-0", "m-2"]);
+            assert_eq!(db.lrange("bull:q:wait").await, vec!["m-1"]);
+            let data: String = db.q(redis::cmd("HGET").arg("bull:q:m-1").arg("data")).await;
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(&data).unwrap(),
+                serde_json::json!({"n": 1, "order": "fixed-1"})
+            );
+            for id in ["m-0", "m-2"] {
+                let k = format!("bull:q:{id}");
+                assert_eq!(dump(&db).await[&k], before[&k], "{id} untouched");
+            }
+            db.bullmq_worker(&["work", "q", "1"]);
+        } else {
+            let dead = db.sidekiq_dead_jids().await;
+            assert_eq!(dead, vec!["m-0", "m-2"]);
+            assert_eq!(
+                db.zrange("dead").await,
+                dead_before
+                    .iter()
+                    .filter(|j| !j.contains("\"jid\":\"m-1\""))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+                "the others byte for byte"
+            );
+            let queued = db.lrange("queue:default").await;
+            assert_eq!(queued.len(), 1, "{queued:?}");
+            let job: serde_json::Value = serde_json::from_str(&queued[0]).unwrap();
+            assert_eq!(job["jid"], "m-1");
+            assert_eq!(job["args"], serde_json::json!([1, "fixed-1"]));
+            db.sidekiq_worker(&["work", "1"]);
+        }
+        assert_eq!(
+            db.lrange("fixture:done").await,
+            vec!["m-1"],
+            "run under its id"
+        );
+    }
 }

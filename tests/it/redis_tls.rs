@@ -120,7 +120,11 @@ async fn rediss_trusts_a_private_ca_through_ssl_cert_file_and_refuses_another() 
     for ca in [Some(other_ca.as_str()), None] {
         let out = run(ca, &["redrive", "--yes"]);
         assert_eq!(out.code, 3, "{ca:?}: {}", out.stderr);
-        let errors: Vec<&str> = out.stderr.lines().filter(|l| !l.starts_with("  hint:")).collect();
+        let errors: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| !l.starts_with("  hint:"))
+            .collect();
         assert_eq!(errors.len(), 1, "{ca:?}: one line:\n{}", out.stderr);
         assert!(
             errors[0].starts_with("error:") && errors[0].contains("certificate"),
@@ -135,7 +139,9 @@ async fn rediss_trusts_a_private_ca_through_ssl_cert_file_and_refuses_another() 
         assert_eq!(r.cli(&["ZCARD", "dead"]).as_deref(), Some("2"));
     }
     // The CA that signed it: read, and retried in place.
-    let peek = run(Some(&r.ca), &["peek", "--output", "jsonl"]).ok().jsonl();
+    let peek = run(Some(&r.ca), &["peek", "--output", "jsonl"])
+        .ok()
+        .jsonl();
     assert_eq!(peek.len(), 2, "{peek:?}");
     assert_eq!(peek[0]["id"], "tls-1");
     let out = run(Some(&r.ca), &["redrive", "--yes", "--output", "json"])

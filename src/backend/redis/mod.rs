@@ -302,6 +302,10 @@ impl QueueBackend for RedisBackend {
         true
     }
 
+    fn retries_edits_in_place(&self) -> bool {
+        true
+    }
+
     fn describe_move(&self, how: &crate::backend::MoveHow) -> String {
         let Address::Redis(r) = &self.addr else {
             unreachable!("redis address")
