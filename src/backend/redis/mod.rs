@@ -420,5 +420,6 @@ mod tests {
         assert!(bq.contains(include_str!("bullmq_reprocessJob-9.lua")));
         assert!(bq.contains(super::bullmq::RETRY_SCRIPT));
         assert!(bq.contains(include_str!("bullmq_removeJob-2.lua")));
+        assert!(bq.contains(include_str!("bullmq_editJob.lua")));
     }
 }

@@ -200,9 +200,9 @@ pub(super) fn retry_payload(
 pub(super) fn with_args(member: &[u8], body: &[u8]) -> Result<Vec<u8>, String> {
     let mut job: IndexMap<String, Box<RawValue>> = serde_json::from_slice(member)
         .map_err(|e| format!("sidekiq: the dead job is not a JSON object ({e}); left dead"))?;
-    let args: Box<RawValue> = serde_json::from_slice(body)
+    let args = serde_json::from_slice::<Box<RawValue>>(body)
         .ok()
-        .filter(|a: &Box<RawValue>| a.get().trim_start().starts_with('['))
+        .filter(|a| a.get().trim_start().starts_with('['))
         .ok_or("sidekiq: the edited body is not a JSON array (a job's args); left dead")?;
     job.insert("args".into(), args);
     serde_json::to_vec(&job).map_err(|e| e.to_string())
