@@ -324,3 +324,55 @@ async fn edit_retries_the_edited_job_in_place() {
         );
     }
 }
+
+/// The edit script sets a job's data and retries it only while the job is failed with the
+/// data that was read: data changed meanwhile, or a job no longer failed, is -3 and nothing
+/// changes; else the data is set and BullMQ's retry runs (1).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bullmq_edit_script_changes_nothing_unless_the_job_is_as_read() {
+    const EDIT: &str = concat!(
+        include_str!("../../src/backend/redis/bullmq_editJob.lua"),
+        include_str!("../../src/backend/redis/bullmq_reprocessJobs.lua")
+    );
+    let db = RedisDb::new().await;
+    seed_bullmq(&db, "q", 2).await;
+    let read: String = db.q(redis::cmd("HGET").arg("bull:q:m-0").arg("data")).await;
+    let edit = |id: &str, opened: &str| {
+        let mut c = redis::cmd("EVAL");
+        c.arg(EDIT).arg(8);
+        for k in [
+            "events",
+            "failed",
+            "wait",
+            "meta",
+            "active",
+            "marker",
+            "prioritized",
+            "pc",
+        ] {
+            c.arg(format!("bull:q:{k}"));
+        }
+        c.arg("bull:q:")
+            .arg("failedReason")
+            .arg("failed")
+            .arg("0")
+            .arg("0")
+            .arg("1")
+            .arg(id)
+            .arg(opened)
+            .arg(r#"{"edited":true}"#);
+        c
+    };
+    let before = dump(&db).await;
+    let codes: Vec<i64> = db.q(&mut edit("m-0", r#"{"n":0,"order":"other"}"#)).await;
+    assert_eq!(codes, vec![-3], "data changed since it was read");
+    let codes: Vec<i64> = db.q(&mut edit("gone", &read)).await;
+    assert_eq!(codes, vec![-3], "not failed");
+    assert_eq!(dump(&db).await, before, "nothing changed");
+    let codes: Vec<i64> = db.q(&mut edit("m-0", &read)).await;
+    assert_eq!(codes, vec![1]);
+    let data: String = db.q(redis::cmd("HGET").arg("bull:q:m-0").arg("data")).await;
+    assert_eq!(data, r#"{"edited":true}"#);
+    assert_eq!(db.lrange("bull:q:wait").await, vec!["m-0"]);
+    assert_eq!(db.zrange("bull:q:failed").await, vec!["m-1"]);
+}

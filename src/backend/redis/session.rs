@@ -25,6 +25,9 @@ pub(super) struct RedisMoveSession<'a> {
     hi: Option<f64>,
     /// The claimed batch: each job's entry and stable id.
     claimed: Vec<(Entry, String)>,
+    /// BullMQ, when the jobs' hashes are read: each claimed job's `data` as read (an edit sets
+    /// its own only while the job still has that).
+    read_data: Vec<Vec<u8>>,
     /// BullMQ: claim batches by their ids alone, without reading the jobs' hashes (and, for
     /// the loop guard alone, each job's redrive count).
     ids_only: bool,
@@ -60,6 +63,7 @@ impl<'a> RedisMoveSession<'a> {
             cursor: Cursor::default(),
             hi,
             claimed: Vec::new(),
+            read_data: Vec::new(),
             opts,
             retry_sha,
             remove_sha,
@@ -144,8 +148,9 @@ impl<'a> RedisMoveSession<'a> {
     }
 
     /// BullMQ, `dlqctl edit`: each edited job by one call of bullmq_editJob.lua and the
-    /// batched `reprocessJob` (its `data` set to the copy's body while it is still failed as it
-    /// was read, then retried); a copy whose other fields changed is refused.
+    /// batched `reprocessJob` (its `data` set to the copy's body while it is still failed with
+    /// the `data` this run read, then retried); a copy whose other fields differ from the
+    /// job's now is refused.
     async fn retry_bullmq_edited(
         &mut self,
         q: &bullmq::BullMq,
@@ -195,7 +200,7 @@ impl<'a> RedisMoveSession<'a> {
                 .arg("0")
                 .arg(if self.opts.count_redrive { "1" } else { "0" })
                 .arg(&e.member)
-                .arg(h.get("data").map(Vec::as_slice).unwrap_or_default())
+                .arg(self.read_data.get(i).map(Vec::as_slice).unwrap_or_default())
                 .arg(&batch[i].body);
             let codes: Vec<i64> = cmd.query_async(&mut con).await.map_err(|e| self.b.err(e))?;
             out.push(match codes.first() {
@@ -386,6 +391,7 @@ impl MoveSession for RedisMoveSession<'_> {
             return Ok(None);
         };
         self.claimed.clear();
+        self.read_data.clear();
         self.last_n = n;
         if self.ids_only {
             let entries = self.next_ids(n, hi).await?;
@@ -416,8 +422,12 @@ impl MoveSession for RedisMoveSession<'_> {
             return Ok(None);
         };
         let mut messages = Vec::with_capacity(jobs.len());
+        let bull = matches!(self.b.lib, Library::BullMq(_));
         for (e, m) in jobs {
             self.claimed.push((e, m.id.clone()));
+            if bull {
+                self.read_data.push(m.body.clone());
+            }
             messages.push(m);
         }
         Ok(Some(Claim::new(messages)))
