@@ -184,6 +184,8 @@ pub struct Audit {
     /// written.
     moved: u64,
     written: std::time::Instant,
+    /// Where a warning about the trail goes: the terminal's stderr.
+    notes: crate::output::Stderr,
 }
 
 /// Append one record to the log (created 0600, never through a symlink) and sync it.
@@ -209,10 +211,12 @@ impl Audit {
     /// Write the intent record; the run starts only when it is written (a run that cannot be
     /// audited does not run: exit 2 with the path). `table` opens the audit table, where one
     /// is configured: it is awaited once the run has its id, before the log is written.
+    /// Warnings about the trail go to `notes` (the printer's stderr).
     pub async fn begin(
         table: impl Future<Output = Result<Option<Box<dyn Table>>>>,
         path: PathBuf,
         mut intent: Intent,
+        notes: crate::output::Stderr,
     ) -> Result<Audit> {
         let run = format!(
             "{}-{:x}",
@@ -249,7 +253,7 @@ impl Audit {
                 ids_complete: true,
             };
             if let Err(w) = append(&path, &outcome) {
-                crate::output::notice(&format!(
+                notes.line(&format!(
                     "warning: cannot write the outcome to the audit log {}: {w}",
                     path.display()
                 ));
@@ -267,6 +271,7 @@ impl Audit {
         Ok(Audit {
             moved: 0,
             written: std::time::Instant::now(),
+            notes,
             path,
             table,
             ids: Ids {
@@ -316,6 +321,7 @@ impl Audit {
             table,
             run,
             ids,
+            notes,
             ..
         } = self;
         let moved = counts.get("moved").and_then(Value::as_u64).unwrap_or(0);
@@ -338,7 +344,7 @@ impl Audit {
             ids_complete: ids.complete && ids.count >= moved,
         };
         if let Err(e) = append(&path, &outcome) {
-            crate::output::notice(&format!(
+            notes.line(&format!(
                 "warning: cannot write the outcome to the audit log {}: {e}",
                 path.display()
             ));
@@ -346,7 +352,7 @@ impl Audit {
         if let Some(t) = &table
             && let Err(e) = t.outcome(&outcome).await
         {
-            crate::output::notice(&format!(
+            notes.line(&format!(
                 "warning: cannot write the outcome to the audit table: {e}"
             ));
         }

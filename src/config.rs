@@ -46,6 +46,26 @@ pub struct AuditConfig {
     pub table: Option<String>,
 }
 
+/// The settings of the backends that have a `[section]` of their own, as one value: every
+/// queue is opened with it, and each backend reads its own field. A backend with settings adds
+/// its section to [`Config`], a field here, and a line in [`Config::backends`], in this file
+/// only.
+#[derive(Clone, Debug, Default)]
+pub struct BackendConfig {
+    pub kafka: KafkaConfig,
+    pub rabbitmq: RabbitmqConfig,
+}
+
+impl Config {
+    /// The backends' own sections.
+    pub fn backends(&self) -> BackendConfig {
+        BackendConfig {
+            kafka: self.kafka.clone(),
+            rabbitmq: self.rabbitmq.clone(),
+        }
+    }
+}
+
 /// `[rabbitmq]`: the management API and a password kept out of URLs (docs/rabbitmq.md).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -36,8 +36,15 @@ pub enum Error {
     #[error("rules file {}: {reason}", .path.display())]
     Rules { path: PathBuf, reason: String },
 
+    /// A value given on the command line (or its stand-in in dlqctl.toml) that cannot be
+    /// used: `reason` names the problem, `hint` (given where it is raised, with
+    /// [`Error::hinted`]) the fix.
     #[error("invalid value for {arg}: {reason}")]
-    InvalidArgument { arg: String, reason: String },
+    InvalidArgument {
+        arg: String,
+        reason: String,
+        hint: Option<String>,
+    },
 
     #[error("{what} needs confirmation, but there is no terminal to ask at")]
     NoTerminal { what: String },
@@ -103,7 +110,7 @@ pub enum Error {
 
     /// An error with a hint of its own, given where it was raised (it replaces the kind's
     /// generic hint: a job system's missing table gets a `schema=` hint, not the column
-    /// mapping one).
+    /// mapping one). Hints stack: each wrapping adds a line under those it wraps.
     #[error("{source}")]
     Hinted { source: Box<Error>, hint: String },
 
@@ -177,10 +184,35 @@ impl Error {
         }
     }
 
-    /// What the user should do about it, shown under the error.
-    pub fn hint(&self) -> Option<String> {
+    /// What the user should do about it, one `hint:` line each under the error: the hints
+    /// given where it was raised and on its way up (innermost first), else its kind's generic
+    /// one.
+    pub fn hints(&self) -> Vec<String> {
+        let mut given = Vec::new();
+        self.given_hints(&mut given);
+        if given.is_empty() {
+            given.extend(self.root().generic_hint());
+        }
+        given
+    }
+
+    /// The hints given to this error (with [`Error::hinted`]), innermost first.
+    fn given_hints(&self, out: &mut Vec<String>) {
+        match self {
+            Error::Hinted { source, hint } => {
+                source.given_hints(out);
+                out.push(hint.clone());
+            }
+            Error::Stopped { source } => source.given_hints(out),
+            Error::InvalidArgument { hint: Some(h), .. } => out.push(h.clone()),
+            _ => {}
+        }
+    }
+
+    /// The hint of the error's kind, shown when none was given where it was raised.
+    fn generic_hint(&self) -> Option<String> {
         Some(match self {
-            Error::InvalidAddress { .. } => "addresses look like sqs://NAME, kafka://HOST:PORT/TOPIC, postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE or amqp://USER@HOST:PORT/VHOST?queue=NAME (see `dlqctl --help`)".into(),
+            Error::InvalidAddress { .. } => "addresses look like sqs://NAME, kafka://HOST:PORT/TOPIC, postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE, redis://HOST:PORT/DB?system=sidekiq, amqp://USER@HOST:PORT/VHOST?queue=NAME or FILE.jsonl (see `dlqctl --help`)".into(),
             Error::UnknownQueue { .. } => "pass a full URL, or define the queue in dlqctl.toml (--config FILE or DLQCTL_CONFIG)".into(),
             Error::Config { .. } => "fix the file, or point --config / DLQCTL_CONFIG at another one".into(),
             Error::Rules { .. } => "rules are [[rules]] (or [[classify.rules]]) tables with name, kind = \"transient\"|\"permanent\" and match = { error = \"REGEX\" }".into(),
@@ -189,10 +221,6 @@ impl Error {
             Error::PermissionDenied { .. } => "grant the permissions listed in docs/permissions.md to the user or role dlqctl runs as".into(),
             Error::AuthenticationFailed { .. } => "check the user name and that password (in a URL, percent-encode @ : / ? #); ~/.pgpass must be mode 0600; the server's pg_hba.conf decides which method it expects".into(),
             Error::Schema { .. } => "map your column names in dlqctl.toml under [queues.NAME.columns] (see docs/postgres.md)".into(),
-            Error::Stopped { source } => return source.hint(),
-            Error::Hinted { hint, .. } => hint.clone(),
-            Error::Interrupted | Error::Cancelled => return None,
-
             _ => return None,
         })
     }
@@ -205,18 +233,46 @@ impl Error {
         }
     }
 
-    /// This error, with `hint` shown under it instead of its kind's generic one.
+    /// This error, with `hint` shown under it instead of its kind's generic one (and under
+    /// any hint it already has). An `InvalidArgument` keeps its first hint itself, so that it
+    /// stays an `InvalidArgument` to code that matches on it.
     pub fn hinted(self, hint: impl Into<String>) -> Self {
-        Error::Hinted {
-            source: Box::new(self),
-            hint: hint.into(),
+        match self {
+            Error::InvalidArgument {
+                arg,
+                reason,
+                hint: None,
+            } => Error::InvalidArgument {
+                arg,
+                reason,
+                hint: Some(hint.into()),
+            },
+            other => Error::Hinted {
+                source: Box::new(other),
+                hint: hint.into(),
+            },
         }
     }
 
+    /// This error with one more hint under all it shows now, its kind's generic one included
+    /// (context added on the way up: where an edit is kept).
+    pub fn and_hint(self, hint: impl Into<String>) -> Self {
+        let mut given = Vec::new();
+        self.given_hints(&mut given);
+        let base = match self.root().generic_hint() {
+            Some(generic) if given.is_empty() => self.hinted(generic),
+            _ => self,
+        };
+        base.hinted(hint)
+    }
+
+    /// A value that cannot be used: `reason` names the problem; give the fix with
+    /// [`Error::hinted`].
     pub fn invalid_arg(arg: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::InvalidArgument {
             arg: arg.into(),
             reason: reason.into(),
+            hint: None,
         }
     }
 
@@ -225,5 +281,73 @@ impl Error {
             path: path.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hint given where an error is raised replaces its kind's generic one; hints given on
+    /// the way up stack under it; wrapping keeps the exit code.
+    #[test]
+    fn hints_stack_and_replace_the_generic_one() {
+        let plain = Error::Unreachable {
+            target: "db".into(),
+            reason: "refused".into(),
+        };
+        assert_eq!(plain.hints().len(), 1, "the kind's generic hint");
+        assert!(plain.hints()[0].starts_with("check the host"));
+        let e = plain
+            .hinted("start the database")
+            .hinted("or pass another URL");
+        assert_eq!(e.hints(), ["start the database", "or pass another URL"]);
+        assert_eq!(e.exit_code(), exit::BACKEND);
+        let stopped = Error::Stopped {
+            source: Box::new(e),
+        };
+        assert_eq!(stopped.hints().len(), 2);
+        assert_eq!(stopped.exit_code(), exit::BACKEND);
+    }
+
+    /// `and_hint` adds context under what is shown now, the generic hint included.
+    #[test]
+    fn and_hint_keeps_the_generic_one() {
+        let e = Error::Unreachable {
+            target: "db".into(),
+            reason: "refused".into(),
+        }
+        .and_hint("your edit is kept");
+        let h = e.hints();
+        assert_eq!(h.len(), 2, "{h:?}");
+        assert!(h[0].starts_with("check the host"));
+        assert_eq!(h[1], "your edit is kept");
+        let given = Error::invalid_arg("--to", "x").hinted("a").and_hint("b");
+        assert_eq!(given.hints(), ["a", "b"]);
+    }
+
+    /// An `InvalidArgument` keeps its hint itself: it is still one to code that matches, its
+    /// message names the problem only, and it is exit 2.
+    #[test]
+    fn an_invalid_argument_carries_its_hint() {
+        let e =
+            Error::invalid_arg("--to", "it is the queue being read").hinted("pass another --to");
+        assert!(
+            matches!(&e, Error::InvalidArgument { hint: Some(h), .. } if h == "pass another --to")
+        );
+        assert_eq!(
+            e.to_string(),
+            "invalid value for --to: it is the queue being read"
+        );
+        assert_eq!(e.hints(), ["pass another --to"]);
+        assert_eq!(e.exit_code(), exit::USAGE);
+        assert!(
+            Error::invalid_arg("-n", "must be at least 1")
+                .hints()
+                .is_empty()
+        );
+        let twice = Error::invalid_arg("-n", "x").hinted("a").hinted("b");
+        assert_eq!(twice.hints(), ["a", "b"]);
+        assert_eq!(twice.exit_code(), exit::USAGE);
     }
 }

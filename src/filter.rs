@@ -161,10 +161,9 @@ impl Filter {
         if *first != id {
             return Err(Error::invalid_arg(
                 "--fingerprint",
-                format!(
-                    "`{given}` is ambiguous: it begins {first} and {id}; give more of the fingerprint (all sixteen characters are unique)"
-                ),
-            ));
+                format!("`{given}` is ambiguous: it begins {first} and {id}"),
+            )
+            .hinted("give more of the fingerprint (all sixteen characters are unique)"));
         }
         Ok(true)
     }
@@ -190,20 +189,26 @@ impl Filter {
             Test::False => return Ok(Verdict::Skipped),
             Test::Interrupted => return Err(Error::Interrupted),
             Test::NotBoolean(what) if first => {
-                return Err(Error::invalid_arg(
+                let e = Error::invalid_arg(
                     "--where",
                     format!(
-                        "`{src}` gave {what} on the first message ({id}), not true or false: a --where must be a test{assigns}; nothing done"
+                        "`{src}` gave {what} on the first message ({id}), not true or false: a --where must be a test; nothing done"
                     ),
-                ));
+                );
+                return Err(if q.assigns() {
+                    e.hinted("jq's `=` assigns; compare with `==`")
+                } else {
+                    e
+                });
             }
             Test::OverBudget if first => {
                 return Err(Error::invalid_arg(
                     "--where",
                     format!(
-                        "`{src}` ran past its budget of {budget} on the first message ({id}); simplify it, or raise the budget with DLQCTL_JQ_BUDGET_MS; nothing done"
+                        "`{src}` ran past its budget of {budget} on the first message ({id}); nothing done"
                     ),
-                ));
+                )
+                .hinted("simplify it, or raise the budget with DLQCTL_JQ_BUDGET_MS"));
             }
             Test::NotBoolean(what) => {
                 format!("--where gave {what}, not true or false{assigns}")
@@ -214,7 +219,7 @@ impl Filter {
             Test::Failed(e) => format!("--where failed: {e}{assigns}"),
         };
         if q.failed_once() {
-            crate::output::notice(&format!(
+            q.notes().line(&format!(
                 "warning: `{src}` on message {id}: {why}; the messages it fails on are not selected"
             ));
         }
@@ -325,7 +330,8 @@ mod tests {
         let f = with_query(".json.tenant = \"acme\"");
         let e = f.verdict(&failed_with("x", "m-1"), now, &c).unwrap_err();
         assert_eq!(e.exit_code(), 2);
-        assert!(e.to_string().contains("compare with `==`"), "{e}");
+        assert!(e.to_string().contains("a --where must be a test"), "{e}");
+        assert_eq!(e.hints(), ["jq's `=` assigns; compare with `==`"], "{e}");
 
         let f = with_query("if .id == \"m-1\" then true else .id end");
         assert_eq!(

@@ -24,16 +24,14 @@ fn patterns(arg: &str, given: &[String]) -> Result<Vec<Pattern>> {
         .iter()
         .map(|p| {
             if p.is_empty() {
-                return Err(Error::invalid_arg(
-                    arg,
-                    "an empty pattern matches no header; give a name or a glob such as 'kafka_dlt-*'",
-                ));
+                return Err(
+                    Error::invalid_arg(arg, "an empty pattern matches no header")
+                        .hinted("give a name or a glob such as 'kafka_dlt-*'"),
+                );
             }
             Pattern::new(p).map_err(|e| {
-                Error::invalid_arg(
-                    arg,
-                    format!("`{p}` is not a glob pattern ({e}); quote it, and escape a literal [ as [[]"),
-                )
+                Error::invalid_arg(arg, format!("`{p}` is not a glob pattern ({e})"))
+                    .hinted("quote it, and escape a literal [ as [[]")
             })
         })
         .collect()

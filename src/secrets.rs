@@ -233,39 +233,6 @@ pub fn scrub(text: &str) -> String {
     out
 }
 
-/// A `tracing` writer that scrubs each log line before it reaches stderr.
-pub struct ScrubbingStderr;
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for ScrubbingStderr {
-    type Writer = ScrubbingWriter;
-    fn make_writer(&'a self) -> ScrubbingWriter {
-        ScrubbingWriter(Vec::new())
-    }
-}
-
-/// Collects one event's text and writes it, scrubbed, when dropped (one event, one write).
-pub struct ScrubbingWriter(Vec<u8>);
-
-impl std::io::Write for ScrubbingWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Drop for ScrubbingWriter {
-    fn drop(&mut self) {
-        if self.0.is_empty() {
-            return;
-        }
-        let text = scrub(&String::from_utf8_lossy(&self.0));
-        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,8 +33,9 @@ impl Ctx {
         if self.config.audit.require_reason && self.reason.is_none() {
             return Err(crate::error::Error::invalid_arg(
                 "--reason",
-                "[audit] require_reason is set in dlqctl.toml: say why with --reason TEXT",
-            ));
+                "[audit] require_reason is set in dlqctl.toml",
+            )
+            .hinted("say why with --reason TEXT"));
         }
         Ok(())
     }
@@ -67,6 +68,7 @@ impl Ctx {
                 filter,
                 reason: self.reason.clone(),
             },
+            self.printer.stderr(),
         )
         .await
     }
@@ -161,8 +163,8 @@ pub struct QueueRef {
     pub address: Address,
     pub cfg: QueueConfig,
     pub aws: AwsOptions,
-    pub kafka: crate::config::KafkaConfig,
-    pub rabbitmq: crate::config::RabbitmqConfig,
+    /// The backends' own sections of the config file.
+    pub backends: crate::config::BackendConfig,
 }
 
 impl QueueRef {
@@ -180,8 +182,7 @@ impl QueueRef {
             columns: self.cfg.columns.clone(),
             as_target: false,
             aws: self.aws.clone(),
-            kafka: self.kafka.clone(),
-            rabbitmq: self.rabbitmq.clone(),
+            backends: self.backends.clone(),
             exactly_once: false,
         }
     }
@@ -199,8 +200,7 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
             address,
             cfg: cfg.clone(),
             aws: aws.clone(),
-            kafka: config.kafka.clone(),
-            rabbitmq: config.rabbitmq.clone(),
+            backends: config.backends(),
         });
     }
     let looks_like_name =
@@ -230,16 +230,14 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
             address,
             cfg: cfg.clone(),
             aws: aws.clone(),
-            kafka: config.kafka.clone(),
-            rabbitmq: config.rabbitmq.clone(),
+            backends: config.backends(),
         },
         None => QueueRef {
             name: None,
             address,
             cfg: QueueConfig::default(),
             aws: aws.clone(),
-            kafka: config.kafka.clone(),
-            rabbitmq: config.rabbitmq.clone(),
+            backends: config.backends(),
         },
     })
 }
@@ -262,8 +260,7 @@ pub fn resolve_target(
                 columns: cfg.columns.clone(),
                 as_target: true,
                 aws: aws.clone(),
-                kafka: config.kafka.clone(),
-                rabbitmq: config.rabbitmq.clone(),
+                backends: config.backends(),
                 exactly_once: false,
             },
         ));
@@ -286,8 +283,7 @@ pub fn resolve_target(
             },
             as_target: true,
             aws: aws.clone(),
-            kafka: config.kafka.clone(),
-            rabbitmq: config.rabbitmq.clone(),
+            backends: config.backends(),
             exactly_once: false,
         },
     ))
@@ -317,10 +313,11 @@ fn fingerprints(given: &[String]) -> Result<Vec<String>> {
             return Err(Error::invalid_arg(
                 "--fingerprint",
                 format!(
-                    "`{}` is not a fingerprint: its sixteen hex characters, or a unique prefix of at least 8, as `dlqctl classify QUEUE --by fingerprint` shows them",
+                    "`{}` is not a fingerprint",
                     crate::text::escape_controls(&fp)
                 ),
-            ));
+            )
+            .hinted("give its sixteen hex characters, or a unique prefix of at least 8, as `dlqctl classify QUEUE --by fingerprint` shows them"));
         }
         out.push(fp);
     }

@@ -1,9 +1,15 @@
 //! The Kafka form: `kafka://HOST:PORT[,HOST:PORT…]/TOPIC[?partition=P&from=…&to=…&since=…&until=…]`.
 
-use super::{Address, KafkaAddress, KafkaRange, invalid};
+use super::form::{Form, invalid};
+use super::{KafkaAddress, KafkaRange};
 use crate::error::Result;
 
-pub(super) fn parse_kafka(input: &str) -> Result<Address> {
+/// The form as `--help` lists it.
+pub(super) fn usage() -> String {
+    "kafka://HOST:PORT[,HOST:PORT...]/TOPIC".into()
+}
+
+pub(super) fn parse(input: &str) -> Result<KafkaAddress> {
     let bad = |reason: &str| invalid(input, reason);
     let rest = &input["kafka://".len()..];
     let (hosts, topic) = rest
@@ -86,16 +92,65 @@ pub(super) fn parse_kafka(input: &str) -> Result<Address> {
         }
         brokers.push(h.to_string());
     }
-    Ok(Address::Kafka(KafkaAddress {
+    Ok(KafkaAddress {
         brokers,
         topic: topic.to_string(),
         range,
-    }))
+    })
+}
+
+/// The brokers and topic, and a slice's range.
+impl std::fmt::Display for KafkaAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "kafka://{}/{}", self.brokers.join(","), self.topic)?;
+        let r = &self.range;
+        let mut q: Vec<String> = Vec::new();
+        if let Some(p) = r.partition {
+            q.push(format!("partition={p}"));
+        }
+        if let Some(o) = r.from {
+            q.push(format!("from={o}"));
+        }
+        if let Some(o) = r.to {
+            q.push(format!("to={o}"));
+        }
+        let time = |t: &chrono::DateTime<chrono::Utc>| {
+            t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+        };
+        if let Some(t) = &r.since {
+            q.push(format!("since={}", time(t)));
+        }
+        if let Some(t) = &r.until {
+            q.push(format!("until={}", time(t)));
+        }
+        if !q.is_empty() {
+            write!(f, "?{}", q.join("&"))?;
+        }
+        Ok(())
+    }
+}
+
+impl Form for KafkaAddress {
+    /// The topic.
+    fn brief(&self) -> String {
+        self.topic.clone()
+    }
+
+    fn redrive_slice_refusal(&self) -> Option<&'static str> {
+        let r = &self.range;
+        (r.from.is_some() || r.to.is_some() || r.since.is_some() || r.until.is_some()).then_some(
+            "a Kafka redrive continues from the redrive group's committed offsets; from/to/since/until slice peek, export and replay",
+        )
+    }
+
+    fn confine_to_partition(&mut self, partition: i32) {
+        self.range.partition = Some(partition);
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::address::Address;
 
     #[test]
     fn kafka_forms() {

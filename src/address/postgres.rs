@@ -1,13 +1,23 @@
 //! The PostgreSQL form: `postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE` or
 //! `…?system=NAME[&queue=NAME]`, and what a parsed one answers.
 
-use super::{Address, PgAddress, PgTarget, invalid, job_system, job_system_names};
+use super::form::{Form, invalid};
+use super::{PgAddress, PgTarget, job_system, job_system_names};
 use crate::error::Result;
+
+/// The forms as `--help` lists them (the job systems from the one list).
+pub(super) fn usage() -> String {
+    let systems = job_system_names().collect::<Vec<_>>().join("|");
+    format!(
+        "postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE[&queue=NAME][&source=SCHEMA.TABLE]\n\
+         postgres://USER@HOST:PORT/DB?system={systems}[&queue=NAME]"
+    )
+}
 
 /// Query parameters that belong to dlqctl, not to the database driver.
 const PG_OWN_PARAMS: &[&str] = &["table", "system", "queue", "source", "schema"];
 
-pub(super) fn parse_postgres(input: &str) -> Result<Address> {
+pub(super) fn parse(input: &str) -> Result<PgAddress> {
     let bad = |reason: String| invalid(input, &reason);
     let (conn, own) = crate::pgconn::PgConn::parse(input, PG_OWN_PARAMS).map_err(bad)?;
     let mut table = None;
@@ -62,13 +72,13 @@ pub(super) fn parse_postgres(input: &str) -> Result<Address> {
     {
         return Err(bad(format!("`{s}` is not a schema name")));
     }
-    Ok(Address::Postgres(PgAddress {
+    Ok(PgAddress {
         conn,
         target,
         queue,
         source_table: source,
         schema,
-    }))
+    })
 }
 
 /// `SCHEMA.TABLE` or `TABLE`, each part a plain or quoted identifier. The name is only ever
@@ -103,9 +113,49 @@ impl PgAddress {
     }
 }
 
+/// The connection (its password redacted) and dlqctl's own parameters.
+impl std::fmt::Display for PgAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut extra: Vec<(&str, &str)> = Vec::new();
+        match &self.target {
+            PgTarget::Table(t) => extra.push(("table", t)),
+            PgTarget::System(name) => extra.push(("system", name)),
+        }
+        if let Some(s) = &self.schema {
+            extra.push(("schema", s));
+        }
+        if let Some(q) = &self.queue {
+            extra.push(("queue", q));
+        }
+        if let Some(s) = &self.source_table {
+            extra.push(("source", s));
+        }
+        f.write_str(&self.conn.display_with(&extra))
+    }
+}
+
+impl Form for PgAddress {
+    /// The database and table (or job system and queue).
+    fn brief(&self) -> String {
+        let db = self.conn.dbname.as_deref().or(self.conn.service.as_deref());
+        let what = match &self.target {
+            PgTarget::Table(t) => t.clone(),
+            PgTarget::System(s) => match &self.queue {
+                Some(q) => format!("{s} queue {q}"),
+                None => s.clone(),
+            },
+        };
+        match db {
+            Some(db) => format!("{db}: {what}"),
+            None => what,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::address::Address;
 
     #[test]
     fn postgres_table_and_params() {

@@ -4,10 +4,42 @@
 
 use url::Url;
 
-use super::{Address, SqsAddress, invalid};
+use super::SqsAddress;
+use super::form::{Form, invalid};
 use crate::error::Result;
 
-pub(super) fn parse_sqs_url(input: &str) -> Result<Address> {
+/// The forms as `--help` lists them.
+pub(super) fn usage() -> String {
+    "sqs://NAME | https://sqs.REGION.amazonaws.com/ACCOUNT/NAME | arn:aws:sqs:REGION:ACCOUNT:NAME"
+        .into()
+}
+
+/// `sqs://NAME`, a queue URL (`http[s]://`) or an ARN (`arn:`).
+pub(super) fn parse(input: &str) -> Result<SqsAddress> {
+    let bad = |reason: &str| invalid(input, reason);
+    let scheme = input.split(':').next().unwrap_or_default();
+    if scheme.eq_ignore_ascii_case("arn") {
+        return parse_sqs_arn(input)
+            .ok_or_else(|| bad("an SQS ARN looks like arn:aws:sqs:REGION:ACCOUNT:NAME"));
+    }
+    if !scheme.eq_ignore_ascii_case("sqs") {
+        return parse_sqs_url(input);
+    }
+    let name = &input["sqs://".len()..];
+    let name = name.trim_end_matches('/');
+    if name.is_empty() || name.contains('/') {
+        return Err(bad("sqs://NAME takes a bare queue name"));
+    }
+    validate_sqs_name(name).map_err(|r| bad(&r))?;
+    Ok(SqsAddress {
+        name: name.to_string(),
+        url: None,
+        region: None,
+        account: None,
+    })
+}
+
+fn parse_sqs_url(input: &str) -> Result<SqsAddress> {
     let bad = |reason: &str| invalid(input, reason);
     if url::Url::parse(input).is_ok_and(|u| !u.username().is_empty() || u.password().is_some()) {
         // A queue URL never holds credentials (and would be shown with them).
@@ -39,29 +71,29 @@ pub(super) fn parse_sqs_url(input: &str) -> Result<Address> {
         .and_then(|h| h.split('.').next())
         .filter(|r| r.contains('-'))
         .map(str::to_string);
-    Ok(Address::Sqs(SqsAddress {
+    Ok(SqsAddress {
         name: name.to_string(),
         url: Some(input.trim_end_matches('/').to_string()),
         region,
         account: Some(account.to_string()),
-    }))
+    })
 }
 
-pub(super) fn parse_sqs_arn(input: &str) -> Option<Address> {
+fn parse_sqs_arn(input: &str) -> Option<SqsAddress> {
     let parts: Vec<&str> = input.split(':').collect();
     if parts.len() != 6 || parts[2] != "sqs" || parts[3].is_empty() || parts[4].is_empty() {
         return None;
     }
     validate_sqs_name(parts[5]).ok()?;
-    Some(Address::Sqs(SqsAddress {
+    Some(SqsAddress {
         name: parts[5].to_string(),
         url: None,
         region: Some(parts[3].to_string()),
         account: Some(parts[4].to_string()),
-    }))
+    })
 }
 
-pub(super) fn validate_sqs_name(name: &str) -> std::result::Result<(), String> {
+fn validate_sqs_name(name: &str) -> std::result::Result<(), String> {
     let base = name.strip_suffix(".fifo").unwrap_or(name);
     if name.len() > 80
         || base.is_empty()
@@ -76,9 +108,27 @@ pub(super) fn validate_sqs_name(name: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
+impl std::fmt::Display for SqsAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.url, &self.region, &self.account) {
+            (Some(u), _, _) => write!(f, "{u}"),
+            // An ARN stays an ARN: the region and account tell two same-named queues apart.
+            (None, Some(r), Some(a)) => write!(f, "arn:aws:sqs:{r}:{a}:{}", self.name),
+            _ => write!(f, "sqs://{}", self.name),
+        }
+    }
+}
+
+impl Form for SqsAddress {
+    /// The queue's name.
+    fn brief(&self) -> String {
+        self.name.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::address::Address;
 
     #[test]
     fn sqs_forms() {

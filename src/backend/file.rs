@@ -26,6 +26,14 @@ pub struct FileBackend {
     archive: Option<std::sync::Mutex<Option<std::fs::File>>>,
 }
 
+/// Open an address of this backend (its line in `backend::OPENERS`).
+pub fn open<'a>(
+    addr: &'a crate::address::Address,
+    opts: &'a crate::backend::OpenOptions,
+) -> futures::future::BoxFuture<'a, crate::error::Result<Box<dyn crate::backend::QueueBackend>>> {
+    crate::backend::boxed(std::future::ready(FileBackend::open(addr, opts)))
+}
+
 impl FileBackend {
     pub fn open(addr: &Address, opts: &OpenOptions) -> Result<FileBackend> {
         if let Address::File(FileAddress::Path(p)) = addr
@@ -45,10 +53,11 @@ impl FileBackend {
                     return Err(Error::invalid_arg(
                         "--archive",
                         format!(
-                            "{} is a symlink; an archive holds message bodies and is written only to a file of its own (0600): remove the link or choose another path",
+                            "{} is a symlink; an archive holds message bodies and is written only to a file of its own (0600)",
                             p.display()
                         ),
-                    ));
+                    )
+                    .hinted("remove the link or choose another path"));
                 }
                 // A directory that is not there is said before anything is asked or moved
                 // (the file itself is created by the first batch).

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::Stream;
+use futures::future::BoxFuture;
 use serde::Serialize;
 
 use crate::address::Address;
@@ -25,13 +26,12 @@ pub mod memory;
 pub mod passing;
 #[cfg(feature = "postgres")]
 pub mod postgres;
-// RabbitMQ (issue 27): the address form is built always, the backend with the feature.
+// RabbitMQ and Redis: `address.rs` is built always (the address registry names it), the rest
+// of the folder with the feature.
 pub mod rabbitmq;
 pub mod read_session;
-mod session;
-// Redis job queues (Sidekiq, BullMQ): everything in backend/redis/.
-#[cfg(feature = "redis")]
 pub mod redis;
+mod session;
 #[cfg(feature = "sqs")]
 pub mod sqs;
 
@@ -40,7 +40,8 @@ pub type MessageStream<'a> = Pin<Box<dyn Stream<Item = Result<Message>> + Send +
 /// The outcomes of copies already handed to a target, one per message, in order; resolved once
 /// the target has answered for each (see [`QueueBackend::send_start`]).
 pub use session::{
-    Claim, LocalBatch, LocalNext, MoveOptions, MoveSession, SendOutcome, Ticket, Unaccounted,
+    Claim, LocalBatch, LocalMoves, LocalNext, MoveOptions, MoveSession, SendOutcome, Ticket,
+    Unaccounted,
 };
 
 pub type PendingSend = Pin<Box<dyn Future<Output = Result<Vec<SendOutcome>>> + Send + 'static>>;
@@ -277,6 +278,11 @@ pub trait QueueBackend: Send + Sync {
     fn retries_in_place(&self) -> bool {
         false
     }
+    /// Whether a retry in place can retry a job changed (`dlqctl edit`: its body as edited),
+    /// through [`MoveSession::move_locally_edited`].
+    fn retries_edits_in_place(&self) -> bool {
+        false
+    }
     /// What a filtered run costs to read, where reading has a price the plan should name
     /// (SQS: receive calls, receive counts, billing). `backlog`: the plan's count, if any.
     fn describe_filtered_read(&self, _backlog: Option<Backlog>) -> Option<String> {
@@ -386,12 +392,10 @@ pub struct OpenOptions {
     /// Whether this backend is opened as a redrive/replay target (different table checks).
     pub as_target: bool,
     pub aws: AwsOptions,
-    /// Kafka client properties and dlqctl's Kafka settings (`[kafka]`).
-    pub kafka: crate::config::KafkaConfig,
+    /// The backends' own sections of the config file (`[kafka]`, `[rabbitmq]`).
+    pub backends: crate::config::BackendConfig,
     /// Kafka: move with transactions (`redrive --exactly-once`).
     pub exactly_once: bool,
-    /// RabbitMQ settings (`[rabbitmq]`; issue 27).
-    pub rabbitmq: crate::config::RabbitmqConfig,
 }
 
 /// AWS settings from the command line (the SDK's standard environment and profiles apply
@@ -438,7 +442,6 @@ pub enum DedupStrategy {
     StableId,
 }
 
-/// Pick and connect the backend for an address.
 /// SQS API requests this process has sent, when any (a run's summary reports them).
 pub fn sqs_requests() -> Option<u64> {
     #[cfg(feature = "sqs")]
@@ -469,56 +472,53 @@ impl Opener {
     }
 }
 
-pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<Box<dyn QueueBackend>> {
-    match addr {
-        #[cfg(feature = "postgres")]
-        Address::Postgres(crate::address::PgAddress {
-            target: crate::address::PgTarget::System(_),
-            ..
-        }) => Ok(Box::new(
-            postgres::systems::JobSystemBackend::open(addr, opts).await?,
-        )),
-        #[cfg(feature = "postgres")]
-        Address::Postgres(_) => Ok(Box::new(postgres::PgBackend::open(addr, opts).await?)),
-        #[cfg(not(feature = "postgres"))]
-        Address::Postgres(_) => Err(not_built("postgres")),
-        Address::File(_) => Ok(Box::new(file::FileBackend::open(addr, opts)?)),
-        #[cfg(feature = "sqs")]
-        Address::Sqs(_) => Ok(Box::new(sqs::SqsBackend::open(addr, opts).await?)),
-        #[cfg(not(feature = "sqs"))]
-        Address::Sqs(_) => Err(not_built("sqs")),
-        #[cfg(feature = "kafka")]
-        Address::Kafka(_) => Ok(Box::new(kafka::KafkaBackend::open(addr, opts).await?)),
-        #[cfg(not(feature = "kafka"))]
-        Address::Kafka(_) => Err(not_built("kafka")),
-        // Redis job queues (backend/redis/).
-        #[cfg(feature = "redis")]
-        Address::Redis(_) => Ok(Box::new(redis::RedisBackend::open(addr, opts).await?)),
-        #[cfg(not(feature = "redis"))]
-        Address::Redis(_) => Err(not_built("redis")),
-        // RabbitMQ (issue 27).
-        #[cfg(feature = "rabbitmq")]
-        Address::Rabbitmq(_) => Ok(Box::new(rabbitmq::RabbitBackend::open(addr, opts).await?)),
-        #[cfg(not(feature = "rabbitmq"))]
-        Address::Rabbitmq(_) => Err(not_built("rabbitmq")),
-    }
+/// How a backend opens one of its addresses (`open` in the backend's folder).
+pub type OpenFn =
+    for<'a> fn(&'a Address, &'a OpenOptions) -> BoxFuture<'a, Result<Box<dyn QueueBackend>>>;
+
+/// The other half of the backend registry (the first, `address::BACKENDS`, is how addresses
+/// parse and show): how each backend this build has opens, by its registry name, one line each
+/// behind its feature. Opening names the backend's code, which sits above the address layer,
+/// so it cannot be in the same table. A registered backend missing here was not built.
+pub const OPENERS: &[(&str, OpenFn)] = &[
+    #[cfg(feature = "sqs")]
+    ("sqs", sqs::open),
+    #[cfg(feature = "kafka")]
+    ("kafka", kafka::open),
+    #[cfg(feature = "postgres")]
+    ("postgres", postgres::open),
+    #[cfg(feature = "redis")]
+    ("redis", redis::open),
+    #[cfg(feature = "rabbitmq")]
+    ("rabbitmq", rabbitmq::open),
+    ("file", file::open),
+];
+
+/// A backend's `open` as an [`OpenFn`] returns it.
+pub fn boxed<'a, B: QueueBackend + 'static>(
+    opening: impl Future<Output = Result<B>> + Send + 'a,
+) -> BoxFuture<'a, Result<Box<dyn QueueBackend>>> {
+    Box::pin(async move { Ok(Box::new(opening.await?) as Box<dyn QueueBackend>) })
 }
 
-#[cfg_attr(
-    all(
-        feature = "postgres",
-        feature = "sqs",
-        feature = "kafka",
-        feature = "redis",
-        feature = "rabbitmq"
-    ),
-    allow(dead_code)
-)]
-fn not_built(backend: &'static str) -> Error {
-    Error::Unsupported {
-        backend,
-        operation: "this build",
-        reason: format!("dlqctl was built without the `{backend}` backend"),
+/// Pick and connect the backend for an address.
+pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<Box<dyn QueueBackend>> {
+    open_from(OPENERS, addr, opts).await
+}
+
+async fn open_from(
+    openers: &[(&str, OpenFn)],
+    addr: &Address,
+    opts: &OpenOptions,
+) -> Result<Box<dyn QueueBackend>> {
+    let name = addr.backend_name();
+    match openers.iter().find(|(n, _)| *n == name) {
+        Some((_, open)) => open(addr, opts).await,
+        None => Err(Error::Unsupported {
+            backend: name,
+            operation: "this build",
+            reason: format!("dlqctl was built without the `{name}` backend"),
+        }),
     }
 }
 
@@ -556,6 +556,35 @@ pub fn apply_id_source(m: &mut Message, id: Option<&IdSource>) {
         m.id = f;
         if let IdSource::Attribute(name) = id {
             m.id_attribute = Some(name.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backends_this_build_has_open_and_no_other() {
+        for b in crate::address::BACKENDS {
+            let opens = OPENERS.iter().any(|(n, _)| *n == b.name);
+            assert_eq!(opens, b.built, "{}: registered built={}", b.name, b.built);
+        }
+        for (name, _) in OPENERS {
+            assert!(crate::address::Backend::named(name).is_some(), "{name}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_backend_not_built_says_so() {
+        for b in crate::address::BACKENDS {
+            let a = Address::parse(b.example()).unwrap();
+            let Err(e) = open_from(&[], &a, &OpenOptions::default()).await else {
+                panic!("{} opened without an opener", b.name)
+            };
+            assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+            let want = format!("dlqctl was built without the `{}` backend", b.name);
+            assert!(e.to_string().contains(&want), "{e}");
         }
     }
 }

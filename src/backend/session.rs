@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::address::Address;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::message::Message;
 
 #[derive(Clone, Debug, Default)]
@@ -76,7 +76,7 @@ pub struct LocalBatch {
     pub others: Vec<(String, SendOutcome)>,
 }
 
-/// What [`MoveSession::move_next_locally`] did.
+/// What [`LocalMoves::move_next_locally`] did.
 #[derive(Debug)]
 pub enum LocalNext {
     /// A batch was claimed and moved.
@@ -148,12 +148,10 @@ pub trait MoveSession: Send {
         None
     }
 
-    /// With no filter: claim and move the next batch of up to `n` into `target` (one the
-    /// backend said it [moves into itself](QueueBackend::can_move_locally)) in one step.
-    /// [`LocalNext::ClaimFirst`] where this session cannot (then the engine claims each batch
-    /// with `next_batch` and moves it with `move_locally`).
-    async fn move_next_locally(&mut self, _target: &Address, _n: usize) -> Result<LocalNext> {
-        Ok(LocalNext::ClaimFirst)
+    /// Where the backend said it moves into a target itself
+    /// ([`QueueBackend::can_move_locally`]): the session's local moves. None where it has none.
+    fn local(&mut self) -> Option<&mut dyn LocalMoves> {
+        None
     }
 
     /// The run is over: release whatever is still held (SQS: messages kept hidden so that a
@@ -187,20 +185,44 @@ pub trait MoveSession: Send {
     fn unaccounted(&self) -> Vec<Unaccounted> {
         Vec::new()
     }
+}
 
-    /// Move the messages at `selected` into `target` and settle the batch in one step (only
-    /// called when [`QueueBackend::can_move_locally`] said yes).
-    /// Returns one outcome per selected index.
+/// A move session's moves into a target the backend moves into itself (one transaction, or a
+/// job system's retry in place), asked for with [`MoveSession::local`].
+#[async_trait]
+pub trait LocalMoves: Send {
+    /// With no filter: claim and move the next batch of up to `n` into `target` (one the
+    /// backend said it [moves into itself](QueueBackend::can_move_locally)) in one step.
+    /// [`LocalNext::ClaimFirst`] where this session cannot (then the engine claims each batch
+    /// with `next_batch` and moves it with `move_locally`).
+    async fn move_next_locally(&mut self, _target: &Address, _n: usize) -> Result<LocalNext> {
+        Ok(LocalNext::ClaimFirst)
+    }
+
+    /// Move the messages at `selected` (of the batch `ticket` claimed) into `target` and settle
+    /// the batch in one step. Returns one outcome per selected index.
     async fn move_locally(
+        &mut self,
+        ticket: Ticket,
+        target: &Address,
+        selected: &[usize],
+    ) -> Result<Vec<SendOutcome>>;
+
+    /// [`LocalMoves::move_locally`] retrying in place the edited copies in `batch` (at the
+    /// `selected` indices) instead of the jobs as they are (only called when
+    /// [`QueueBackend::retries_edits_in_place`](crate::backend::QueueBackend::retries_edits_in_place)
+    /// said yes).
+    async fn move_locally_edited(
         &mut self,
         _ticket: Ticket,
         _target: &Address,
         _selected: &[usize],
+        _batch: &[Message],
     ) -> Result<Vec<SendOutcome>> {
-        Err(Error::Unsupported {
+        Err(crate::error::Error::Unsupported {
             backend: "this backend",
-            operation: "local moves",
-            reason: "no atomic path".into(),
+            operation: "retrying an edited job in place",
+            reason: "its retry takes the job as it is".into(),
         })
     }
 }

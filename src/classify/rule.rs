@@ -66,7 +66,10 @@ pub(super) struct Builtin {
 
 /// The lazy DFA of the set keeps the states it has built between messages; the rules are many
 /// and large, so it gets room for them (a fixed amount: memory does not grow with the queue).
-const SET_DFA_BYTES: usize = 16 << 20;
+/// Texts as varied as tests/data/errors need about 28 MiB of states: with less, the cache is
+/// cleared over and over and the set falls back to its NFA, some 30 times slower. A queue's
+/// texts repeat, so it usually fills a fraction of this.
+const SET_DFA_BYTES: usize = 32 << 20;
 
 impl Builtin {
     /// The index of the first rule whose regex matches `text`.

@@ -40,6 +40,7 @@ fn families_decide_for_their_members() {
         DATABASES,
         BAD_INPUT,
         NOT_JSON_AT_ALL,
+        MORE_FAMILIES,
     ]
     .concat()
     {
@@ -179,5 +180,59 @@ const NOT_JSON_AT_ALL: &[(&str, Kind)] = &[
     (
         "com.fasterxml.jackson.core.JsonParseException: Unexpected character ('<' (code 60)): expected a valid value",
         Kind::Unclassified,
+    ),
+];
+
+/// Members of the families added later (condition names, reply codes, service codes, error
+/// numbers) that no corpus case spells out.
+const MORE_FAMILIES: &[(&str, Kind)] = &[
+    (
+        "psycopg.errors.CannotConnectNow: the database system is starting up",
+        Kind::Transient,
+    ),
+    (
+        "** (Postgrex.Error) FATAL 57P02 (crash_shutdown) terminating connection because of crash of another server process",
+        Kind::Transient,
+    ),
+    (
+        "System.Net.Sockets.SocketException (10055): An operation on a socket could not be performed because the system lacked sufficient buffer space or because a queue was full.",
+        Kind::Transient,
+    ),
+    (
+        "com.rabbitmq.client.ShutdownSignalException: connection error; protocol method: #method<connection.close>(reply-code=541, reply-text=INTERNAL_ERROR, class-id=0, method-id=0)",
+        Kind::Transient,
+    ),
+    (
+        "Azure.Messaging.ServiceBus.ServiceBusException: The session lock has expired on the MessageSession. (SessionLockLost)",
+        Kind::Transient,
+    ),
+    (
+        "MongoServerError: interrupted at shutdown (InterruptedAtShutdown)",
+        Kind::Transient,
+    ),
+    (
+        "Microsoft.Data.SqlClient.SqlException (0x80131904): Cannot process request. Too many operations in progress for subscription.\nError Number:49918,State:1,Class:16",
+        Kind::Transient,
+    ),
+    ("ORA-12541: TNS:no listener", Kind::Transient),
+    (
+        "Error: fetch stock: Deadline expired before operation could complete",
+        Kind::Transient,
+    ),
+    (
+        "org.springframework.web.server.ResponseStatusException: 422 UNPROCESSABLE_ENTITY \"amount must be positive\"",
+        Kind::Permanent,
+    ),
+    (
+        "curl: (77) error setting certificate file: /etc/ssl/certs/ca.pem",
+        Kind::Permanent,
+    ),
+    (
+        "psycopg.errors.StringDataRightTruncation: value too long for type character varying(3)",
+        Kind::Permanent,
+    ),
+    (
+        "Bunny::AccessRefused: ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN",
+        Kind::Permanent,
     ),
 ];

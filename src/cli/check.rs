@@ -48,10 +48,8 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
         a.queues.clone()
     };
     if names.is_empty() {
-        return Err(Error::invalid_arg(
-            "QUEUE",
-            "nothing to check: name queues, or define [queues.NAME] entries in dlqctl.toml",
-        ));
+        return Err(Error::invalid_arg("QUEUE", "nothing to check")
+            .hinted("name queues, or define [queues.NAME] entries in dlqctl.toml"));
     }
     let max_age = a
         .max_age

@@ -7,6 +7,7 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::error::{Error, Result, exit};
+use crate::settings::Ctx;
 
 /// Write (or check) the generated files
 #[derive(clap::Args, Debug)]
@@ -90,7 +91,7 @@ pub fn artifacts() -> Vec<Artifact> {
     out
 }
 
-pub fn run(a: Args) -> Result<i32> {
+pub fn run(ctx: &Ctx, a: Args) -> Result<i32> {
     let mut drift = Vec::new();
     for art in artifacts() {
         let path = a.dir.join(&art.path);
@@ -106,7 +107,10 @@ pub fn run(a: Args) -> Result<i32> {
         std::fs::write(&path, &art.contents).map_err(|e| Error::io(&path, e))?;
     }
     if !drift.is_empty() {
-        eprintln!("out of date (run scripts/generate): {}", drift.join(", "));
+        ctx.printer.notice(&format!(
+            "out of date (run scripts/generate): {}",
+            drift.join(", ")
+        ));
         return Ok(exit::PARTIAL);
     }
     Ok(exit::OK)

@@ -40,25 +40,21 @@ and RabbitMQ.
 Redrive and replay keep every message's stable id, so idempotent consumers turn repeats into
 no-ops, and no command deletes a message before its copy is accepted by the target.";
 
-/// The addresses and exit codes under `--help` (the job systems from the one list).
+/// The addresses and exit codes under `--help` (the backends' forms from the registry).
 fn after_help() -> String {
-    let systems = crate::address::job_system_names()
-        .collect::<Vec<_>>()
-        .join("|");
+    let forms: String = crate::address::BACKENDS
+        .iter()
+        .flat_map(|b| {
+            (b.usage)()
+                .lines()
+                .map(|l| format!("  {l}\n"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
     format!(
         "\
 QUEUE is a URL or the name of a [queues.NAME] entry in dlqctl.toml:
-  sqs://NAME | https://sqs.REGION.amazonaws.com/ACCOUNT/NAME | arn:aws:sqs:REGION:ACCOUNT:NAME
-  kafka://HOST:PORT[,HOST:PORT...]/TOPIC
-  postgres://USER@HOST:PORT/DB?table=SCHEMA.TABLE[&queue=NAME][&source=SCHEMA.TABLE]
-  postgres://USER@HOST:PORT/DB?system={systems}[&queue=NAME]
-  redis[s]://HOST:PORT/DB?system=sidekiq[&queue=NAME][&namespace=NS][&set=retry]
-  redis[s]://HOST:PORT/DB?system=bullmq&queue=NAME[&prefix=bull]
-  amqp[s]://USER@HOST:PORT/VHOST?queue=NAME[&api=http://HOST:15672]  (a target also
-    ?exchange=NAME&routing_key=KEY; the password from the URL, DLQCTL_AMQP_PASSWORD or
-    [rabbitmq] password)
-  FILE.jsonl | file:PATH | -   (a file written by `dlqctl export`, for replay)
-
+{forms}
 Exit codes: 0 success, 1 a check failed or some messages were not moved, 2 usage or config
 error, 3 backend unreachable / not found / permission denied, 130 interrupted."
     )
@@ -318,20 +314,22 @@ impl FilterArgs {
                 let known = ["transient", "permanent", "unclassified"]
                     .into_iter()
                     .chain(classifier.rules().map(|r| r.name.as_str()));
-                let guess = crate::text::closest(c, known)
-                    .map(|g| format!(" (did you mean `{g}`?)"))
-                    .unwrap_or_default();
-                return Err(Error::invalid_arg(
+                let guess = crate::text::closest(c, known);
+                let e = Error::invalid_arg(
                     "--class",
                     format!(
-                        "`{c}` is neither transient, permanent, unclassified nor a rule name{guess} (rules: {})",
+                        "`{c}` is neither transient, permanent, unclassified nor a rule name (rules: {})",
                         classifier
                             .rules()
                             .map(|r| r.name.as_str())
                             .collect::<Vec<_>>()
                             .join(", ")
                     ),
-                ));
+                );
+                return Err(match guess {
+                    Some(g) => e.hinted(format!("did you mean `{g}`?")),
+                    None => e,
+                });
             }
         }
         let filter = build_filter(FilterInput {
@@ -349,7 +347,7 @@ impl FilterArgs {
         let mut filter = filter;
         if let Some(q) = &mut filter.query {
             // A --where that spins yields to Ctrl-C.
-            q.watch(&ctx.interrupt);
+            q.watch(&ctx.interrupt, ctx.printer.stderr());
         }
         Ok((filter, classifier))
     }
@@ -369,7 +367,8 @@ pub fn main() -> i32 {
         }
     };
     crate::secrets::register_environment();
-    init_logging(cli.global.verbose);
+    let printer = printer(&cli.global);
+    init_logging(cli.global.verbose, printer.stderr());
     tracing::debug!(version = env!("CARGO_PKG_VERSION"), "start");
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -378,39 +377,20 @@ pub fn main() -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            crate::output::notice(&format!("error: cannot start the runtime: {e}"));
+            printer.notice(&format!("error: cannot start the runtime: {e}"));
             return exit::USAGE;
         }
     };
-    let code = rt.block_on(run(cli));
+    let code = rt.block_on(run(cli, printer));
     tracing::debug!(code, "done; shutting down");
     // Do not wait for idle pool connections to close.
     rt.shutdown_timeout(std::time::Duration::from_millis(200));
     code
 }
 
-fn init_logging(verbose: u8) {
-    let level = match verbose {
-        // The AWS credential chain warns about each provider it tried (IMDS on a laptop);
-        // lapin logs each channel error that dlqctl reports itself (issue 27).
-        0 => "warn,aws_config=error,aws_smithy_runtime=error,lapin=off",
-        1 => "info,sqlx=warn",
-        2 => "debug,sqlx=info",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("DLQCTL_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("dlqctl={level},{level}")));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(crate::secrets::ScrubbingStderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .try_init();
-}
-
-async fn run(cli: Cli) -> i32 {
-    let g = &cli.global;
-    let printer = Printer::new(PrinterOptions {
+/// The terminal's owner, as the global options ask.
+fn printer(g: &GlobalArgs) -> Printer {
+    Printer::new(PrinterOptions {
         format: g.output,
         color: g.color,
         quiet: g.quiet,
@@ -424,22 +404,52 @@ async fn run(cli: Cli) -> i32 {
                 crate::output::PROGRESS_INTERVAL,
                 std::time::Duration::from_secs_f64,
             ),
-    });
+    })
+}
+
+/// The log goes to the terminal's stderr through its owner, secrets scrubbed.
+fn init_logging(verbose: u8, err: crate::output::Stderr) {
+    let level = match verbose {
+        // The AWS credential chain warns about each provider it tried (IMDS on a laptop);
+        // lapin logs each channel error that dlqctl reports itself (issue 27).
+        0 => "warn,aws_config=error,aws_smithy_runtime=error,lapin=off",
+        1 => "info,sqlx=warn",
+        2 => "debug,sqlx=info",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DLQCTL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("dlqctl={level},{level}")));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(crate::output::LogWriter(err))
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
+}
+
+async fn run(cli: Cli, printer: Printer) -> i32 {
+    let g = &cli.global;
     if printer.format == OutputFormat::Junit
         && !matches!(cli.command, Command::Verify(_) | Command::Check(_))
     {
-        return report(&Error::invalid_arg(
-            "--output",
-            "junit is for `dlqctl verify` and `dlqctl check` only",
-        ));
+        return report(
+            &printer,
+            &Error::invalid_arg(
+                "--output",
+                "junit is for `dlqctl verify` and `dlqctl check` only",
+            ),
+        );
     }
     if printer.format == OutputFormat::Prometheus
         && !matches!(cli.command, Command::Inspect(_) | Command::Check(_))
     {
-        return report(&Error::invalid_arg(
-            "--output",
-            "prometheus is for `dlqctl inspect` and `dlqctl check` only",
-        ));
+        return report(
+            &printer,
+            &Error::invalid_arg(
+                "--output",
+                "prometheus is for `dlqctl inspect` and `dlqctl check` only",
+            ),
+        );
     }
     let mut config = match &cli.command {
         // These never need the config; a broken one must not stop them.
@@ -448,7 +458,7 @@ async fn run(cli: Cli) -> i32 {
         }
         _ => match Config::load(g.config.as_deref()) {
             Ok(c) => c,
-            Err(e) => return report(&e),
+            Err(e) => return report(&printer, &e),
         },
     };
     let a = &g.aws;
@@ -474,7 +484,7 @@ async fn run(cli: Cli) -> i32 {
         opener: crate::backend::Opener::default(),
         reason: g.reason.clone(),
     };
-    spawn_signal_handler(ctx.interrupt.clone());
+    spawn_signal_handler(ctx.interrupt.clone(), ctx.printer.stderr());
     let result = match cli.command {
         Command::Inspect(a) => inspect::run(&ctx, a).await,
         Command::Peek(a) => peek::run(&ctx, a).await,
@@ -490,23 +500,24 @@ async fn run(cli: Cli) -> i32 {
         Command::Audit(a) => audit::run(&ctx, a).await,
         Command::Completions(a) => completions::run(&ctx, a),
         Command::Version(a) => version::run(&ctx, a),
-        Command::GenerateArtifacts(a) => generate::run(a),
+        Command::GenerateArtifacts(a) => generate::run(&ctx, a),
     };
     let code = match result {
         Ok(code) => code,
-        Err(e) => report(&e),
+        Err(e) => report(&ctx.printer, &e),
     };
     let _ = ctx.printer.flush();
     code
 }
 
-/// Print an error (and its hint) on stderr; return its exit code.
-fn report(e: &Error) -> i32 {
-    crate::output::error(e);
+/// Print an error (and its hints) on stderr; return its exit code.
+fn report(printer: &Printer, e: &Error) -> i32 {
+    printer.error(e);
     e.exit_code()
 }
 
-fn spawn_signal_handler(interrupt: Interrupt) {
+/// Ctrl-C and SIGTERM; what it says goes to the terminal's stderr (`err`).
+fn spawn_signal_handler(interrupt: Interrupt, err: crate::output::Stderr) {
     tokio::spawn(async move {
         #[cfg(unix)]
         let mut term =
@@ -534,14 +545,14 @@ fn spawn_signal_handler(interrupt: Interrupt) {
             if count == 1 {
                 match interrupt.phase() {
                     Phase::Asking => {
-                        crate::output::notice("\ncancelled; nothing done");
+                        err.line("\ncancelled; nothing done");
                         std::process::exit(exit::INTERRUPTED);
                     }
-                    Phase::Changing => crate::output::notice(
+                    Phase::Changing => err.line(
                         "\ninterrupting: finishing the current batch (press Ctrl-C again to stop at once)",
                     ),
                     Phase::Reading | Phase::Editing => {
-                        crate::output::notice("\ninterrupting (press Ctrl-C again to stop at once)")
+                        err.line("\ninterrupting (press Ctrl-C again to stop at once)")
                     }
                 }
                 interrupt.trigger();
@@ -549,7 +560,7 @@ fn spawn_signal_handler(interrupt: Interrupt) {
                 // The open transaction, if any, is rolled back by the server: nothing is lost.
                 // The audit trail says how many had left the source by now.
                 crate::audit::stopped();
-                crate::output::notice("stopped");
+                err.line("stopped");
                 std::process::exit(exit::INTERRUPTED);
             }
         }

@@ -52,15 +52,17 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
         if !headers.is_empty() {
             return Err(Error::invalid_arg(
                 "--native",
-                "a native move task copies messages as they are; drop --keep-header/--strip-header, or redrive without --native",
-            ));
+                "a native move task copies messages as they are",
+            )
+            .hinted("drop --keep-header/--strip-header, or redrive without --native"));
         }
         let (filter, _) = a.filters.resolve(ctx)?;
         if !filter.is_empty() || a.run.max.is_some() {
             return Err(Error::invalid_arg(
                 "--native",
-                "a native move task cannot filter or limit; drop the filters and --max, or redrive without --native",
-            ));
+                "a native move task cannot filter or limit",
+            )
+            .hinted("drop the filters and --max, or redrive without --native"));
         }
         let to =
             a.to.as_deref()

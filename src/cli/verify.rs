@@ -20,10 +20,8 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
         a.queues
     };
     if names.is_empty() {
-        return Err(Error::invalid_arg(
-            "QUEUE",
-            "nothing to verify: name queues, or define [queues.NAME] entries in dlqctl.toml",
-        ));
+        return Err(Error::invalid_arg("QUEUE", "nothing to verify")
+            .hinted("name queues, or define [queues.NAME] entries in dlqctl.toml"));
     }
     let queues = names
         .iter()

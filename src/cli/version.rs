@@ -32,16 +32,12 @@ fn non_empty(s: &'static str) -> Option<&'static str> {
 }
 
 pub fn build_info() -> BuildInfo {
-    let backends = [
-        ("postgres", cfg!(feature = "postgres")),
-        ("sqs", cfg!(feature = "sqs")),
-        ("kafka", cfg!(feature = "kafka")),
-        ("redis", cfg!(feature = "redis")),
-        ("rabbitmq", cfg!(feature = "rabbitmq")),
-    ]
-    .into_iter()
-    .filter_map(|(name, on)| on.then_some(name))
-    .collect();
+    // The backends behind a cargo feature that this build has, in the registry's order.
+    let backends = crate::address::BACKENDS
+        .iter()
+        .filter(|b| b.feature.is_some() && b.built)
+        .map(|b| b.name)
+        .collect();
     BuildInfo {
         name: env!("CARGO_PKG_NAME"),
         version: env!("CARGO_PKG_VERSION"),

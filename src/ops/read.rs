@@ -411,11 +411,9 @@ pub async fn export(ctx: &Ctx, req: ExportRequest) -> Result<i32> {
     {
         return Err(Error::invalid_arg(
             "--output-file",
-            format!(
-                "{} exists; dlqctl does not overwrite it: choose another name, or pass --force to replace it",
-                path.display()
-            ),
-        ));
+            format!("{} exists; dlqctl does not overwrite it", path.display()),
+        )
+        .hinted("choose another name, or pass --force to replace it"));
     }
     let b = ctx
         .opener
@@ -561,11 +559,12 @@ impl Partial {
                 Err(Error::invalid_arg(
                     "--output-file",
                     format!(
-                        "{} was created while the export ran; dlqctl does not overwrite it: the export is in {} (rename it, or export again with --force)",
+                        "{} was created while the export ran; dlqctl does not overwrite it: the export is in {}",
                         path.display(),
                         kept.display()
                     ),
-                ))
+                )
+                .hinted("rename it, or export again with --force"))
             }
             Err(e) => Err(Error::io(path, e.error)),
         }

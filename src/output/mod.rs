@@ -1,6 +1,9 @@
-//! The one owner of the terminal: data to stdout; progress bars, prompts and diagnostics to
-//! stderr, and bars and prompts only when stderr is a terminal and the output is for people.
+//! The one owner of the terminal: data to stdout; plans, warnings, notes, progress, prompts
+//! and the final error (with its hints) to stderr, and bars and prompts only when stderr is a
+//! terminal and the output is for people. [`Printer::capture`] puts both streams in buffers
+//! (see [`stream`] for what goes where).
 
+use std::collections::VecDeque;
 use std::io::{self, IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -11,9 +14,11 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 
 mod progress;
+mod stream;
 pub mod table;
 
 pub use progress::fmt_rate;
+pub use stream::{Captured, LogWriter, Stderr};
 pub use table::{Cell, Col, Grid};
 
 /// The width tables are laid out for when neither `COLUMNS` nor a terminal says: wide enough
@@ -76,6 +81,12 @@ pub struct Printer {
     progress_lines: Option<Duration>,
     interactive: bool,
     out: Mutex<Box<dyn Write + Send>>,
+    err: Stderr,
+    /// Whether stderr is a terminal (colour on stderr), and the width plans are fitted to.
+    err_tty: bool,
+    err_width: usize,
+    /// A captured printer's answers to its questions, in order (none left: no terminal).
+    answers: Option<Mutex<VecDeque<bool>>>,
 }
 
 pub struct PrinterOptions {
@@ -91,29 +102,6 @@ pub struct PrinterOptions {
 /// How often a progress line is printed without a terminal, unless `DLQCTL_PROGRESS_INTERVAL`
 /// (seconds) says otherwise.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(10);
-
-/// What a [`Printer::capture`] printer wrote.
-#[cfg(test)]
-#[derive(Clone, Default)]
-pub struct Captured(std::sync::Arc<Mutex<Vec<u8>>>);
-
-#[cfg(test)]
-impl Captured {
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-#[cfg(test)]
-impl Write for Captured {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
 
 impl Printer {
     pub fn new(o: PrinterOptions) -> Printer {
@@ -146,12 +134,16 @@ impl Printer {
                 .then_some(o.progress_interval),
             interactive: stderr_tty && io::stdin().is_terminal(),
             out: Mutex::new(Box::new(io::BufWriter::new(io::stdout()))),
+            err: Stderr::default(),
+            err_tty: stderr_tty,
+            err_width: width_of(&io::stderr()),
+            answers: None,
         }
     }
 
-    /// A printer whose stdout is a buffer (unit tests: summaries and tables rendered as
-    /// users see them), with no progress bars and no questions.
-    #[cfg(test)]
+    /// A printer whose stdout and stderr are buffers (tests, and anything else that shows
+    /// what a person would see: summaries, tables, plans, warnings, errors), with no progress
+    /// and no questions (see [`Printer::answering`]).
     pub fn capture(format: OutputFormat) -> (Printer, Captured) {
         let buf = Captured::default();
         let p = Printer {
@@ -164,9 +156,26 @@ impl Printer {
             progress: false,
             progress_lines: None,
             interactive: false,
-            out: Mutex::new(Box::new(buf.clone())),
+            out: Mutex::new(Box::new(buf.stdout_writer())),
+            err: Stderr::to(buf.stderr_writer()),
+            err_tty: false,
+            err_width: DEFAULT_WIDTH,
+            answers: None,
         };
         (p, buf)
+    }
+
+    /// A captured printer that answers its questions with `answers`, in order: each question
+    /// and its answer are written to stderr as a person would have seen them.
+    pub fn answering(mut self, answers: &[bool]) -> Printer {
+        self.interactive = true;
+        self.answers = Some(Mutex::new(answers.iter().copied().collect()));
+        self
+    }
+
+    /// The stderr half of the terminal, for code that has no printer (see [`Stderr`]).
+    pub fn stderr(&self) -> Stderr {
+        self.err.clone()
     }
 
     /// Whether progress is shown (a bar at a terminal, or lines without one): worth knowing
@@ -190,7 +199,8 @@ impl Printer {
         for (k, v) in rows {
             g.row(vec![Cell::new(k.as_str()), Cell::new(v.as_str())]);
         }
-        eprintln!("{}", g.render(self.plan_width(), self.color_stderr()));
+        self.err
+            .line(&g.render(self.plan_width(), self.color_stderr()));
     }
 
     /// The width a table on stdout is fitted to; `None` with `--output wide` (every column).
@@ -200,7 +210,7 @@ impl Printer {
 
     /// The width of the plan on stderr.
     fn plan_width(&self) -> Option<usize> {
-        (!self.wide).then(|| width_of(&io::stderr()))
+        (!self.wide).then_some(self.err_width)
     }
 
     /// Prose for people (a note), wrapped at spaces to stdout's width, the lines after the
@@ -264,7 +274,10 @@ impl Printer {
     #[cfg(test)]
     pub fn with_width(mut self, width: Option<usize>) -> Printer {
         match width {
-            Some(w) => self.width = w,
+            Some(w) => {
+                self.width = w;
+                self.err_width = w;
+            }
             None => self.wide = true,
         }
         self
@@ -273,7 +286,7 @@ impl Printer {
     /// A note that belongs to a plan (`nothing done`): shown with it.
     pub fn plan_note(&self, msg: &str, asked: bool) {
         if !self.quiet || asked {
-            eprintln!("{msg}");
+            self.err.line(msg);
         }
     }
 
@@ -317,7 +330,7 @@ impl Printer {
     /// Diagnostics for people, on stderr (suppressed by --quiet).
     pub fn note(&self, msg: &str) {
         if !self.quiet {
-            eprintln!("{msg}");
+            self.err.line(msg);
         }
     }
 
@@ -334,14 +347,37 @@ impl Printer {
             None => msg.to_string(),
         };
         if self.color_stderr() {
-            eprintln!("\x1b[33mwarning:\x1b[0m {text}");
+            self.err.line(&format!("\x1b[33mwarning:\x1b[0m {text}"));
         } else {
-            eprintln!("{lead}{text}");
+            self.err.line(&format!("{lead}{text}"));
+        }
+    }
+
+    /// A line on stderr whatever `--quiet` says (a run's own warning that must be seen).
+    pub fn notice(&self, msg: &str) {
+        self.err.line(msg);
+    }
+
+    /// The error that ends a command, and its hints, one `hint:` line each, on stderr
+    /// (secrets scrubbed). A closed stdout ends quietly; an interrupt or a cancelled question
+    /// says only that.
+    pub fn error(&self, e: &Error) {
+        match e.root() {
+            Error::ClosedOutput => {}
+            Error::Interrupted => self.err.line("interrupted"),
+            Error::Cancelled => self.err.line("cancelled; nothing done"),
+            _ => {
+                let mut text = format!("error: {}", crate::secrets::scrub(&e.to_string()));
+                for h in e.hints() {
+                    text.push_str(&format!("\n  hint: {}", crate::secrets::scrub(&h)));
+                }
+                self.err.line(&text);
+            }
         }
     }
 
     fn color_stderr(&self) -> bool {
-        self.color && io::stderr().is_terminal()
+        self.color && self.err_tty
     }
 
     /// A progress bar on stderr at a terminal; without one, a hidden bar whose state a line on
@@ -354,10 +390,12 @@ impl Printer {
             }
             bar.set_message(what.to_string());
             if let Some(every) = self.progress_lines {
-                progress::report_lines(&bar, every);
+                progress::report_lines(&bar, every, self.err.clone());
             }
             return bar;
         }
+        // A bar redraws itself in place: it is drawn on the terminal (stderr) by indicatif,
+        // only when stderr is one (`progress` says so), never into a capture.
         let bar = ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr());
         bar.set_style(progress::style(len.is_some()));
         bar.set_message(what.to_string());
@@ -379,6 +417,17 @@ impl Printer {
         if !self.interactive {
             return Err(Error::NoTerminal { what: what.into() });
         }
+        if let Some(answers) = &self.answers {
+            let answer = answers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop_front()
+                .ok_or_else(|| Error::NoTerminal { what: what.into() })?;
+            let said = if answer { "yes" } else { "no" };
+            self.err.line(&format!("{prompt} [y/N] {said}"));
+            return Ok(answer);
+        }
+        // dialoguer draws the question on the terminal itself (stderr), as a bar is drawn.
         dialoguer::Confirm::new()
             .with_prompt(prompt)
             .default(false)
@@ -416,24 +465,5 @@ fn map_stdout(e: io::Error) -> Error {
     }
 }
 
-/// An error that ends a command, and its hint, on stderr (secrets scrubbed). A closed stdout
-/// ends quietly; an interrupt or a cancelled question says only that.
-pub fn error(e: &crate::error::Error) {
-    use crate::error::Error;
-    match e.root() {
-        Error::ClosedOutput => {}
-        Error::Interrupted => eprintln!("interrupted"),
-        Error::Cancelled => eprintln!("cancelled; nothing done"),
-        _ => {
-            eprintln!("error: {}", crate::secrets::scrub(&e.to_string()));
-            if let Some(h) = e.hint() {
-                eprintln!("  hint: {}", crate::secrets::scrub(&h));
-            }
-        }
-    }
-}
-
-/// A line on stderr outside any command's output (the signal handler's notes).
-pub fn notice(msg: &str) {
-    eprintln!("{msg}");
-}
+#[cfg(test)]
+mod tests;

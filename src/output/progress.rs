@@ -24,7 +24,7 @@ pub(super) fn style(bar: bool) -> ProgressStyle {
 
 /// Print a line about `bar` on stderr every `every` until it is finished or dropped: what it
 /// does, how many so far (of how many, when known), how fast, for how long.
-pub(super) fn report_lines(bar: &ProgressBar, every: Duration) {
+pub(super) fn report_lines(bar: &ProgressBar, every: Duration, err: super::Stderr) {
     let weak = bar.downgrade();
     let tick = every.min(Duration::from_millis(100));
     std::thread::spawn(move || {
@@ -39,7 +39,7 @@ pub(super) fn report_lines(bar: &ProgressBar, every: Duration) {
             }
             if last.elapsed() >= every {
                 last = Instant::now();
-                eprintln!("{}", line(&bar));
+                err.line(&line(&bar));
             }
         }
     });

@@ -50,6 +50,8 @@ pub struct Query {
     failed: AtomicU64,
     /// Whether it says what it found when dropped (a `--where`; not a transform).
     flag_reports: bool,
+    /// Where it says so: the terminal's stderr (see [`Query::watch`]).
+    notes: crate::output::Stderr,
 }
 
 /// What a `--where` said of one message.
@@ -80,7 +82,7 @@ impl Drop for Query {
     fn drop(&mut self) {
         if self.flag_reports {
             for l in self.report("--where") {
-                crate::output::notice(&l);
+                self.notes.line(&l);
             }
         }
     }
@@ -103,15 +105,18 @@ impl Query {
         let loader = Loader::new(defs);
         let bad = |at: &str, what: String| {
             let pos = jaq_core::load::span(code, at).start;
-            Error::invalid_arg(
+            let e = Error::invalid_arg(
                 flag,
                 format!(
-                    "not a valid jq expression at character {}: {what} (in `{}`){}",
+                    "not a valid jq expression at character {}: {what} (in `{}`)",
                     code[..pos].chars().count() + 1,
                     crate::text::escape_controls(code),
-                    syntax_hint(code)
                 ),
-            )
+            );
+            match syntax_hint(code) {
+                Some(h) => e.hinted(h),
+                None => e,
+            }
         };
         let modules = loader
             .load(&arena, File { code, path: () })
@@ -180,6 +185,7 @@ impl Query {
             ran: AtomicBool::new(false),
             failed: AtomicU64::new(0),
             flag_reports: flag == "--where",
+            notes: crate::output::Stderr::default(),
         })
     }
 
@@ -187,9 +193,16 @@ impl Query {
         &self.source
     }
 
-    /// Stop an evaluation that spins when `interrupt` is set (Ctrl-C).
-    pub fn watch(&mut self, interrupt: &Interrupt) {
+    /// Stop an evaluation that spins when `interrupt` is set (Ctrl-C), and say what the run
+    /// should hear of the expression on `notes` (the printer's stderr).
+    pub fn watch(&mut self, interrupt: &Interrupt, notes: crate::output::Stderr) {
         self.limits.interrupt = Some(interrupt.clone());
+        self.notes = notes;
+    }
+
+    /// Where the expression's notes go (the filter's warning about a message it failed on).
+    pub fn notes(&self) -> &crate::output::Stderr {
+        &self.notes
     }
 
     /// The time one evaluation may take.
@@ -307,16 +320,16 @@ fn describe(v: &Val) -> String {
 }
 
 /// A hint for what people bring from other languages: `&&`, `||`, `!`.
-fn syntax_hint(code: &str) -> &'static str {
+fn syntax_hint(code: &str) -> Option<&'static str> {
     if code.contains("&&") || code.contains("||") {
-        "; jq writes `and` and `or`, not `&&` and `||`"
+        Some("jq writes `and` and `or`, not `&&` and `||`")
     } else if code
         .char_indices()
         .any(|(i, c)| c == '!' && !code[i + 1..].starts_with('='))
     {
-        "; jq negates with `| not` (or `!=`), not `!`"
+        Some("jq negates with `| not` (or `!=`), not `!`")
     } else {
-        ""
+        None
     }
 }
 
@@ -484,8 +497,10 @@ mod tests {
             ),
             ("!.a", "jq negates with `| not`"),
         ] {
-            let e = Query::compile("--where", code).unwrap_err().to_string();
-            assert!(e.contains(want), "{code}: {e}");
+            let err = Query::compile("--where", code).unwrap_err();
+            let e = err.to_string();
+            let shown = format!("{e}\n{}", err.hints().join("\n"));
+            assert!(shown.contains(want), "{code}: {shown}");
             assert!(e.contains("--where"), "{e}");
             assert_eq!(e.lines().count(), 1, "{e}");
         }

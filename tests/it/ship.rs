@@ -30,7 +30,7 @@ fn version_names_the_commit_the_backends_and_the_target() {
     assert_eq!(j["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(
         j["backends"],
-        serde_json::json!(["postgres", "sqs", "kafka", "redis", "rabbitmq"]),
+        serde_json::json!(["sqs", "kafka", "postgres", "redis", "rabbitmq"]),
         "{j}"
     );
     assert!(j["target"].as_str().unwrap().contains("linux"), "{j}");
@@ -55,7 +55,7 @@ fn version_names_the_commit_the_backends_and_the_target() {
     }
     assert_eq!(
         lines.next(),
-        Some("backends: postgres, sqs, kafka, redis, rabbitmq"),
+        Some("backends: sqs, kafka, postgres, redis, rabbitmq"),
         "{v}"
     );
     assert!(
@@ -71,7 +71,7 @@ fn version_names_the_commit_the_backends_and_the_target() {
     sb.write("dlqctl.toml", "this is not toml [");
     let t = sb.run(&["version", "--output", "table"]).ok().stdout;
     assert!(
-        t.contains("backends: postgres, sqs, kafka, redis, rabbitmq"),
+        t.contains("backends: sqs, kafka, postgres, redis, rabbitmq"),
         "{t}"
     );
 }

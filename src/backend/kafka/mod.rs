@@ -114,6 +114,14 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
 }
 
+/// Open an address of this backend (its line in `backend::OPENERS`).
+pub fn open<'a>(
+    addr: &'a crate::address::Address,
+    opts: &'a crate::backend::OpenOptions,
+) -> futures::future::BoxFuture<'a, crate::error::Result<Box<dyn crate::backend::QueueBackend>>> {
+    crate::backend::boxed(KafkaBackend::open(addr, opts))
+}
+
 impl KafkaBackend {
     pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<KafkaBackend> {
         let Address::Kafka(k) = addr else {
@@ -122,9 +130,13 @@ impl KafkaBackend {
         let mut b = KafkaBackend {
             addr: addr.clone(),
             k: k.clone(),
-            props: opts.kafka.properties.clone(),
-            lease_timeout: opts.kafka.lease_timeout.unwrap_or(Duration::from_secs(10)),
-            read_idle: opts.kafka.read_idle.unwrap_or(READ_IDLE),
+            props: opts.backends.kafka.properties.clone(),
+            lease_timeout: opts
+                .backends
+                .kafka
+                .lease_timeout
+                .unwrap_or(Duration::from_secs(10)),
+            read_idle: opts.backends.kafka.read_idle.unwrap_or(READ_IDLE),
             partitions: Vec::new(),
             topic_partitions: 0,
             id: opts.id.clone(),

@@ -17,7 +17,7 @@ use rdkafka::consumer::BaseConsumer;
 
 use super::reader::{ReadBatch, Reading};
 use super::*;
-use crate::backend::{Claim, Ticket};
+use crate::backend::{Claim, LocalMoves, Ticket};
 
 /// How many claimed batches may wait for their delivery reports at once.
 const IN_FLIGHT: usize = 4;
@@ -158,6 +158,10 @@ impl<'a> KafkaMoveSession<'a> {
 
 #[async_trait]
 impl MoveSession for KafkaMoveSession<'_> {
+    fn local(&mut self) -> Option<&mut dyn LocalMoves> {
+        Some(self)
+    }
+
     async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
         self.lease.check()?;
         let mut batch = match self.leftover.take() {
@@ -260,7 +264,10 @@ impl MoveSession for KafkaMoveSession<'_> {
             }
         }
     }
+}
 
+#[async_trait]
+impl LocalMoves for KafkaMoveSession<'_> {
     async fn move_locally(
         &mut self,
         _ticket: Ticket,

@@ -43,6 +43,21 @@ pub struct PgBackend {
     as_target: bool,
 }
 
+/// Open an address of this backend (its line in `backend::OPENERS`): a job system's dead
+/// jobs (`?system=`), else a dead-letter table.
+pub fn open<'a>(
+    addr: &'a Address,
+    opts: &'a OpenOptions,
+) -> futures::future::BoxFuture<'a, Result<Box<dyn crate::backend::QueueBackend>>> {
+    match addr {
+        Address::Postgres(crate::address::PgAddress {
+            target: crate::address::PgTarget::System(_),
+            ..
+        }) => crate::backend::boxed(systems::JobSystemBackend::open(addr, opts)),
+        _ => crate::backend::boxed(PgBackend::open(addr, opts)),
+    }
+}
+
 impl PgBackend {
     pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<PgBackend> {
         let Address::Postgres(pg) = addr else {

@@ -8,7 +8,16 @@
 
 use std::fmt;
 
-use crate::error::{Error, Result};
+use crate::address::form::{Form, invalid};
+use crate::error::Result;
+
+/// The forms as `--help` lists them.
+pub fn usage() -> String {
+    "amqp[s]://USER@HOST:PORT/VHOST?queue=NAME[&api=http://HOST:15672]  (a target also\n\
+     \x20 ?exchange=NAME&routing_key=KEY; the password from the URL, DLQCTL_AMQP_PASSWORD or\n\
+     \x20 [rabbitmq] password)"
+        .into()
+}
 
 /// A RabbitMQ address. The password is kept apart and never shown.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,13 +71,6 @@ impl AmqpAddress {
 }
 
 const PARAMS: [&str; 4] = ["queue", "exchange", "routing_key", "api"];
-
-fn invalid(input: &str, reason: &str) -> Error {
-    Error::InvalidAddress {
-        input: crate::text::escape_controls(&crate::secrets::redact(input.trim())),
-        reason: crate::text::escape_controls(reason),
-    }
-}
 
 /// Parse `amqp://…` or `amqps://…` (the scheme already checked by the caller).
 pub fn parse(input: &str) -> Result<AmqpAddress> {
@@ -239,6 +241,19 @@ impl fmt::Display for AmqpAddress {
             write!(f, "&api={a}")?;
         }
         Ok(())
+    }
+}
+
+impl Form for AmqpAddress {
+    /// The queue, or the exchange and its routing key.
+    fn brief(&self) -> String {
+        match &self.target {
+            AmqpTarget::Queue(q) => q.clone(),
+            AmqpTarget::Exchange {
+                exchange,
+                routing_key,
+            } => format!("exchange {exchange} key {routing_key}"),
+        }
     }
 }
 

@@ -54,7 +54,7 @@ impl RabbitBackend {
         let Address::Rabbitmq(a) = addr else {
             unreachable!("RabbitBackend::open with a non-RabbitMQ address")
         };
-        let broker = Broker::new(a, &opts.rabbitmq);
+        let broker = Broker::new(a, &opts.backends.rabbitmq);
         let api = Api::of(&broker)?;
         let idle = std::env::var("DLQCTL_AMQP_IDLE_MS")
             .ok()
@@ -169,10 +169,11 @@ impl RabbitBackend {
         Err(Error::invalid_arg(
             "QUEUE",
             format!(
-                "{} is a quorum queue with delivery-limit {limit} ({from}): every message a read gives back counts one delivery, and past the limit RabbitMQ {onward}. Pass --allow-onward-redrive to read anyway",
+                "{} is a quorum queue with delivery-limit {limit} ({from}): every message a read gives back counts one delivery, and past the limit RabbitMQ {onward}",
                 self.shown()
             ),
-        ))
+        )
+        .hinted("pass --allow-onward-redrive to read anyway"))
     }
 
     fn mode(&self, page: usize, exclusive: bool) -> ReadMode {

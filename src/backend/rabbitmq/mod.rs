@@ -41,3 +41,12 @@ mod sink;
 
 #[cfg(feature = "rabbitmq")]
 pub use backend::RabbitBackend;
+
+#[cfg(feature = "rabbitmq")]
+/// Open an address of this backend (its line in `backend::OPENERS`).
+pub fn open<'a>(
+    addr: &'a crate::address::Address,
+    opts: &'a crate::backend::OpenOptions,
+) -> futures::future::BoxFuture<'a, crate::error::Result<Box<dyn crate::backend::QueueBackend>>> {
+    crate::backend::boxed(RabbitBackend::open(addr, opts))
+}

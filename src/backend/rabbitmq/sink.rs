@@ -155,7 +155,8 @@ pub fn not_a_queue(shown: &str) -> Error {
     Error::invalid_arg(
         "QUEUE",
         format!(
-            "{shown} names an exchange: messages are read from a queue (?queue=NAME); an exchange is a target only"
+            "{shown} names an exchange: messages are read from a queue; an exchange is a target only"
         ),
     )
+    .hinted("name the queue with ?queue=NAME")
 }

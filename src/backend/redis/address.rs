@@ -5,13 +5,21 @@
 //! redis[s]://[USER[:PASSWORD]@]HOST[:PORT][/DB]?system=bullmq&queue=NAME[&prefix=bull]
 //! ```
 //!
-//! Parsed and shown here, whatever backends the build has (this file is compiled into
-//! `crate::address`; the backend itself is `crate::backend::redis`, behind the `redis` feature).
+//! Parsed and shown here, whatever backends the build has (the address registry,
+//! `address/registry.rs`, names this file; the rest of `backend/redis/` is behind the `redis`
+//! feature).
 
 use std::fmt;
 
-use super::{Address, invalid};
+use crate::address::form::{Form, invalid};
 use crate::error::Result;
+
+/// The forms as `--help` lists them.
+pub fn usage() -> String {
+    "redis[s]://HOST:PORT/DB?system=sidekiq[&queue=NAME][&namespace=NS][&set=retry]\n\
+     redis[s]://HOST:PORT/DB?system=bullmq&queue=NAME[&prefix=bull]"
+        .into()
+}
 
 /// A Redis job library dlqctl knows: `?system=`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +77,7 @@ const OWN: &[&str] = &["system", "queue", "namespace", "prefix", "set"];
 
 /// `redis://…` or `rediss://…`: the server and database, the credentials, then the query's
 /// parameters, checked together.
-pub(super) fn parse_redis(input: &str) -> Result<Address> {
+pub fn parse(input: &str) -> Result<RedisAddress> {
     let bad = |reason: String| invalid(input, &reason);
     let u = url::Url::parse(input).map_err(|e| bad(format!("not a URL: {e}")))?;
     let tls = u.scheme().eq_ignore_ascii_case("rediss");
@@ -88,7 +96,7 @@ pub(super) fn parse_redis(input: &str) -> Result<Address> {
     let system = q.system().map_err(bad)?;
     let set = q.set(system).map_err(bad)?;
     q.check_fits(system).map_err(bad)?;
-    Ok(Address::Redis(RedisAddress {
+    Ok(RedisAddress {
         tls,
         host,
         port,
@@ -100,7 +108,7 @@ pub(super) fn parse_redis(input: &str) -> Result<Address> {
         namespace: q.namespace,
         prefix: q.prefix,
         set,
-    }))
+    })
 }
 
 /// The database number in the path (`/3`), 0 when there is none.
@@ -278,9 +286,25 @@ impl fmt::Display for RedisAddress {
     }
 }
 
+impl Form for RedisAddress {
+    /// The system, its set, the queue.
+    fn brief(&self) -> String {
+        let set = match (self.system, self.set) {
+            (RedisSystem::Sidekiq, SidekiqSet::Retry) => " retry set",
+            (RedisSystem::Sidekiq, SidekiqSet::Dead) => " dead set",
+            (RedisSystem::BullMq, _) => "",
+        };
+        match &self.queue {
+            Some(q) => format!("{}{set} queue {q}", self.system.name()),
+            None => format!("{}{set}", self.system.name()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::address::Address;
 
     fn parse(s: &str) -> RedisAddress {
         match Address::parse(s).unwrap() {

@@ -8,8 +8,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
 
+use super::address::SidekiqSet;
 use super::{Library, RedisBackend, sidekiq};
-use crate::address::SidekiqSet;
 use crate::backend::{Check, Fact, Inspection, Status, Table, Term, VerifyFacts};
 use crate::config::{QueueConfig, Retention};
 use crate::error::Result;

@@ -8,37 +8,61 @@
 //! A job library is a source, never a target (`--to redis://…` is refused): a redrive
 //! without `--to` retries in place; `--to` another backend copies each job there with its
 //! id, then removes it from the dead set.
+//!
+//! `address.rs` is compiled in every build (an address parses whatever backends were built);
+//! everything else here with the `redis` feature, hence the `cfg` on each item.
 
+#[cfg(feature = "redis")]
 use std::collections::HashMap;
+#[cfg(feature = "redis")]
 use std::time::Duration;
 
+#[cfg(feature = "redis")]
 use async_trait::async_trait;
+#[cfg(feature = "redis")]
 use redis::aio::MultiplexedConnection;
 
-use crate::address::{Address, RedisAddress, RedisSystem};
+#[cfg(feature = "redis")]
+use crate::address::Address;
+#[cfg(feature = "redis")]
 use crate::backend::{
     Backlog, Capabilities, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
     QueueBackend, ScanOptions, TailOptions, VerifyFacts,
 };
+#[cfg(feature = "redis")]
 use crate::config::{IdSource, QueueConfig};
+#[cfg(feature = "redis")]
 use crate::error::{Error, Result};
+#[cfg(feature = "redis")]
 use crate::message::Message;
+#[cfg(feature = "redis")]
+use address::{RedisAddress, RedisSystem};
 
+pub mod address;
+#[cfg(feature = "redis")]
 mod bullmq;
+#[cfg(feature = "redis")]
 mod conn;
+#[cfg(feature = "redis")]
 mod facts;
+#[cfg(feature = "redis")]
 mod session;
+#[cfg(feature = "redis")]
 mod sidekiq;
+#[cfg(feature = "redis")]
 mod zset;
 
+#[cfg(feature = "redis")]
 use zset::{Cursor, Entry};
 
 /// Which library's jobs, resolved.
+#[cfg(feature = "redis")]
 enum Library {
     Sidekiq(sidekiq::Sidekiq),
     BullMq(bullmq::BullMq),
 }
 
+#[cfg(feature = "redis")]
 pub struct RedisBackend {
     addr: Address,
     ra: RedisAddress,
@@ -51,6 +75,16 @@ pub struct RedisBackend {
     detected: String,
 }
 
+#[cfg(feature = "redis")]
+/// Open an address of this backend (its line in `backend::OPENERS`).
+pub fn open<'a>(
+    addr: &'a crate::address::Address,
+    opts: &'a crate::backend::OpenOptions,
+) -> futures::future::BoxFuture<'a, crate::error::Result<Box<dyn crate::backend::QueueBackend>>> {
+    crate::backend::boxed(RedisBackend::open(addr, opts))
+}
+
+#[cfg(feature = "redis")]
 impl RedisBackend {
     pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<RedisBackend> {
         let Address::Redis(ra) = addr else {
@@ -190,6 +224,7 @@ impl RedisBackend {
     }
 }
 
+#[cfg(feature = "redis")]
 #[async_trait]
 impl QueueBackend for RedisBackend {
     fn address(&self) -> &Address {
@@ -267,14 +302,18 @@ impl QueueBackend for RedisBackend {
         true
     }
 
+    fn retries_edits_in_place(&self) -> bool {
+        true
+    }
+
     fn describe_move(&self, how: &crate::backend::MoveHow) -> String {
         let Address::Redis(r) = &self.addr else {
             unreachable!("redis address")
         };
         // The library by its own name (the address says `system=sidekiq`).
         let (library, bull) = match r.system {
-            crate::address::RedisSystem::Sidekiq => ("Sidekiq", false),
-            crate::address::RedisSystem::BullMq => ("BullMQ", true),
+            RedisSystem::Sidekiq => ("Sidekiq", false),
+            RedisSystem::BullMq => ("BullMQ", true),
         };
         match (how.purge, how.archived) {
             (true, archived) if bull => crate::backend::archive_then(
@@ -369,7 +408,7 @@ impl QueueBackend for RedisBackend {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "redis"))]
 mod tests {
     /// docs/systems/ show the scripts dlqctl runs verbatim: a change to one fails here until
     /// the page shows it.
@@ -381,5 +420,6 @@ mod tests {
         assert!(bq.contains(include_str!("bullmq_reprocessJob-9.lua")));
         assert!(bq.contains(super::bullmq::RETRY_SCRIPT));
         assert!(bq.contains(include_str!("bullmq_removeJob-2.lua")));
+        assert!(bq.contains(include_str!("bullmq_editJob.lua")));
     }
 }

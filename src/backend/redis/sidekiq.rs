@@ -11,8 +11,8 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::address::{RedisAddress, SidekiqSet};
 use super::zset::Entry;
-use crate::address::{RedisAddress, SidekiqSet};
 use crate::message::{AttrValue, Attribute, ErrorInfo, Message, REDRIVE_COUNT_ATTRIBUTE};
 
 /// The retry, as one script per batch (docs/systems/sidekiq.md shows it verbatim).
@@ -193,6 +193,19 @@ pub(super) fn retry_payload(
     }
     let out = serde_json::to_vec(&job).map_err(|e| e.to_string())?;
     Ok((queue, out))
+}
+
+/// The dead job `member` with its `args` replaced by `body` (`dlqctl edit`'s copy: a JSON
+/// array), every other field kept byte for byte.
+pub(super) fn with_args(member: &[u8], body: &[u8]) -> Result<Vec<u8>, String> {
+    let mut job: IndexMap<String, Box<RawValue>> = serde_json::from_slice(member)
+        .map_err(|e| format!("sidekiq: the dead job is not a JSON object ({e}); left dead"))?;
+    let args = serde_json::from_slice::<Box<RawValue>>(body)
+        .ok()
+        .filter(|a| a.get().trim_start().starts_with('['))
+        .ok_or("sidekiq: the edited body is not a JSON array (a job's args); left dead")?;
+    job.insert("args".into(), args);
+    serde_json::to_vec(&job).map_err(|e| e.to_string())
 }
 
 /// Sidekiq 8 writes times as integer milliseconds; up to 7, float seconds.

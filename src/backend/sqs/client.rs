@@ -121,8 +121,9 @@ pub(super) async fn client_for(a: &SqsAddress, o: &AwsOptions) -> Result<Client>
     if conf.region().is_none() {
         return Err(Error::invalid_arg(
             "--region",
-            "no AWS region: set AWS_REGION or a region in the AWS profile, pass --region, or use a queue URL or ARN",
-        ));
+            "no AWS region",
+        )
+        .hinted("set AWS_REGION or a region in the AWS profile, pass --region, or use a queue URL or ARN"));
     }
     let conf = aws_sdk_sqs::config::Builder::from(&conf)
         .interceptor(CountRequests)

@@ -71,6 +71,14 @@ pub(crate) fn arn_address(arn: &str) -> Option<Address> {
     Address::parse(arn).ok()
 }
 
+/// Open an address of this backend (its line in `backend::OPENERS`).
+pub fn open<'a>(
+    addr: &'a crate::address::Address,
+    opts: &'a crate::backend::OpenOptions,
+) -> futures::future::BoxFuture<'a, crate::error::Result<Box<dyn crate::backend::QueueBackend>>> {
+    crate::backend::boxed(SqsBackend::open(addr, opts))
+}
+
 impl SqsBackend {
     pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<SqsBackend> {
         let Address::Sqs(a) = addr else {
@@ -192,12 +200,13 @@ impl SqsBackend {
             return Err(Error::invalid_arg(
                 "QUEUE",
                 format!(
-                    "{} has its own RedrivePolicy (maxReceiveCount {}, to {}): every read counts as a receive and can move messages onward. Pass --allow-onward-redrive to read anyway",
+                    "{} has its own RedrivePolicy (maxReceiveCount {}, to {}): every read counts as a receive and can move messages onward",
                     self.name,
                     p["maxReceiveCount"],
                     p["deadLetterTargetArn"].as_str().unwrap_or("?")
                 ),
-            ));
+            )
+            .hinted("pass --allow-onward-redrive to read anyway"));
         }
         Ok(())
     }

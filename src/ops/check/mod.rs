@@ -39,22 +39,15 @@ impl Baseline {
     /// would be reported as new.
     pub fn load(path: &Path) -> Result<Baseline> {
         let shown = path.display().to_string();
+        let write_one = format!(
+            "write one with `dlqctl classify QUEUE --by fingerprint --output json > {shown}`"
+        );
         let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::invalid_arg(
-                "--baseline",
-                format!(
-                    "cannot read {}; write one with `dlqctl classify QUEUE --by fingerprint --output json > {shown}`",
-                    Error::io(path, e)
-                ),
-            )
+            Error::invalid_arg("--baseline", format!("cannot read {}", Error::io(path, e)))
+                .hinted(write_one.clone())
         })?;
         let bad = |why: &str| {
-            Error::invalid_arg(
-                "--baseline",
-                format!(
-                    "{shown}: {why}; write one with `dlqctl classify QUEUE --by fingerprint --output json > {shown}`"
-                ),
-            )
+            Error::invalid_arg("--baseline", format!("{shown}: {why}")).hinted(write_one.clone())
         };
         let v: Value = serde_json::from_str(&text).map_err(|e| {
             bad(&format!(

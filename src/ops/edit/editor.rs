@@ -75,12 +75,8 @@ impl Kept {
         if matches!(e.root(), Error::Cancelled | Error::Interrupted) {
             return e;
         }
-        let hint = match e.hint() {
-            Some(h) => format!("{h}; "),
-            None => String::new(),
-        };
-        e.hinted(format!(
-            "{hint}your edit is kept in {}: run the same `dlqctl edit` to reopen it (delete the file to start from the message as it is now)",
+        e.and_hint(format!(
+            "your edit is kept in {}: run the same `dlqctl edit` to reopen it (delete the file to start from the message as it is now)",
             self.path.display()
         ))
     }

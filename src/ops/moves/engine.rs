@@ -41,8 +41,7 @@ pub(super) async fn move_loop(run: &mut Run<'_>, backlog: Option<u64>) -> Result
     let local = run
         .fixed
         .clone()
-        .filter(|f| source.can_move_locally(f))
-        .filter(|_| req.local_allowed());
+        .filter(|f| source.can_move_locally(f) && req.local_allowed(source, f));
     let need_content = !req.filter.is_empty() || local.is_none() || req.max_redrives.is_some();
     let mut session = source
         .begin_move(MoveOptions {
@@ -164,7 +163,11 @@ async fn move_batches(
                 && req.one_step_allowed()
                 && one_step
             {
-                match session.move_next_locally(dest, n).await? {
+                let next = match session.local() {
+                    Some(l) => l.move_next_locally(dest, n).await?,
+                    None => LocalNext::ClaimFirst,
+                };
+                match next {
                     LocalNext::Moved(b) => counted_local_step(run, dest, b).await,
                     LocalNext::Exhausted => break,
                     // This session claims first: from now on, batch by batch below.
@@ -347,8 +350,23 @@ async fn local_batch(
     batch: &[Message],
     taken: &[usize],
 ) -> Result<()> {
+    let edited = run.req.transform.is_some();
+    let Some(local) = session.local() else {
+        return Err(Error::Unsupported {
+            backend: "this backend",
+            operation: "local moves",
+            reason: "its move session has none".into(),
+        });
+    };
+    let outcomes = if edited {
+        // `edit` in place: the edited copy is retried.
+        local
+            .move_locally_edited(ticket, dest, taken, batch)
+            .await?
+    } else {
+        local.move_locally(ticket, dest, taken).await?
+    };
     let Run { s, tally, bar, .. } = run;
-    let outcomes = session.move_locally(ticket, dest, taken).await?;
     let key = dest.to_string();
     for (&i, o) in taken.iter().zip(&outcomes) {
         record(s, tally, &key, &batch[i].id, o);

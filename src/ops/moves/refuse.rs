@@ -19,8 +19,9 @@ pub(super) fn refuse_guard_without_park(
     {
         return Err(Error::invalid_arg(
             "--max-redrives",
-            "on Kafka a record the loop guard holds would be committed past as soon as a later record of its partition moves (one committed offset covers every record before it), so it could never be parked or redriven later: with --max-redrives (or max_redrives in dlqctl.toml) pass --park TARGET (a topic, queue or table) to move such records aside",
-        ));
+            "on Kafka a record the loop guard holds would be committed past as soon as a later record of its partition moves (one committed offset covers every record before it), so it could never be parked or redriven later",
+        )
+        .hinted("with --max-redrives (or max_redrives in dlqctl.toml) pass --park TARGET (a topic, queue or table) to move such records aside"));
     }
     Ok(())
 }
@@ -31,7 +32,7 @@ pub(super) fn refuse_slices(req: &MoveRequest) -> Result<()> {
     if req.mode == Mode::Redrive
         && let Some(why) = req.source.address.redrive_slice_refusal()
     {
-        return Err(Error::invalid_arg("QUEUE", why));
+        return Err(Error::invalid_arg("QUEUE", why).hinted("use `dlqctl replay` for a slice"));
     }
     Ok(())
 }

@@ -40,10 +40,11 @@ fn archive_error(e: Error) -> Error {
             Error::invalid_arg(
                 "--archive",
                 format!(
-                    "cannot create {}: the directory {dir} does not exist; create it first, or archive to a path in an existing directory",
+                    "cannot create {}: the directory {dir} does not exist",
                     path.display()
                 ),
             )
+            .hinted("create it first, or archive to a path in an existing directory")
         }
         e => e,
     }
@@ -56,8 +57,7 @@ fn target_options(ctx: &Ctx, columns: std::collections::BTreeMap<String, String>
         columns,
         as_target: true,
         aws: ctx.aws.clone(),
-        kafka: ctx.config.kafka.clone(),
-        rabbitmq: ctx.config.rabbitmq.clone(),
+        backends: ctx.config.backends(),
         exactly_once: false,
     }
 }
@@ -140,8 +140,9 @@ impl Setup {
         {
             targets.get(f).await?;
         }
-        let local =
-            fixed.as_ref().is_some_and(|f| source.can_move_locally(f)) && req.local_allowed();
+        let local = fixed
+            .as_ref()
+            .is_some_and(|f| source.can_move_locally(f) && req.local_allowed(source, f));
         if let Some((park, _)) = &req.park {
             targets.get(park).await?;
         }
@@ -247,10 +248,7 @@ fn refuse_unfit(
     in_place: bool,
 ) -> Result<()> {
     if req.mode == Mode::Replay && fixed.is_none() {
-        return Err(Error::invalid_arg(
-            "--to",
-            "replay needs a target: --to QUEUE",
-        ));
+        return Err(Error::invalid_arg("--to", "replay needs a target").hinted("pass --to QUEUE"));
     }
     if req.exactly_once && !(caps.exactly_once && fixed.is_some_and(|f| source.can_move_locally(f)))
     {
@@ -259,15 +257,17 @@ fn refuse_unfit(
             "needs a Kafka dead-letter topic and --to a topic on the same cluster (kafka://SAME-BROKERS/TOPIC)",
         ));
     }
-    if (req.transform.is_some() || req.park.is_some()) && in_place {
+    let edit = fixed.is_some_and(|f| req.edit_in_place(source, f));
+    if ((req.transform.is_some() && !edit) || req.park.is_some()) && in_place {
         return Err(Error::invalid_arg(
             if req.transform.is_some() {
                 "--transform"
             } else {
                 "--park"
             },
-            "this redrive retries each job in place: nothing is copied, so there is nothing to transform or park; redrive --to another queue for that",
-        ));
+            "this redrive retries each job in place: nothing is copied, so there is nothing to transform or park",
+        )
+        .hinted("redrive --to another queue to transform or park"));
     }
     if !req.headers.is_empty() && in_place {
         return Err(Error::invalid_arg(
@@ -279,10 +279,11 @@ fn refuse_unfit(
         return Err(Error::invalid_arg(
             "--to",
             format!(
-                "no destination for {}: pass --to TARGET, or set `source` in dlqctl.toml (PostgreSQL: or &source=SCHEMA.TABLE in the URL)",
+                "no destination for {}",
                 req.source.address
             ),
-        ));
+        )
+        .hinted("pass --to TARGET, or set `source` in dlqctl.toml (PostgreSQL: or &source=SCHEMA.TABLE in the URL)"));
     }
     Ok(())
 }

@@ -94,20 +94,22 @@ impl Targets {
                     Mode::Purge => Error::invalid_arg(
                         "--archive",
                         format!(
-                            "{addr} is the queue being purged: an archive keeps copies somewhere else (FILE.jsonl, another table, queue or topic)"
+                            "{addr} is the queue being purged: an archive keeps copies somewhere else"
                         ),
-                    ),
+                    )
+                    .hinted("archive to FILE.jsonl, or to another table, queue or topic"),
                     mode => Error::invalid_arg(
                         "--to",
                         format!(
-                            "{addr} is the queue being read: its copies would be read again{}; pass another --to",
+                            "{addr} is the queue being read: its copies would be read again{}",
                             if mode != Mode::Replay {
                                 " and moved once more, without end"
                             } else {
                                 ""
                             }
                         ),
-                    ),
+                    )
+                    .hinted("pass another --to"),
                 });
             }
             self.open.insert(key.clone(), b);

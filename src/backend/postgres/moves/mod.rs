@@ -26,7 +26,9 @@ use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 use super::layout::{Layout, PayloadKind, QUEUE_COLUMNS};
 use super::{PgBackend, pg_err, row_to_message, write};
 use crate::address::{Address, PgAddress};
-use crate::backend::{Claim, LocalBatch, LocalNext, MoveOptions, MoveSession, SendOutcome, Ticket};
+use crate::backend::{
+    Claim, LocalBatch, LocalMoves, LocalNext, MoveOptions, MoveSession, SendOutcome, Ticket,
+};
 use crate::error::{Error, Result};
 use crate::message::Message;
 
@@ -296,6 +298,10 @@ impl PgMoveSession<'_> {
 
 #[async_trait]
 impl MoveSession for PgMoveSession<'_> {
+    fn local(&mut self) -> Option<&mut dyn LocalMoves> {
+        Some(self)
+    }
+
     async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
         assert!(self.tx.is_none(), "settle the last batch first");
         let Some(end) = self.end.clone() else {
@@ -403,7 +409,10 @@ impl MoveSession for PgMoveSession<'_> {
         self.batch.clear();
         Ok(())
     }
+}
 
+#[async_trait]
+impl LocalMoves for PgMoveSession<'_> {
     async fn move_next_locally(&mut self, target: &Address, n: usize) -> Result<LocalNext> {
         // Only where no row can need a per-row decision: no configured id, and a target that
         // holds every source row as is.

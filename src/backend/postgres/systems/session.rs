@@ -10,7 +10,8 @@ use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 use super::backend::JobSystemBackend;
 use crate::address::Address;
 use crate::backend::{
-    Claim, LocalBatch, LocalNext, MoveOptions, MoveSession, QueueBackend, SendOutcome, Ticket,
+    Claim, LocalBatch, LocalMoves, LocalNext, MoveOptions, MoveSession, QueueBackend, SendOutcome,
+    Ticket,
 };
 use crate::error::Result;
 use crate::message::Message;
@@ -421,6 +422,10 @@ fn is_unique_violation(e: &sqlx::Error) -> bool {
 
 #[async_trait]
 impl MoveSession for SystemMoveSession<'_> {
+    fn local(&mut self) -> Option<&mut dyn LocalMoves> {
+        Some(self)
+    }
+
     async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
         let rows = self.claim(n, &self.b.sys.select_list()).await?;
         if rows.is_empty() {
@@ -455,7 +460,10 @@ impl MoveSession for SystemMoveSession<'_> {
         tx.commit().await.map_err(|e| self.b.err(e))?;
         Ok(())
     }
+}
 
+#[async_trait]
+impl LocalMoves for SystemMoveSession<'_> {
     /// An unfiltered redrive in place: each batch is one claim of keys (no content read) and
     /// the system's retry as one statement; only a batch that meets a unique violation goes
     /// key by key (`run_each`).

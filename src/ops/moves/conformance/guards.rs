@@ -187,7 +187,8 @@ async fn where_settling_is_by_position_the_loop_guard_needs_a_park() {
         req.dry_run = dry_run;
         let e = run(&ctx, req).await.unwrap_err();
         assert_eq!(e.exit_code(), exit::USAGE, "{e}");
-        assert!(e.to_string().contains("--park"), "{e}");
+        assert!(e.to_string().contains("could never be parked"), "{e}");
+        assert!(e.hints().concat().contains("pass --park TARGET"), "{e}");
     }
     assert_eq!(pair.ids(&pair.dlq), all(10), "nothing moved");
     let park = Address::parse("postgres://app@db.internal/orders?table=parked").unwrap();

@@ -21,6 +21,7 @@ use crate::settings::{Ctx, Interrupt, resolve_queue};
 
 mod guards;
 mod predict;
+mod terminal;
 mod transforms;
 
 const DLQ: &str = "postgres://app@db.internal/orders?table=dead_letters";
