@@ -278,6 +278,11 @@ pub trait QueueBackend: Send + Sync {
     fn retries_in_place(&self) -> bool {
         false
     }
+    /// Whether a retry in place can retry a job changed (`dlqctl edit`: its body as edited),
+    /// through [`MoveSession::move_locally_edited`].
+    fn retries_edits_in_place(&self) -> bool {
+        false
+    }
     /// What a filtered run costs to read, where reading has a price the plan should name
     /// (SQS: receive calls, receive counts, billing). `backlog`: the plan's count, if any.
     fn describe_filtered_read(&self, _backlog: Option<Backlog>) -> Option<String> {

@@ -207,4 +207,22 @@ pub trait LocalMoves: Send {
         target: &Address,
         selected: &[usize],
     ) -> Result<Vec<SendOutcome>>;
+
+    /// [`LocalMoves::move_locally`] retrying in place the edited copies in `batch` (at the
+    /// `selected` indices) instead of the jobs as they are (only called when
+    /// [`QueueBackend::retries_edits_in_place`](crate::backend::QueueBackend::retries_edits_in_place)
+    /// said yes).
+    async fn move_locally_edited(
+        &mut self,
+        _ticket: Ticket,
+        _target: &Address,
+        _selected: &[usize],
+        _batch: &[Message],
+    ) -> Result<Vec<SendOutcome>> {
+        Err(crate::error::Error::Unsupported {
+            backend: "this backend",
+            operation: "retrying an edited job in place",
+            reason: "its retry takes the job as it is".into(),
+        })
+    }
 }

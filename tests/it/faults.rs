@@ -243,10 +243,12 @@ fn hash(s: &str) -> u64 {
 
 /// The faults a PostgreSQL pair meets: the connection reset mid-batch, between the copy and
 /// the delete, around the commit; a stall.
-async fn pg_faults<P: Pair>(p: &mut P, f: &mut Figures) {
+/// `ranges`: the pair moves by key range, each batch one statement that is its own
+/// transaction (no `COMMIT` is sent: the statement's own commit is the point to fault).
+async fn pg_faults<P: Pair>(p: &mut P, f: &mut Figures, ranges: bool) {
     let proxy = Proxy::start(p.upstream(), false);
     p.via(proxy.port);
-    let cases: Vec<(&str, Trigger, usize, When)> = vec![
+    let mut cases: Vec<(&str, Trigger, usize, When)> = vec![
         (
             "reset mid-batch (the copy statement)",
             Trigger::Bytes(b"INSERT INTO".to_vec()),
@@ -265,25 +267,36 @@ async fn pg_faults<P: Pair>(p: &mut P, f: &mut Figures) {
             2,
             When::AfterResponse,
         ),
-        (
-            "reset before a COMMIT",
-            Trigger::Bytes(b"COMMIT".to_vec()),
-            3,
-            When::Before,
-        ),
-        (
-            "reset after a COMMIT, before its answer",
-            Trigger::Bytes(b"COMMIT".to_vec()),
-            3,
-            When::AfterResponse,
-        ),
-        (
-            "a 2 s stall on a COMMIT",
-            Trigger::Bytes(b"COMMIT".to_vec()),
+    ];
+    if ranges {
+        cases.push((
+            "a 2 s stall on a range statement",
+            Trigger::Bytes(b"WITH b AS".to_vec()),
             2,
             When::Stall(Duration::from_secs(2)),
-        ),
-    ];
+        ));
+    } else {
+        cases.extend([
+            (
+                "reset before a COMMIT",
+                Trigger::Bytes(b"COMMIT".to_vec()),
+                3,
+                When::Before,
+            ),
+            (
+                "reset after a COMMIT, before its answer",
+                Trigger::Bytes(b"COMMIT".to_vec()),
+                3,
+                When::AfterResponse,
+            ),
+            (
+                "a 2 s stall on a COMMIT",
+                Trigger::Bytes(b"COMMIT".to_vec()),
+                2,
+                When::Stall(Duration::from_secs(2)),
+            ),
+        ]);
+    }
     for (what, t, nth, when) in cases {
         let codes: &[i32] = if matches!(when, When::Stall(_)) {
             &[0]
@@ -300,7 +313,7 @@ async fn pg_faults<P: Pair>(p: &mut P, f: &mut Figures) {
 async fn pg_same_database_survives_kills_and_faults() {
     let mut p = PgSameDb::new();
     let mut f = kill_points(&mut p, points()).await;
-    pg_faults(&mut p, &mut f).await;
+    pg_faults(&mut p, &mut f, true).await;
     f.report("pg-same-db", "generic layout, one transaction per batch");
 }
 
@@ -308,7 +321,7 @@ async fn pg_same_database_survives_kills_and_faults() {
 async fn pg_two_databases_survive_kills_and_faults() {
     let mut p = PgTwoDb::new();
     let mut f = kill_points(&mut p, points()).await;
-    pg_faults(&mut p, &mut f).await;
+    pg_faults(&mut p, &mut f, false).await;
     f.report("pg-two-db", "copy into another database, then delete");
 }
 
@@ -325,11 +338,12 @@ async fn a_job_system_survives_kills_and_faults() {
             2,
             When::Before,
         ),
+        // Each range retry is one statement and its own transaction: no COMMIT is sent.
         (
-            "reset after a COMMIT, before its answer",
-            Trigger::Bytes(b"COMMIT".to_vec()),
+            "a 2 s stall on a range retry",
+            Trigger::Bytes(b"UPDATE".to_vec()),
             2,
-            When::AfterResponse,
+            When::Stall(Duration::from_secs(2)),
         ),
     ] {
         f.duplicates += fault(&mut p, &proxy, |x| x.arm(t, nth, when), &[0, 3], what).await;

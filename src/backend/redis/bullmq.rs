@@ -23,6 +23,12 @@ pub(super) const KNOWN_MAJOR: &str = "bullmq:6.";
 /// is stated in docs/systems/bullmq.md), with the loop guard's count on each retried job's
 /// hash (`ARGV[6]` = "1"). One code per job: 1 retried, -1 hash gone, -3 no longer failed.
 pub(super) const RETRY_SCRIPT: &str = include_str!("bullmq_reprocessJobs.lua");
+/// `dlqctl edit` in place: the edited data set (while the job is failed as it was opened),
+/// then the batched retry of that one job, in one script (docs/systems/bullmq.md#edit).
+pub(super) const EDIT_SCRIPT: &str = concat!(
+    include_str!("bullmq_editJob.lua"),
+    include_str!("bullmq_reprocessJobs.lua")
+);
 
 /// BullMQ 6.7.6's `reprocessJob-9.lua` verbatim: what the batched script is derived from
 /// (and what the tests hold it to).

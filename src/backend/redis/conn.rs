@@ -81,9 +81,16 @@ pub(super) fn err(target: &str, password_from: &'static str, e: redis::RedisErro
         };
     }
     if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() || e.is_connection_refusal() {
-        return Error::Unreachable {
+        let certificate = reason.contains("certificate");
+        let e = Error::Unreachable {
             target: target.into(),
             reason,
+        };
+        // rustls refused the server's certificate: say how a private CA is trusted.
+        return if certificate {
+            e.hinted("the server's certificate must be signed by a CA in the system's store, or in the PEM file SSL_CERT_FILE names (docs/systems/sidekiq.md#tls)")
+        } else {
+            e
         };
     }
     Error::Backend {

@@ -302,6 +302,10 @@ impl QueueBackend for RedisBackend {
         true
     }
 
+    fn retries_edits_in_place(&self) -> bool {
+        true
+    }
+
     fn describe_move(&self, how: &crate::backend::MoveHow) -> String {
         let Address::Redis(r) = &self.addr else {
             unreachable!("redis address")
@@ -416,5 +420,6 @@ mod tests {
         assert!(bq.contains(include_str!("bullmq_reprocessJob-9.lua")));
         assert!(bq.contains(super::bullmq::RETRY_SCRIPT));
         assert!(bq.contains(include_str!("bullmq_removeJob-2.lua")));
+        assert!(bq.contains(include_str!("bullmq_editJob.lua")));
     }
 }

@@ -25,6 +25,9 @@ pub(super) struct RedisMoveSession<'a> {
     hi: Option<f64>,
     /// The claimed batch: each job's entry and stable id.
     claimed: Vec<(Entry, String)>,
+    /// BullMQ, when the jobs' hashes are read: each claimed job's `data` as read (an edit sets
+    /// its own only while the job still has that).
+    read_data: Vec<Vec<u8>>,
     /// BullMQ: claim batches by their ids alone, without reading the jobs' hashes (and, for
     /// the loop guard alone, each job's redrive count).
     ids_only: bool,
@@ -60,21 +63,30 @@ impl<'a> RedisMoveSession<'a> {
             cursor: Cursor::default(),
             hi,
             claimed: Vec::new(),
+            read_data: Vec::new(),
             opts,
             retry_sha,
             remove_sha,
         })
     }
 
-    /// Retry the claimed jobs at `selected` in place: one outcome each.
-    async fn retry(&mut self, selected: &[usize]) -> Result<Vec<SendOutcome>> {
+    /// Retry the claimed jobs at `selected` in place: one outcome each. `edited`: `dlqctl
+    /// edit`'s batch, whose copies at `selected` are retried instead (their body only).
+    async fn retry(
+        &mut self,
+        selected: &[usize],
+        edited: Option<&[Message]>,
+    ) -> Result<Vec<SendOutcome>> {
         if selected.is_empty() {
             return Ok(Vec::new());
         }
         let b = self.b;
-        let s = match &b.lib {
-            Library::BullMq(q) => return self.retry_bullmq(q, selected).await,
-            Library::Sidekiq(s) => s,
+        let s = match (&b.lib, edited) {
+            (Library::BullMq(q), None) => return self.retry_bullmq(q, selected).await,
+            (Library::BullMq(q), Some(batch)) => {
+                return self.retry_bullmq_edited(q, selected, batch).await;
+            }
+            (Library::Sidekiq(s), _) => s,
         };
         let jobs: Vec<&(Entry, String)> = selected.iter().map(|&i| &self.claimed[i]).collect();
         let mut con = self.b.con.clone();
@@ -87,8 +99,12 @@ impl<'a> RedisMoveSession<'a> {
             .arg(s.queues_key())
             .arg(&s.prefix);
         let mut sent = 0;
-        for (e, _) in &jobs {
-            match sidekiq::retry_payload(&e.member, self.opts.count_redrive, now) {
+        for (k, (e, _)) in jobs.iter().enumerate() {
+            let member = match edited.map(|batch| self.edited_job(s, e, &batch[selected[k]])) {
+                None => Ok(e.member.clone()),
+                Some(m) => m,
+            };
+            match member.and_then(|m| sidekiq::retry_payload(&m, self.opts.count_redrive, now)) {
                 Ok((queue, payload)) => {
                     cmd.arg(&e.member).arg(queue).arg(payload);
                     outcomes.push(None);
@@ -114,6 +130,88 @@ impl<'a> RedisMoveSession<'a> {
                 })
             })
             .collect())
+    }
+
+    /// Sidekiq: the dead job `e` as `copy` (`dlqctl edit`'s) has it: its `args` the copy's
+    /// body; a copy whose other fields changed is refused (they are Sidekiq's own).
+    fn edited_job(
+        &self,
+        s: &sidekiq::Sidekiq,
+        e: &Entry,
+        copy: &Message,
+    ) -> std::result::Result<Vec<u8>, String> {
+        if let Some(mut opened) = s.to_message(e) {
+            crate::backend::finish_read(&mut opened, self.b.id.as_ref());
+            only_body_changed(&opened, copy, "sidekiq", "args")?;
+        }
+        sidekiq::with_args(&e.member, &copy.body)
+    }
+
+    /// BullMQ, `dlqctl edit`: each edited job by one call of bullmq_editJob.lua and the
+    /// batched `reprocessJob` (its `data` set to the copy's body while it is still failed with
+    /// the `data` this run read, then retried); a copy whose other fields differ from the
+    /// job's now is refused.
+    async fn retry_bullmq_edited(
+        &mut self,
+        q: &bullmq::BullMq,
+        selected: &[usize],
+        batch: &[Message],
+    ) -> Result<Vec<SendOutcome>> {
+        let sha = script_load(self.b, bullmq::EDIT_SCRIPT).await?;
+        let mut con = self.b.con.clone();
+        let mut out = Vec::with_capacity(selected.len());
+        for &i in selected {
+            let (e, id) = &self.claimed[i];
+            let h: std::collections::HashMap<String, Vec<u8>> = redis::cmd("HGETALL")
+                .arg(q.key(id))
+                .query_async(&mut con)
+                .await
+                .map_err(|e| self.b.err(e))?;
+            let opened = q.to_message(id, e.score, &h).map(|mut m| {
+                crate::backend::finish_read(&mut m, self.b.id.as_ref());
+                m
+            });
+            let checked = match &opened {
+                None => Err("bullmq: the job's hash is gone (removed meanwhile)".to_string()),
+                Some(o) => only_body_changed(o, &batch[i], "bullmq", "data"),
+            };
+            if let Err(reason) = checked {
+                out.push(SendOutcome::Rejected { reason });
+                continue;
+            }
+            let mut cmd = redis::cmd("EVALSHA");
+            cmd.arg(&sha).arg(8);
+            for k in [
+                "events",
+                "failed",
+                "wait",
+                "meta",
+                "active",
+                "marker",
+                "prioritized",
+                "pc",
+            ] {
+                cmd.arg(q.key(k));
+            }
+            cmd.arg(&q.base)
+                .arg("failedReason")
+                .arg("failed")
+                .arg("0")
+                .arg("0")
+                .arg(if self.opts.count_redrive { "1" } else { "0" })
+                .arg(&e.member)
+                .arg(self.read_data.get(i).map(Vec::as_slice).unwrap_or_default())
+                .arg(&batch[i].body);
+            let codes: Vec<i64> = cmd.query_async(&mut con).await.map_err(|e| self.b.err(e))?;
+            out.push(match codes.first() {
+                Some(&-3) => SendOutcome::Rejected {
+                    reason: "bullmq: no longer failed as it was read (retried, removed or changed meanwhile); nothing changed".into(),
+                },
+                Some(&c) => bullmq_outcome(c),
+                None => bullmq_outcome(0),
+            });
+        }
+        Ok(out)
     }
 
     /// BullMQ: the batch in one call of the batched `reprocessJob` (bullmq_reprocessJobs.lua).
@@ -237,6 +335,23 @@ struct Ahead {
     page: Vec<Entry>,
 }
 
+/// An edited copy retried in place carries its body only (Sidekiq's `args`, BullMQ's
+/// `data`): a change to anything else is refused, with the reason.
+fn only_body_changed(
+    opened: &Message,
+    copy: &Message,
+    library: &str,
+    field: &str,
+) -> std::result::Result<(), String> {
+    if opened.attributes != copy.attributes || opened.key != copy.key || opened.group != copy.group
+    {
+        return Err(format!(
+            "{library}: a job retried in place can be edited in its body (the job's `{field}`) only; its other fields are {library}'s own: left where it is"
+        ));
+    }
+    Ok(())
+}
+
 /// What BullMQ's `reprocessJob` answered for one job.
 fn bullmq_outcome(code: i64) -> SendOutcome {
     match code {
@@ -276,6 +391,7 @@ impl MoveSession for RedisMoveSession<'_> {
             return Ok(None);
         };
         self.claimed.clear();
+        self.read_data.clear();
         self.last_n = n;
         if self.ids_only {
             let entries = self.next_ids(n, hi).await?;
@@ -306,8 +422,12 @@ impl MoveSession for RedisMoveSession<'_> {
             return Ok(None);
         };
         let mut messages = Vec::with_capacity(jobs.len());
+        let bull = matches!(self.b.lib, Library::BullMq(_));
         for (e, m) in jobs {
             self.claimed.push((e, m.id.clone()));
+            if bull {
+                self.read_data.push(m.body.clone());
+            }
             messages.push(m);
         }
         Ok(Some(Claim::new(messages)))
@@ -372,6 +492,16 @@ impl LocalMoves for RedisMoveSession<'_> {
         _target: &Address,
         selected: &[usize],
     ) -> Result<Vec<SendOutcome>> {
-        self.retry(selected).await
+        self.retry(selected, None).await
+    }
+
+    async fn move_locally_edited(
+        &mut self,
+        _ticket: Ticket,
+        _target: &Address,
+        selected: &[usize],
+        batch: &[Message],
+    ) -> Result<Vec<SendOutcome>> {
+        self.retry(selected, Some(batch)).await
     }
 }

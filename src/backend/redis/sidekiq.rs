@@ -195,6 +195,19 @@ pub(super) fn retry_payload(
     Ok((queue, out))
 }
 
+/// The dead job `member` with its `args` replaced by `body` (`dlqctl edit`'s copy: a JSON
+/// array), every other field kept byte for byte.
+pub(super) fn with_args(member: &[u8], body: &[u8]) -> Result<Vec<u8>, String> {
+    let mut job: IndexMap<String, Box<RawValue>> = serde_json::from_slice(member)
+        .map_err(|e| format!("sidekiq: the dead job is not a JSON object ({e}); left dead"))?;
+    let args = serde_json::from_slice::<Box<RawValue>>(body)
+        .ok()
+        .filter(|a| a.get().trim_start().starts_with('['))
+        .ok_or("sidekiq: the edited body is not a JSON array (a job's args); left dead")?;
+    job.insert("args".into(), args);
+    serde_json::to_vec(&job).map_err(|e| e.to_string())
+}
+
 /// Sidekiq 8 writes times as integer milliseconds; up to 7, float seconds.
 fn is_millis(t: &str) -> bool {
     !t.contains(['.', 'e', 'E']) && t.parse::<i64>().is_ok_and(|v| v > 100_000_000_000)

@@ -41,8 +41,7 @@ pub(super) async fn move_loop(run: &mut Run<'_>, backlog: Option<u64>) -> Result
     let local = run
         .fixed
         .clone()
-        .filter(|f| source.can_move_locally(f))
-        .filter(|_| req.local_allowed());
+        .filter(|f| source.can_move_locally(f) && req.local_allowed(source, f));
     let need_content = !req.filter.is_empty() || local.is_none() || req.max_redrives.is_some();
     let mut session = source
         .begin_move(MoveOptions {
@@ -351,7 +350,7 @@ async fn local_batch(
     batch: &[Message],
     taken: &[usize],
 ) -> Result<()> {
-    let Run { s, tally, bar, .. } = run;
+    let edited = run.req.transform.is_some();
     let Some(local) = session.local() else {
         return Err(Error::Unsupported {
             backend: "this backend",
@@ -359,7 +358,15 @@ async fn local_batch(
             reason: "its move session has none".into(),
         });
     };
-    let outcomes = local.move_locally(ticket, dest, taken).await?;
+    let outcomes = if edited {
+        // `edit` in place: the edited copy is retried.
+        local
+            .move_locally_edited(ticket, dest, taken, batch)
+            .await?
+    } else {
+        local.move_locally(ticket, dest, taken).await?
+    };
+    let Run { s, tally, bar, .. } = run;
     let key = dest.to_string();
     for (&i, o) in taken.iter().zip(&outcomes) {
         record(s, tally, &key, &batch[i].id, o);

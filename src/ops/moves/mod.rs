@@ -98,10 +98,19 @@ impl MoveRequest {
     /// Whether the backend may move messages itself (in SQL, in place): not when a copy
     /// needs something done message by message (header rules, a transform, parking). The
     /// loop guard alone keeps local moves, batch by batch (see `one_step_allowed`).
-    fn local_allowed(&self) -> bool {
+    /// An edit retried in place (below) is one too: the backend retries the edited copy.
+    fn local_allowed(&self, source: &dyn QueueBackend, target: &Address) -> bool {
         (self.headers.is_empty() || self.exactly_once)
             && self.park.is_none()
-            && self.transform.is_none()
+            && (self.transform.is_none() || self.edit_in_place(source, target))
+    }
+
+    /// Whether this is `dlqctl edit` retrying the edited job where it is, on a backend that
+    /// retries a job changed ([`QueueBackend::retries_edits_in_place`]: Redis).
+    fn edit_in_place(&self, source: &dyn QueueBackend, target: &Address) -> bool {
+        matches!(self.transform, Some(crate::query::Transform::Replace(_)))
+            && *target == self.source.address
+            && source.retries_edits_in_place()
     }
 
     /// Whether a local mover may claim and move a batch in one step, unseen: only when no

@@ -109,6 +109,12 @@ fn keeps(req: &MoveRequest, setup: &Setup) -> Vec<(String, String)> {
     };
     if req.mode == Mode::Purge && setup.fixed.is_none() {
         // Nothing is copied: nothing to keep.
+    } else if setup.in_place && req.transform.is_some() {
+        // `dlqctl edit` retrying the edited job where it is.
+        row(
+            keeps,
+            "the job: same id, its arguments as edited (nothing is copied)".into(),
+        );
     } else if setup.in_place {
         row(
             keeps,

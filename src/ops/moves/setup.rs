@@ -140,8 +140,9 @@ impl Setup {
         {
             targets.get(f).await?;
         }
-        let local =
-            fixed.as_ref().is_some_and(|f| source.can_move_locally(f)) && req.local_allowed();
+        let local = fixed
+            .as_ref()
+            .is_some_and(|f| source.can_move_locally(f) && req.local_allowed(source, f));
         if let Some((park, _)) = &req.park {
             targets.get(park).await?;
         }
@@ -256,7 +257,8 @@ fn refuse_unfit(
             "needs a Kafka dead-letter topic and --to a topic on the same cluster (kafka://SAME-BROKERS/TOPIC)",
         ));
     }
-    if (req.transform.is_some() || req.park.is_some()) && in_place {
+    let edit = fixed.is_some_and(|f| req.edit_in_place(source, f));
+    if ((req.transform.is_some() && !edit) || req.park.is_some()) && in_place {
         return Err(Error::invalid_arg(
             if req.transform.is_some() {
                 "--transform"

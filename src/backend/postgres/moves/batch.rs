@@ -2,7 +2,7 @@
 //! key range, on the session's own connection) and the claimed move (`FOR UPDATE SKIP
 //! LOCKED`), and the SQL they run.
 
-use sqlx::{AssertSqlSafe, Connection, Row};
+use sqlx::{AssertSqlSafe, Row};
 
 use super::local::copy_columns;
 use super::{PgMoveSession, pg_err};
@@ -24,7 +24,10 @@ pub(super) enum RangeMove {
 }
 
 impl PgMoveSession<'_> {
-    /// The next batch as a range move, on the session's own connection (see the module doc).
+    /// The next batch as a range move, on the session's own connection (see the module doc):
+    /// one statement, in a transaction of its own (no `BEGIN`, no `COMMIT`: one round trip a
+    /// batch). The statement finds the range's upper bound, deletes the range, inserts the
+    /// copies, and fails (rolling itself back) unless every deleted row's copy went in.
     pub(super) async fn range_move(
         &mut self,
         src: &Layout,
@@ -34,60 +37,38 @@ impl PgMoveSession<'_> {
         n: usize,
     ) -> Result<RangeMove> {
         loop {
-            let first = self.cursor.is_none();
-            let mut tx = self.conn.begin().await.map_err(|e| self.b.err(e))?;
-            let bound = range_bound_sql(src, first, &self.b.queue_clause(4));
-            let hi: Option<String> = match sqlx::query_scalar(AssertSqlSafe(bound))
-                .bind(self.cursor.as_deref())
-                .bind(end)
-                .bind(n as i64)
-                .bind(self.b.pg.queue.as_deref())
-                .fetch_one(&mut *tx)
-                .await
-            {
-                Ok(hi) => hi,
-                Err(e) if is_lock_timeout(&e) => {
-                    tx.rollback().await.map_err(|e| self.b.err(e))?;
-                    return Ok(RangeMove::Locked);
-                }
-                Err(e) => return Err(self.b.err(e)),
-            };
-            let Some(hi) = hi else {
-                tx.commit().await.map_err(|e| self.b.err(e))?;
+            // The last range reached the end key: nothing is left up to it.
+            if self.cursor.as_deref() == Some(end) {
                 return Ok(RangeMove::Done);
-            };
+            }
             let sql = range_move_sql(
                 src,
                 tl,
                 queue.is_some(),
-                &self.b.queue_clause(4),
+                &self.b.queue_clause(5),
                 self.conflicts == Some(true),
-                first,
+                self.cursor.is_none(),
                 self.opts.count_redrive,
             );
             let row = match sqlx::query(AssertSqlSafe(sql))
                 .bind(self.cursor.as_deref())
                 .bind(queue)
-                .bind(&hi)
+                .bind(end)
+                .bind(n as i64)
                 .bind(self.b.pg.queue.as_deref())
-                .fetch_one(&mut *tx)
+                .fetch_one(&mut self.conn)
                 .await
             {
                 Ok(row) => row,
-                Err(e) if is_lock_timeout(&e) => {
-                    tx.rollback().await.map_err(|e| self.b.err(e))?;
+                Err(e) if has_sqlstate(&e, LOCK_TIMEOUT) => {
                     tracing::debug!(after = ?self.cursor, "a row of the range is held by another transaction; this batch is claimed with SKIP LOCKED");
                     return Ok(RangeMove::Locked);
                 }
+                Err(e) if has_sqlstate(&e, UNDECIDED) => return Ok(RangeMove::Undecided),
                 Err(e) => return Err(pg_err(&tl.display, e)),
             };
             let moved: i64 = row.try_get("moved").map_err(|e| self.b.err(e))?;
-            let inserted: i64 = row.try_get("inserted").map_err(|e| self.b.err(e))?;
-            if moved != inserted || moved as usize > n {
-                tx.rollback().await.map_err(|e| self.b.err(e))?;
-                return Ok(RangeMove::Undecided);
-            }
-            tx.commit().await.map_err(|e| self.b.err(e))?;
+            let hi: String = row.try_get("hi").map_err(|e| self.b.err(e))?;
             self.cursor = Some(hi);
             if moved > 0 {
                 return Ok(RangeMove::Moved(LocalBatch {
@@ -218,29 +199,35 @@ fn after_cursor_sql(src: &Layout, first: bool) -> String {
     }
 }
 
-/// Whether a statement gave up waiting for a lock (`lock_timeout`, SQLSTATE 55P03).
-fn is_lock_timeout(e: &sqlx::Error) -> bool {
+/// SQLSTATE of a statement that gave up waiting for a lock (`lock_timeout`).
+const LOCK_TIMEOUT: &str = "55P03";
+/// SQLSTATE of a range move whose guard found that not every deleted row's copy went in
+/// (`division_by_zero`, raised on purpose: see [`range_move_sql`]).
+const UNDECIDED: &str = "22012";
+
+/// Whether a database error has this SQLSTATE.
+fn has_sqlstate(e: &sqlx::Error, code: &str) -> bool {
     e.as_database_error()
         .and_then(|d| d.code())
-        .is_some_and(|c| c == "55P03")
+        .is_some_and(|c| c == code)
 }
 
-/// The last of the next `$3` keys after the cursor `$1` (none on the first batch), up to the
-/// end key `$2`: the upper bound of a range move. `$4` the source's queue filter.
-fn range_bound_sql(src: &Layout, first: bool, queue_clause: &str) -> String {
-    let sid = &src.cols["id"].sql;
-    format!(
-        "SELECT max(k)::text FROM (SELECT {sid} AS k FROM {st} WHERE {after} AND {sid} <= $2::text::{ty}{queue_clause} ORDER BY {sid} LIMIT $3) b",
-        st = src.table,
-        after = after_cursor_sql(src, first),
-        ty = src.id_type(),
-    )
-}
-
-/// A range move: delete the rows after the cursor `$1` (none on the first batch) up to `$3`,
-/// insert their copies, and count both. Both bounds are parameters, so that the planner sees a
+/// A range move in one statement: the range's upper bound `hi` is the `$4`th key after the
+/// cursor `$1` (none on the first batch), or the end key `$3` when fewer are left; the rows
+/// after the cursor up to `hi` are deleted and their copies inserted. Both bounds reach the
+/// `DELETE` as parameters (the cursor and an init plan's value), so that the planner sees a
 /// short range (an index range scan) in custom and generic plans alike. `$2` the queue
-/// override, `$4` the source's queue filter.
+/// override, `$5` the source's queue filter.
+///
+/// The statement is its own transaction, and it guards itself: unless every deleted row's
+/// copy went in (a unique conflict skipped one, a trigger dropped one) and the range held at
+/// most `$4` rows, the last expression divides by zero, so the statement fails and nothing of
+/// it stays (the caller takes the batch down the careful path). Deleted and inserted rows are
+/// the same rows, because the `INSERT` reads exactly the `DELETE`'s `RETURNING`: under read
+/// committed a `DELETE` returns only the rows this statement deleted (a row that another
+/// transaction deleted first is skipped, one that it updated is re-checked against the range
+/// and deleted only if it is still in it), so a concurrent mover of the same rows can neither
+/// make a row be copied twice nor make one disappear uncopied. See docs/reliability.md.
 fn range_move_sql(
     src: &Layout,
     tgt: &Layout,
@@ -252,13 +239,19 @@ fn range_move_sql(
 ) -> String {
     let sid = &src.cols["id"].sql;
     let (queue_ref, insert) = copy_moved_sql(src, tgt, queue_override, can_conflict, count);
+    // A plain `$1 IS NULL OR id > $1` would be planned as a scan from the start of the index
+    // in a generic plan: the first batch has its own statement.
+    let after = after_cursor_sql(src, first);
     format!(
-        "WITH moved AS (
-            DELETE FROM {st} WHERE {after} AND {sid} <= $3::text::{ty}{queue_clause}{queue_ref} RETURNING *),
+        "WITH b AS (SELECT COALESCE((SELECT {sid} FROM {st} WHERE {after} AND {sid} <= $3::text::{ty}{queue_clause}
+                 ORDER BY {sid} OFFSET $4 - 1 LIMIT 1), $3::text::{ty}) AS hi),
+         moved AS (
+            DELETE FROM {st} WHERE {after} AND {sid} <= (SELECT hi FROM b){queue_clause}{queue_ref} RETURNING *),
          {insert}
-         SELECT (SELECT count(*) FROM moved)::int8 AS moved, (SELECT count(*) FROM ins)::int8 AS inserted",
+         SELECT (SELECT hi FROM b)::text AS hi, m.n AS moved,
+                1 / (CASE WHEN m.n = i.n AND m.n <= $4 THEN 1 ELSE 0 END) AS guard
+           FROM (SELECT count(*) AS n FROM moved) m, (SELECT count(*) AS n FROM ins) i",
         st = src.table,
-        after = after_cursor_sql(src, first),
         ty = src.id_type(),
     )
 }

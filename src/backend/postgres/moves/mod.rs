@@ -8,8 +8,9 @@
 //! * The batches walk the table by key up to the largest key present at the start, so a run
 //!   terminates and never re-reads a row it skipped.
 //! * A session-level advisory lock keeps two operators from redriving one table at once.
-//! * Where every row of a batch fits the target as is, the batch is moved by key range: the
-//!   next `n` keys are looked up, and one statement deletes that range and inserts the copies.
+//! * Where every row of a batch fits the target as is, the batch is moved by key range: one
+//!   statement, a transaction of its own, looks up the next `n` keys, deletes that range and
+//!   inserts the copies (and fails, leaving nothing, unless every copy went in).
 //!   A range delete cannot skip locked rows, so it runs with a short `lock_timeout`: if it
 //!   meets a row that another transaction holds, the batch is rolled back and moved with
 //!   `FOR UPDATE SKIP LOCKED` instead (and after [`MAX_LOCK_TIMEOUTS`] such batches, every

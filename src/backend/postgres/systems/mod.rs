@@ -196,11 +196,15 @@ impl System {
         }
     }
 
-    /// The retry for a key range instead of a list of keys: `$1` the last key before the range
-    /// (NULL: from the start), `$2` the last key in it. Derived from the retry where its keys
-    /// are one column's (`COL = ANY($1::text[]::TYPE[])`); None otherwise (graphile-worker's
-    /// function takes a list; pg-boss 10's two-column key).
-    pub(super) fn retry_range(&self) -> Option<String> {
+    /// The retry of the next `$3` dead jobs as a key range instead of a list of keys, in one
+    /// statement: the range is after the cursor `$1` (none when `first`) up to the key of the
+    /// `$3`th dead job after it, or up to the end key `$2` when fewer are left. Returns the
+    /// range's upper key (`hi`, text) and how many jobs were retried (`retried`). Derived
+    /// from the retry where its keys are one column's (`COL = ANY($1::text[]::TYPE[])`); None
+    /// otherwise (graphile-worker's function takes a list; pg-boss 10's two-column key).
+    /// The cursor is a condition of its own, not `$1 IS NULL OR …`, which a generic plan
+    /// would read as a scan from the first key on every batch.
+    pub(super) fn retry_range(&self, first: bool) -> Option<String> {
         static ANY: LazyLock<Regex> = LazyLock::new(|| {
             Regex::new(r"\b([a-z_]+) = ANY\(\$1::text\[\]::([a-z]+)\[\]\)").expect("regex")
         });
@@ -211,10 +215,34 @@ impl System {
         }
         let c = ANY.captures(m.as_str())?;
         let (col, ty) = (&c[1], &c[2]);
-        Some(format!(
-            "{}($1::text IS NULL OR {col} > $1::text::{ty}) AND {col} <= $2::text::{ty}{}",
+        let (after_j, after) = if first {
+            (
+                "$1::text IS NULL".to_string(),
+                "$1::text IS NULL".to_string(),
+            )
+        } else {
+            (
+                self.key.cmp("j.", ">", 1),
+                format!("{col} > $1::text::{ty}"),
+            )
+        };
+        let retry = format!(
+            "{}{after} AND {col} <= (SELECT hi FROM dlqctl_bound){}",
             &self.retry[..m.start()],
             &self.retry[m.end()..]
+        );
+        // A data-modifying WITH must be at the top: a retry that is one (pgmq, solid_queue)
+        // lends its CTEs to this statement, and its last statement becomes `dlqctl_retried`
+        // (names no retry uses).
+        let (ctes, last) = split_ctes(&retry);
+        Some(format!(
+            "WITH dlqctl_bound AS (SELECT COALESCE((SELECT {k} FROM {from} WHERE {dead} AND {after_j} AND {upto} ORDER BY {k} OFFSET $3 - 1 LIMIT 1), $2::text::{ty}) AS hi),
+                  {ctes}dlqctl_retried AS ({last})
+             SELECT (SELECT hi FROM dlqctl_bound)::text AS hi, (SELECT count(*) FROM dlqctl_retried)::int8 AS retried",
+            k = self.key.columns("j."),
+            from = self.from,
+            dead = self.dead,
+            upto = self.key.cmp("j.", "<=", 2),
         ))
     }
 
@@ -348,9 +376,57 @@ impl System {
     }
 }
 
+/// A statement's leading CTEs (`a AS (…), b AS (…), `, with the trailing comma and space)
+/// and its last statement; no CTEs when it has no `WITH`. Parentheses inside quoted strings
+/// are not counted.
+fn split_ctes(sql: &str) -> (String, &str) {
+    let Some(rest) = sql.strip_prefix("WITH ") else {
+        return (String::new(), sql);
+    };
+    let (mut depth, mut quoted, mut end) = (0usize, false, None);
+    for (i, ch) in rest.char_indices() {
+        match ch {
+            '\'' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => {
+                depth -= 1;
+                // A CTE closed: another follows after a comma, else the last statement.
+                if depth == 0 && !rest[i + 1..].trim_start().starts_with(',') {
+                    end = Some(i + 1);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    match end {
+        Some(e) => (format!("{}, ", &rest[..e]), rest[e..].trim_start()),
+        None => (String::new(), sql),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Key;
+    use super::{Key, split_ctes};
+
+    /// A retry that is a WITH statement lends its CTEs to the range statement; parentheses in
+    /// quotes and in the last statement do not end the list.
+    #[test]
+    fn split_ctes_finds_the_last_statement() {
+        let (c, last) = split_ctes("UPDATE t SET a = 1 WHERE id > 0 RETURNING id::text");
+        assert_eq!(
+            (c.as_str(), last),
+            ("", "UPDATE t SET a = 1 WHERE id > 0 RETURNING id::text")
+        );
+        let (c, last) = split_ctes(
+            "WITH m AS (DELETE FROM d WHERE x = ')' RETURNING id), s AS (INSERT INTO l (v) SELECT f(id) FROM m RETURNING 1) SELECT (id)::text FROM m",
+        );
+        assert_eq!(
+            c,
+            "m AS (DELETE FROM d WHERE x = ')' RETURNING id), s AS (INSERT INTO l (v) SELECT f(id) FROM m RETURNING 1), "
+        );
+        assert_eq!(last, "SELECT (id)::text FROM m");
+    }
 
     /// Every system in the one list has a description here (the dispatch in `detect`).
     #[test]

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use async_trait::async_trait;
-use sqlx::postgres::PgRow;
+use sqlx::postgres::{PgConnection, PgRow};
 use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 
 use super::backend::JobSystemBackend;
@@ -23,9 +23,12 @@ pub(super) struct SystemMoveSession<'a> {
     end: Option<String>,
     tx: Option<Transaction<'static, Postgres>>,
     keys: Vec<String>,
-    /// The retry for a key range, where the system's retry allows one and no `&queue=`
-    /// narrows the jobs (`System::retry_range`).
-    range: Option<String>,
+    /// The retry for a key range (the first batch's, the later ones'), where the system's
+    /// retry allows one and no `&queue=` narrows the jobs (`System::retry_range`).
+    range: Option<[String; 2]>,
+    /// The connection the range retries run on, each statement a transaction of its own,
+    /// with `lock_timeout` set once (closed, not returned to the pool, at the end).
+    conn: Option<PgConnection>,
 }
 
 impl<'a> SystemMoveSession<'a> {
@@ -40,17 +43,34 @@ impl<'a> SystemMoveSession<'a> {
             .fetch_optional(&b.pool)
             .await
             .map_err(|e| b.err(e))?;
+        let range = if b.queue_param().is_none() && opts.max.is_none() {
+            s.retry_range(true)
+                .zip(s.retry_range(false))
+                .map(|(a, b)| [a, b])
+        } else {
+            None
+        };
+        let conn = match range {
+            Some(_) => {
+                let mut conn = b.pool.acquire().await.map_err(|e| b.err(e))?.detach();
+                // A job a worker holds is not waited on for long: the statement fails (55P03)
+                // and the range goes key by key, which skips it.
+                sqlx::query("SET lock_timeout = '200ms'")
+                    .execute(&mut conn)
+                    .await
+                    .map_err(|e| b.err(e))?;
+                Some(conn)
+            }
+            None => None,
+        };
         Ok(SystemMoveSession {
             b,
             cursor: None,
             end,
             tx: None,
             keys: Vec::new(),
-            range: if b.queue_param().is_none() && opts.max.is_none() {
-                s.retry_range()
-            } else {
-                None
-            },
+            range,
+            conn,
         })
     }
 
@@ -163,10 +183,10 @@ impl<'a> SystemMoveSession<'a> {
         };
         let s = &self.b.sys;
         let sql = format!(
-            "SELECT {columns} FROM {} WHERE {} AND ($1::text IS NULL OR {}) AND {}{} ORDER BY {} LIMIT $4{}",
+            "SELECT {columns} FROM {} WHERE {} AND {} AND {}{} ORDER BY {} LIMIT $4{}",
             s.from,
             s.dead,
-            s.key.cmp("j.", ">", 1),
+            after_cursor(s, self.cursor.is_none()),
             s.key.cmp("j.", "<=", 2),
             self.b.queue_clause(3),
             s.key.order("j.", ""),
@@ -201,77 +221,74 @@ impl<'a> SystemMoveSession<'a> {
         Ok(rows)
     }
 
-    /// The next `n` dead jobs retried as a key range, in one statement: `(cursor, bound]`,
-    /// where `bound` is the key of the n-th dead job after the cursor. The statement re-checks
-    /// that each row is dead and locks it; a row a worker holds (55P03 after 200 ms) or a
-    /// unique violation sends the range key by key (`one_by_one`), which skips held jobs and
-    /// leaves conflicting ones.
-    async fn retry_next_range(&mut self, range: &str, n: usize) -> Result<LocalNext> {
+    /// The next `n` dead jobs retried as a key range, in one statement and one transaction
+    /// (one round trip): `(cursor, bound]`, where `bound` is the key of the n-th dead job
+    /// after the cursor, or the end key when fewer are left (`System::retry_range`). The
+    /// statement re-checks that each row is dead and locks it; a row a worker holds (55P03
+    /// after 200 ms) or a unique violation fails it, and the range goes key by key
+    /// (`one_by_one`), which skips held jobs and leaves conflicting ones.
+    async fn retry_next_range(&mut self, range: &[String; 2], n: usize) -> Result<LocalNext> {
         let Some(end) = self.end.clone() else {
             return Ok(LocalNext::Exhausted);
         };
-        let s = &self.b.sys;
-        let k = s.key.columns("j.");
-        let after = s.key.cmp("j.", ">", 1);
-        let upto = s.key.cmp("j.", "<=", 2);
-        let bound = format!(
-            "SELECT o::text FROM (SELECT {k} AS o FROM {} WHERE {} AND ($1::text IS NULL OR {after}) AND {upto} ORDER BY {k} LIMIT $3) s ORDER BY o DESC LIMIT 1",
-            s.from, s.dead
-        );
-        let in_range = format!(
-            "SELECT {} FROM {} WHERE {} AND ($1::text IS NULL OR {after}) AND {upto} ORDER BY {k}",
-            s.key.text("j."),
-            s.from,
-            s.dead
-        );
-        let mut tx = self.b.pool.begin().await.map_err(|e| self.b.err(e))?;
-        sqlx::query("SET LOCAL lock_timeout = '200ms'")
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.b.err(e))?;
-        let hi: Option<String> = sqlx::query_scalar(AssertSqlSafe(bound))
+        // The last range reached the end key.
+        if self.cursor.as_deref() == Some(end.as_str()) {
+            return Ok(LocalNext::Exhausted);
+        }
+        let conn = self.conn.as_mut().expect("a connection for range retries");
+        let sql = &range[usize::from(self.cursor.is_some())];
+        match sqlx::query(AssertSqlSafe(sql.clone()))
             .bind(self.cursor.as_deref())
             .bind(&end)
             .bind(n as i64)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| self.b.err(e))?;
-        let Some(hi) = hi else {
-            tx.commit().await.map_err(|e| self.b.err(e))?;
-            return Ok(LocalNext::Exhausted);
-        };
-        let lo = self.cursor.replace(hi.clone());
-        match sqlx::query_scalar::<_, String>(AssertSqlSafe(range.to_string()))
-            .bind(lo.as_deref())
-            .bind(&hi)
-            .fetch_all(&mut *tx)
+            .fetch_one(conn)
             .await
         {
-            Ok(done) => {
-                tx.commit().await.map_err(|e| self.b.err(e))?;
-                let n = done.len() as u64;
+            Ok(row) => {
+                let hi: String = row.try_get("hi").map_err(|e| self.b.err(e))?;
+                let n: i64 = row.try_get("retried").map_err(|e| self.b.err(e))?;
+                self.cursor = Some(hi);
                 Ok(LocalNext::Moved(LocalBatch {
-                    examined: n,
-                    moved: n,
+                    examined: n as u64,
+                    moved: n as u64,
                     others: Vec::new(),
                 }))
             }
             Err(e) if is_unique_violation(&e) || is_lock_timeout(&e) => {
                 tracing::debug!(error = %e, "the range as one statement failed: key by key");
-                tx.rollback().await.map_err(|e| self.b.err(e))?;
-                let keys: Vec<String> = sqlx::query_scalar(AssertSqlSafe(in_range))
-                    .bind(lo.as_deref())
-                    .bind(&hi)
-                    .fetch_all(&self.b.pool)
-                    .await
-                    .map_err(|e| self.b.err(e))?;
-                let sql = self.b.sys.retry.clone();
-                // Jobs a worker holds are not claimed: skipped, as a claim skips them.
-                let (done, conflicts, keys) = self.one_by_one(&sql, &keys).await?;
-                self.commit_batch(&keys, &done, &conflicts).await
+                self.range_key_by_key(&end, n).await
             }
             Err(e) => Err(self.b.err(e)),
         }
+    }
+
+    /// The range after the cursor that failed as one statement (rolled back), key by key.
+    async fn range_key_by_key(&mut self, end: &str, n: usize) -> Result<LocalNext> {
+        let s = &self.b.sys;
+        let k = s.key.columns("j.");
+        let after = after_cursor(s, self.cursor.is_none());
+        let upto = s.key.cmp("j.", "<=", 2);
+        let in_range = format!(
+            "SELECT {} FROM {} WHERE {} AND {after} AND {upto} ORDER BY {k} LIMIT $3",
+            s.key.text("j."),
+            s.from,
+            s.dead
+        );
+        let keys: Vec<String> = sqlx::query_scalar(AssertSqlSafe(in_range))
+            .bind(self.cursor.as_deref())
+            .bind(end)
+            .bind(n as i64)
+            .fetch_all(&self.b.pool)
+            .await
+            .map_err(|e| self.b.err(e))?;
+        let Some(last) = keys.last() else {
+            return Ok(LocalNext::Exhausted);
+        };
+        self.cursor = Some(last.clone());
+        let sql = self.b.sys.retry.clone();
+        // Jobs a worker holds are not claimed: skipped, as a claim skips them.
+        let (done, conflicts, keys) = self.one_by_one(&sql, &keys).await?;
+        self.commit_batch(&keys, &done, &conflicts).await
     }
 
     /// Commit the open batch whose `keys` were examined: what it moved, and for each job it
@@ -378,6 +395,16 @@ struct Retried {
     conflicts: HashSet<String>,
     /// Held by someone when the batch went key by key: skipped, as a claim skips them.
     skipped: HashSet<String>,
+}
+
+/// After the cursor `$1` (a key), or nothing on the first batch. Not `$1 IS NULL OR …`: a
+/// generic plan would read that as a scan from the first key, on every batch.
+fn after_cursor(s: &super::System, first: bool) -> String {
+    if first {
+        "$1::text IS NULL".into()
+    } else {
+        s.key.cmp("j.", ">", 1)
+    }
 }
 
 /// `lock_timeout` expired (55P03): a row of the batch is held by someone else.

@@ -1,0 +1,18 @@
+--[[
+  dlqctl edit: the failed job's data as edited, set only while the job is still failed with
+  the data that was opened; then (the script below, dlqctl's batched reprocessJob, in the same
+  call) BullMQ's retry of that one job. ARGV as the batched script's, with one job id
+  (ARGV[7]), then two more, taken off here:
+    ARGV[8] the job's data as it was read
+    ARGV[9] its data as edited
+  Output: {-3} (nothing changed) when the job is no longer failed or its data changed
+  meanwhile; else what the batched script answers.
+]]
+local editedData = table.remove(ARGV)
+local openedData = table.remove(ARGV)
+local editedKey = ARGV[1] .. ARGV[7]
+if #ARGV ~= 7 or not redis.call("ZSCORE", KEYS[2], ARGV[7])
+    or redis.call("HGET", editedKey, "data") ~= openedData then
+  return {-3}
+end
+redis.call("HSET", editedKey, "data", editedData)
