@@ -179,27 +179,8 @@ impl<'a> RedisMoveSession<'a> {
                 out.push(SendOutcome::Rejected { reason });
                 continue;
             }
-            let mut cmd = redis::cmd("EVALSHA");
-            cmd.arg(&sha).arg(8);
-            for k in [
-                "events",
-                "failed",
-                "wait",
-                "meta",
-                "active",
-                "marker",
-                "prioritized",
-                "pc",
-            ] {
-                cmd.arg(q.key(k));
-            }
-            cmd.arg(&q.base)
-                .arg("failedReason")
-                .arg("failed")
-                .arg("0")
-                .arg("0")
-                .arg(if self.opts.count_redrive { "1" } else { "0" })
-                .arg(&e.member)
+            let mut cmd = reprocess_call(&sha, q, self.opts.count_redrive);
+            cmd.arg(&e.member)
                 .arg(self.read_data.get(i).map(Vec::as_slice).unwrap_or_default())
                 .arg(&batch[i].body);
             let codes: Vec<i64> = cmd.query_async(&mut con).await.map_err(|e| self.b.err(e))?;
@@ -222,26 +203,7 @@ impl<'a> RedisMoveSession<'a> {
         q: &bullmq::BullMq,
         selected: &[usize],
     ) -> Result<Vec<SendOutcome>> {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(&self.retry_sha).arg(8);
-        for k in [
-            "events",
-            "failed",
-            "wait",
-            "meta",
-            "active",
-            "marker",
-            "prioritized",
-            "pc",
-        ] {
-            cmd.arg(q.key(k));
-        }
-        cmd.arg(&q.base)
-            .arg("failedReason")
-            .arg("failed")
-            .arg("0")
-            .arg("0")
-            .arg(if self.opts.count_redrive { "1" } else { "0" });
+        let mut cmd = reprocess_call(&self.retry_sha, q, self.opts.count_redrive);
         for &i in selected {
             cmd.arg(&self.claimed[i].0.member);
         }
@@ -504,4 +466,30 @@ impl LocalMoves for RedisMoveSession<'_> {
     ) -> Result<Vec<SendOutcome>> {
         self.retry(selected, Some(batch)).await
     }
+}
+
+/// The call of a script built on BullMQ's `reprocessJob` (the batched retry, the edit): its
+/// eight keys and the arguments every such call starts with; the caller adds the jobs.
+fn reprocess_call(sha: &str, q: &bullmq::BullMq, count_redrive: bool) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(sha).arg(8);
+    for k in [
+        "events",
+        "failed",
+        "wait",
+        "meta",
+        "active",
+        "marker",
+        "prioritized",
+        "pc",
+    ] {
+        cmd.arg(q.key(k));
+    }
+    cmd.arg(&q.base)
+        .arg("failedReason")
+        .arg("failed")
+        .arg("0")
+        .arg("0")
+        .arg(if count_redrive { "1" } else { "0" });
+    cmd
 }
