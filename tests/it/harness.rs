@@ -104,6 +104,10 @@ impl Sandbox {
             .env("NO_COLOR", "1")
             .current_dir(self.dir.path())
             .stdin(Stdio::null());
+        // A developer's log filter reaches the binary (a failing run's stderr then shows it).
+        if let Some(log) = std::env::var_os("DLQCTL_LOG") {
+            c.env("DLQCTL_LOG", log);
+        }
         c
     }
 
@@ -259,6 +263,33 @@ impl Db {
         .fetch_one(&self.pool)
         .await
         .expect("count")
+    }
+
+    /// Wait until no dlqctl session works on this schema's tables any more. A killed dlqctl's
+    /// last statement still runs to its end on the server (and commits, if it is a
+    /// transaction of its own), and its session-level advisory lock lasts until the server
+    /// sees that the client is gone: counts taken, or a re-run started, before then would
+    /// see a moment the run never left the tables in.
+    pub async fn wait_for_dlqctl_to_let_go(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dlqctl' AND pid <> pg_backend_pid() AND position($1 in query) > 0",
+            )
+            .bind(&self.schema)
+            .fetch_one(&self.pool)
+            .await
+            .expect("pg_stat_activity");
+            if n == 0 {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{n} dlqctl sessions still on {} after 30 s",
+                self.schema
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
     }
 
     /// Hold the dead letters with these message ids `FOR UPDATE` until the returned

@@ -181,6 +181,9 @@ impl Pair for PgSameDb {
     fn copies_url(&self) -> Option<String> {
         Some(self.urls().1)
     }
+    async fn settle(&self) {
+        self.db().wait_for_dlqctl_to_let_go().await;
+    }
     fn name(&self) -> String {
         "pg-same-db".into()
     }
@@ -237,6 +240,11 @@ impl PgTwoDb {
 impl Pair for PgTwoDb {
     fn copies_url(&self) -> Option<String> {
         Some(self.redrive()[3].clone())
+    }
+    async fn settle(&self) {
+        for db in [&self.src, &self.dst].into_iter().flatten() {
+            db.wait_for_dlqctl_to_let_go().await;
+        }
     }
     fn name(&self) -> String {
         "pg-two-db".into()
@@ -442,6 +450,9 @@ impl JobSystem {
 impl Pair for JobSystem {
     fn name(&self) -> String {
         self.case.system.into()
+    }
+    async fn settle(&self) {
+        self.db().wait_for_dlqctl_to_let_go().await;
     }
     async fn fresh(&mut self, n: usize) -> Vec<String> {
         let db = Db::new(&format!("pair{}", self.case.system.replace('-', ""))).await;
@@ -920,6 +931,9 @@ impl PgRowByRow {
 impl Pair for PgRowByRow {
     fn copies_url(&self) -> Option<String> {
         self.0.copies_url()
+    }
+    async fn settle(&self) {
+        self.0.settle().await;
     }
     fn name(&self) -> String {
         "pg-same-db-row-by-row".into()

@@ -133,3 +133,51 @@ async fn a_range_that_meets_a_twin_is_undone_and_moved_row_by_row() {
         .await;
     assert_eq!(counted, ["249"]);
 }
+
+/// A row the target refuses (a CHECK constraint) in a move within one database: the range
+/// statement fails and is undone, the batch goes row by row, and only the refused row stays,
+/// failed with the server's words; the run goes on (exit 1). Without filters the batch is a
+/// range move; with one, a claimed batch moved in rounds, where the refused round is undone
+/// to its savepoint. Before issue 26's fix the refused row stopped the run with exit 3.
+#[tokio::test]
+async fn a_row_the_target_refuses_fails_alone_in_the_same_database() {
+    for filter in [None, Some(".id != \"\"")] {
+        let db = Db::new("rangecheck").await;
+        db.seed(250).await;
+        db.exec(
+            "ALTER TABLE {s}.queue_messages ADD CONSTRAINT no_120 CHECK (message_id <> 'ord-120')",
+        )
+        .await;
+        let sb = Sandbox::new();
+        let dlq = db.dlq();
+        let mut args = vec![
+            "redrive",
+            &dlq,
+            "--yes",
+            "--batch-size",
+            "100",
+            "--output",
+            "json",
+        ];
+        if let Some(f) = filter {
+            args.extend(["--where", f]);
+        }
+        let j = sb.run(&args).code(1).json();
+        let how = format!("filter {filter:?}: {j}");
+        assert_eq!(
+            (j["moved"].as_u64(), j["failed"].as_u64()),
+            (Some(249), Some(1)),
+            "{how}"
+        );
+        let failure = &j["failures"][0];
+        assert_eq!(failure["ids"], serde_json::json!(["ord-120"]), "{how}");
+        assert!(
+            failure["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("no_120")),
+            "{how}"
+        );
+        assert_eq!(db.ids("dead_letters").await, ["ord-120"], "{how}");
+        assert_eq!(db.count("queue_messages").await, 249, "{how}");
+    }
+}

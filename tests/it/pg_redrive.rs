@@ -176,9 +176,10 @@ async fn locked_rows_are_skipped_not_waited_on() {
             "--batch-size",
             "3",
         ])
-        .ok()
+        .code(1)
         .json();
     assert_eq!(j["moved"], 6);
+    assert_eq!(j["unaccounted"][0]["count"], 2, "{j}");
     assert_eq!(db.ids("dead_letters").await, ["ord-2", "ord-7"]);
     tx.rollback().await.unwrap();
     let j = sb
@@ -191,7 +192,7 @@ async fn locked_rows_are_skipped_not_waited_on() {
 
 /// Batches are moved by key range, which cannot skip a locked row: a batch that meets one is
 /// rolled back after `lock_timeout` and claimed with SKIP LOCKED, and after three such batches
-/// every later one is claimed that way from the start.
+/// every later one is claimed that way from the start. The held rows are reported (exit 1).
 #[tokio::test]
 async fn held_rows_send_range_moves_to_skip_locked() {
     let db = Db::new("heldrange").await;
@@ -210,8 +211,9 @@ async fn held_rows_send_range_moves_to_skip_locked() {
             "3",
             "-vv",
         ])
-        .ok();
+        .code(1);
     assert_eq!(r.json()["moved"], 24, "{}", r.stderr);
+    assert_eq!(r.json()["unaccounted"][0]["count"], 6, "{}", r.stderr);
     assert!(
         r.stderr.contains("claiming with SKIP LOCKED from now on"),
         "{}",
@@ -286,6 +288,7 @@ async fn interrupted_or_killed_redrives_lose_nothing() {
             .unwrap();
         assert!(st.success());
         let status = child.wait().unwrap();
+        db.wait_for_dlqctl_to_let_go().await;
         let (dlq, queue) = (
             db.count("dead_letters").await,
             db.count("queue_messages").await,

@@ -240,8 +240,9 @@ async fn every_command_works_on_every_job_system() {
             .code(2);
         assert!(r.stderr.contains("in place"), "{who}: {}", r.stderr);
 
-        // A worker holds job 5: it is skipped, not waited on. The rest are retried the way
-        // the system's own tools do, and the alive job is untouched.
+        // A worker holds job 5: it is skipped, not waited on, and reported (exit 1: not a
+        // clean finish). The rest are retried the way the system's own tools do, and the
+        // alive job is untouched.
         let mut tx = db.pool.begin().await.unwrap();
         sqlx::query(AssertSqlSafe(fill(case.lock, &db)))
             .fetch_all(&mut *tx)
@@ -257,25 +258,27 @@ async fn every_command_works_on_every_job_system() {
                 "--output",
                 "json",
             ])
-            .ok()
+            .code(1)
             .json();
         assert_eq!(
             j["moved"], 2,
             "{who}: transient ones except the locked: {j}"
         );
+        assert_held(&j, 1, who);
         assert_eq!(count(&db, case.retried).await, 2, "{who}");
         // Unfiltered (one statement per batch): the held job is skipped too, after at most
-        // the batch's lock timeout, and the run does not fail for it.
+        // the batch's lock timeout, and reported, not failed.
         let started = std::time::Instant::now();
         let j = sb
             .run(&["redrive", &url, "--yes", "--output", "json"])
-            .ok()
+            .code(1)
             .json();
         assert_eq!(
             (j["moved"].as_u64(), j["failed"].as_u64()),
             (Some(2), Some(0)),
             "{who}: the permanent ones; the held one skipped: {j}"
         );
+        assert_held(&j, 1, who);
         assert!(
             started.elapsed() < std::time::Duration::from_secs(30),
             "{who}: the held job was not waited on"
@@ -534,4 +537,17 @@ async fn a_system_in_another_schema_is_found_and_named() {
         r.stderr
     );
     assert!(!r.stderr.contains("columns"), "{}", r.stderr);
+}
+
+/// The run's summary reports `n` rows passed over because another transaction held them.
+fn assert_held(j: &serde_json::Value, n: u64, who: &str) {
+    let u = &j["unaccounted"];
+    assert_eq!(u.as_array().map(Vec::len), Some(1), "{who}: {j}");
+    assert_eq!(u[0]["count"], n, "{who}: {j}");
+    assert!(
+        u[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("another transaction held them")),
+        "{who}: {j}"
+    );
 }

@@ -2,12 +2,14 @@
 //! key range, on the session's own connection) and the claimed move (`FOR UPDATE SKIP
 //! LOCKED`), and the SQL they run.
 
+use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::local::copy_columns;
 use super::{PgMoveSession, pg_err};
 use crate::backend::LocalBatch;
 use crate::backend::postgres::layout::Layout;
+use crate::backend::postgres::refuses_a_row;
 use crate::error::Result;
 
 /// What became of a batch tried as a range move.
@@ -62,13 +64,20 @@ impl PgMoveSession<'_> {
                 Ok(row) => row,
                 Err(e) if has_sqlstate(&e, LOCK_TIMEOUT) => {
                     tracing::debug!(after = ?self.cursor, "a row of the range is held by another transaction; this batch is claimed with SKIP LOCKED");
+                    self.rolled_back().await?;
                     return Ok(RangeMove::Locked);
                 }
-                Err(e) if has_sqlstate(&e, UNDECIDED) => return Ok(RangeMove::Undecided),
+                // The guard, or a row the target refuses (a CHECK, a value it cannot hold).
+                Err(e) if has_sqlstate(&e, UNDECIDED) || refuses_a_row(&e) => {
+                    tracing::debug!(after = ?self.cursor, error = %e, "not every copy of the range went in; this batch is decided row by row");
+                    self.rolled_back().await?;
+                    return Ok(RangeMove::Undecided);
+                }
                 Err(e) => return Err(pg_err(&tl.display, e)),
             };
             let moved: i64 = row.try_get("moved").map_err(|e| self.b.err(e))?;
             let hi: String = row.try_get("hi").map_err(|e| self.b.err(e))?;
+            tracing::debug!(after = ?self.cursor, %hi, moved, "range move");
             self.cursor = Some(hi);
             if moved > 0 {
                 return Ok(RangeMove::Moved(LocalBatch {
@@ -100,7 +109,7 @@ impl PgMoveSession<'_> {
             self.opts.count_redrive,
         );
         let mut tx = self.b.pool.begin().await.map_err(|e| self.err(e))?;
-        let row = sqlx::query(AssertSqlSafe(sql))
+        let row = match sqlx::query(AssertSqlSafe(sql))
             .bind(self.cursor.as_deref())
             .bind(queue)
             .bind(end)
@@ -108,25 +117,102 @@ impl PgMoveSession<'_> {
             .bind(self.b.pg.queue.as_deref())
             .fetch_one(&mut *tx)
             .await
-            .map_err(|e| pg_err(&tl.display, e))?;
+        {
+            Ok(row) => row,
+            // A row the target refuses: undo, and decide row by row for this batch.
+            Err(e) if refuses_a_row(&e) => {
+                tracing::debug!(error = %e, "a copy of the claimed batch was refused; this batch is decided row by row");
+                tx.rollback().await.map_err(|e| self.err(e))?;
+                return Ok(None);
+            }
+            Err(e) => return Err(pg_err(&tl.display, e)),
+        };
         let moved: i64 = row.try_get("moved").map_err(|e| self.err(e))?;
         let inserted: i64 = row.try_get("inserted").map_err(|e| self.err(e))?;
-        if moved == 0 {
-            tx.commit().await.map_err(|e| self.err(e))?;
-            return Ok(Some(None));
-        }
+        tracing::debug!(after = ?self.cursor, moved, inserted, "claimed move");
         if moved != inserted {
             // Something did not go in: undo, and decide row by row for this batch.
             tx.rollback().await.map_err(|e| self.err(e))?;
             return Ok(None);
         }
+        let last: Option<String> = row.try_get("last").map_err(|e| self.err(e))?;
+        // What the claim passed over is still in the table (this transaction's own deletes
+        // are not): every row up to the last one moved, or up to the end after a short claim.
+        let upto = match last {
+            Some(last) if moved as usize >= n => last,
+            _ => end.to_string(),
+        };
+        let passed = self.unclaimed_in_range(&mut tx, &upto, &[]).await?;
         tx.commit().await.map_err(|e| self.err(e))?;
-        self.cursor = row.try_get("last").map_err(|e| self.err(e))?;
+        self.passed.extend(passed);
+        self.cursor = Some(upto);
+        if moved == 0 {
+            return Ok(Some(None));
+        }
         Ok(Some(Some(LocalBatch {
             examined: moved as u64,
             moved: moved as u64,
             others: Vec::new(),
         })))
+    }
+}
+
+impl PgMoveSession<'_> {
+    /// After a statement on the session's connection failed: wait until the server has rolled
+    /// it back. The error reaches the client before the server ends the transaction, so until
+    /// the connection is ready again another connection can still find the statement's rows
+    /// locked, and a claim `FOR UPDATE SKIP LOCKED` would pass over them.
+    async fn rolled_back(&mut self) -> Result<()> {
+        use sqlx::Connection;
+        self.conn.ping().await.map_err(|e| self.err(e))
+    }
+
+    /// The keys of the rows after the cursor up to `upto` that the table holds (in `conn`'s
+    /// transaction) other than `claimed`: what a claim `FOR UPDATE SKIP LOCKED` passed over,
+    /// held by another transaction.
+    pub(super) async fn unclaimed_in_range(
+        &self,
+        conn: &mut PgConnection,
+        upto: &str,
+        claimed: &[String],
+    ) -> Result<Vec<String>> {
+        let l = &self.b.layout;
+        let (id, ty) = (&l.cols["id"].sql, l.id_type());
+        let sql = format!(
+            "SELECT {id}::text FROM {} WHERE {} AND {id} <= $2::text::{ty}{} AND {id} <> ALL($4::text[]::{ty}[])",
+            l.table,
+            after_cursor_sql(l, self.cursor.is_none()),
+            self.b.queue_clause(3),
+        );
+        sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(self.cursor.as_deref())
+            .bind(upto)
+            .bind(self.b.pg.queue.as_deref())
+            .bind(claimed)
+            .fetch_all(conn)
+            .await
+            .map_err(|e| self.err(e))
+    }
+
+    /// At the end: which of the rows the claims passed over are still in the table (the
+    /// others went meanwhile: deleted by the transaction that held them).
+    pub(super) async fn passed_and_left(&self) -> Result<u64> {
+        if self.passed.is_empty() {
+            return Ok(0);
+        }
+        let l = &self.b.layout;
+        let sql = format!(
+            "SELECT count(*) FROM {} WHERE {} = ANY($1::text[]::{}[])",
+            l.table,
+            l.cols["id"].sql,
+            l.id_type()
+        );
+        let n: i64 = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(&self.passed)
+            .fetch_one(&self.b.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(n as u64)
     }
 }
 

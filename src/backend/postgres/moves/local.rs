@@ -9,6 +9,7 @@ use sqlx::AssertSqlSafe;
 use super::{PgMoveSession, payload_compatible, pg_err, write};
 use crate::address::Address;
 use crate::backend::postgres::layout::{Layout, PayloadKind};
+use crate::backend::postgres::{refuses_a_row, row_refusal};
 use crate::backend::{MoveSession, SendOutcome, Ticket};
 use crate::error::Result;
 use crate::message::Message;
@@ -175,7 +176,10 @@ impl PgMoveSession<'_> {
     }
 
     /// Runs the one-statement move once per round: a row whose copy went in is sent (and
-    /// deleted), one whose copy met an active twin stays, a conflict.
+    /// deleted), one whose copy met an active twin stays, a conflict. A round the target
+    /// refuses (a CHECK, a value it cannot hold: SQLSTATE class 22 or 23) is undone to its
+    /// savepoint and done again row by row, so that only the refused rows stay, failed with
+    /// the server's words.
     async fn move_rounds(
         &mut self,
         sql: &str,
@@ -184,20 +188,34 @@ impl PgMoveSession<'_> {
         rounds: Vec<Vec<Movable>>,
         outcomes: &mut Outcomes,
     ) -> Result<()> {
-        let tx = self.tx.as_mut().expect("a claimed batch");
         for round in rounds {
-            let ids: Vec<&str> = round
+            let ids: Vec<String> = round
                 .iter()
-                .map(|&(_, i)| self.batch[i].native_id.as_str())
+                .map(|&(_, i)| self.batch[i].native_id.clone())
                 .collect();
-            let moved: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql.to_string()))
-                .bind(&ids)
-                .bind(queue)
-                .fetch_all(&mut **tx)
-                .await
-                .map_err(|e| pg_err(&tl.display, e))?;
-            let moved: std::collections::HashSet<String> = moved.into_iter().collect();
+            let mut moved = std::collections::HashSet::new();
+            match self.move_guarded(sql, &ids, queue, tl).await? {
+                Ok(m) => moved.extend(m),
+                Err(_) => {
+                    for (&(pos, _), id) in round.iter().zip(&ids) {
+                        match self
+                            .move_guarded(sql, std::slice::from_ref(id), queue, tl)
+                            .await?
+                        {
+                            Ok(m) => moved.extend(m),
+                            Err(reason) => {
+                                outcomes[pos] = Some(SendOutcome::Rejected {
+                                    reason: format!("{} refused the copy: {reason}", tl.display),
+                                })
+                            }
+                        }
+                    }
+                }
+            }
             for (pos, i) in round {
+                if outcomes[pos].is_some() {
+                    continue;
+                }
                 outcomes[pos] = Some(if moved.contains(&self.batch[i].native_id) {
                     SendOutcome::Sent
                 } else {
@@ -211,6 +229,45 @@ impl PgMoveSession<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The local move of `ids` under a savepoint: the keys moved, or (rolled back to the
+    /// savepoint) the server's words when the target refused a copy.
+    async fn move_guarded(
+        &mut self,
+        sql: &str,
+        ids: &[String],
+        queue: Option<&str>,
+        tl: &Layout,
+    ) -> Result<std::result::Result<Vec<String>, String>> {
+        let tx = self.tx.as_mut().expect("a claimed batch");
+        let err = |e| pg_err(&tl.display, e);
+        sqlx::query("SAVEPOINT dlqctl_round")
+            .execute(&mut **tx)
+            .await
+            .map_err(err)?;
+        match sqlx::query_scalar(AssertSqlSafe(sql.to_string()))
+            .bind(ids)
+            .bind(queue)
+            .fetch_all(&mut **tx)
+            .await
+        {
+            Ok(moved) => {
+                sqlx::query("RELEASE SAVEPOINT dlqctl_round")
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(err)?;
+                Ok(Ok(moved))
+            }
+            Err(e) if refuses_a_row(&e) => {
+                sqlx::query("ROLLBACK TO SAVEPOINT dlqctl_round")
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(err)?;
+                Ok(Err(row_refusal(&e)))
+            }
+            Err(e) => Err(err(e)),
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! Redrive from a dead-letter table.
 //!
 //! * Each batch is one transaction: `SELECT … FOR UPDATE SKIP LOCKED` claims rows (running or
-//!   locked rows are skipped, never waited on), and the rows are deleted only in the same
+//!   locked rows are skipped, never waited on, and counted: the run reports them and ends with
+//!   exit 1), and the rows are deleted only in the same
 //!   transaction that inserts their copies (same database) or after the target accepted them
 //!   (any other target). A crash at any instant leaves each row in the table, in the target,
 //!   or — only for foreign targets — in both, with the same stable id.
@@ -28,6 +29,7 @@ use super::{PgBackend, pg_err, row_to_message, write};
 use crate::address::{Address, PgAddress};
 use crate::backend::{
     Claim, LocalBatch, LocalMoves, LocalNext, MoveOptions, MoveSession, SendOutcome, Ticket,
+    Unaccounted,
 };
 use crate::error::{Error, Result};
 use crate::message::Message;
@@ -56,6 +58,10 @@ pub struct PgMoveSession<'a> {
     end: Option<String>,
     tx: Option<Transaction<'static, Postgres>>,
     batch: Vec<Claimed>,
+    /// The keys of rows that claims (`FOR UPDATE SKIP LOCKED`) passed over because another
+    /// transaction held them; at the end, how many of them are still there (reported).
+    passed: Vec<String>,
+    left: u64,
     /// Target layouts for local moves, by table name.
     targets: HashMap<String, Layout>,
     /// Whether a copy can hit a unique index of the (single) batch-move target.
@@ -108,6 +114,8 @@ impl<'a> PgMoveSession<'a> {
             end,
             tx: None,
             batch: Vec::new(),
+            passed: Vec::new(),
+            left: 0,
             targets: HashMap::new(),
             conflicts: None,
         })
@@ -302,6 +310,15 @@ impl MoveSession for PgMoveSession<'_> {
         Some(self)
     }
 
+    async fn finish(&mut self) -> Result<()> {
+        self.left = self.passed_and_left().await?;
+        Ok(())
+    }
+
+    fn unaccounted(&self) -> Vec<Unaccounted> {
+        held_rows(self.left)
+    }
+
     async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
         assert!(self.tx.is_none(), "settle the last batch first");
         let Some(end) = self.end.clone() else {
@@ -341,8 +358,22 @@ impl MoveSession for PgMoveSession<'_> {
             .fetch_all(&mut *tx)
             .await
             .map_err(|e| self.err(e))?;
+        // What the claim passed over (held by another transaction): every row up to the last
+        // one claimed, or up to the end after a short claim, which then ends the walk.
+        let upto = match rows.last() {
+            Some(r) if rows.len() >= n => r.try_get::<String, _>("id").map_err(|e| self.err(e))?,
+            _ => end.clone(),
+        };
+        let claimed = rows
+            .iter()
+            .map(|r| r.try_get::<String, _>("id"))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        let passed = self.unclaimed_in_range(&mut tx, &upto, &claimed).await?;
+        self.passed.extend(passed);
         if rows.is_empty() {
             tx.commit().await.map_err(|e| self.err(e))?;
+            self.cursor = Some(upto);
             return Ok(None);
         }
         let mut batch = Vec::with_capacity(rows.len());
@@ -374,7 +405,7 @@ impl MoveSession for PgMoveSession<'_> {
                 message,
             });
         }
-        self.cursor = batch.last().map(|c| c.native_id.clone());
+        self.cursor = Some(upto);
         self.batch = batch;
         self.tx = Some(tx);
         Ok(Some(Claim::new(out)))
@@ -433,4 +464,19 @@ impl LocalMoves for PgMoveSession<'_> {
     ) -> Result<Vec<SendOutcome>> {
         self.move_claimed_locally(ticket, target, selected).await
     }
+}
+
+/// What a run reports of the rows its claims (`FOR UPDATE SKIP LOCKED`) passed over because
+/// another transaction held them, and that are still there at its end: the run ends with
+/// exit 1 rather than a clean finish.
+pub(super) fn held_rows(left: u64) -> Vec<Unaccounted> {
+    if left == 0 {
+        return Vec::new();
+    }
+    vec![Unaccounted {
+        count: left,
+        approximate: false,
+        reason: "not examined: another transaction held them locked when the run reached them (a worker, a consumer or an open session; pg_stat_activity shows who), and a claim skips held rows rather than wait; they are still in the dead-letter table, untouched: re-run once that transaction has ended".into(),
+        until: None,
+    }]
 }

@@ -11,10 +11,12 @@ use super::backend::JobSystemBackend;
 use crate::address::Address;
 use crate::backend::{
     Claim, LocalBatch, LocalMoves, LocalNext, MoveOptions, MoveSession, QueueBackend, SendOutcome,
-    Ticket,
+    Ticket, Unaccounted,
 };
 use crate::error::Result;
 use crate::message::Message;
+
+mod passed;
 
 /// Batches of dead jobs, each claimed `FOR UPDATE … SKIP LOCKED` in its own transaction.
 pub(super) struct SystemMoveSession<'a> {
@@ -29,6 +31,10 @@ pub(super) struct SystemMoveSession<'a> {
     /// The connection the range retries run on, each statement a transaction of its own,
     /// with `lock_timeout` set once (closed, not returned to the pool, at the end).
     conn: Option<PgConnection>,
+    /// The keys of dead jobs passed over because another transaction held them; at the end,
+    /// how many of them are still dead (reported).
+    passed: HashSet<String>,
+    left: u64,
 }
 
 impl<'a> SystemMoveSession<'a> {
@@ -71,6 +77,8 @@ impl<'a> SystemMoveSession<'a> {
             keys: Vec::new(),
             range,
             conn,
+            passed: HashSet::new(),
+            left: 0,
         })
     }
 
@@ -97,14 +105,16 @@ impl<'a> SystemMoveSession<'a> {
                 tx.rollback().await.map_err(|e| self.b.err(e))?;
                 let (done, conflicts, claimed) = self.one_by_one(sql, keys).await?;
                 let claimed: HashSet<&String> = claimed.iter().collect();
+                let skipped: HashSet<String> = keys
+                    .iter()
+                    .filter(|k| !claimed.contains(k))
+                    .cloned()
+                    .collect();
+                self.passed.extend(skipped.iter().cloned());
                 Ok(Retried {
                     done,
                     conflicts,
-                    skipped: keys
-                        .iter()
-                        .filter(|k| !claimed.contains(k))
-                        .cloned()
-                        .collect(),
+                    skipped,
                 })
             }
             Err(e) => Err(self.b.err(e)),
@@ -247,6 +257,7 @@ impl<'a> SystemMoveSession<'a> {
             Ok(row) => {
                 let hi: String = row.try_get("hi").map_err(|e| self.b.err(e))?;
                 let n: i64 = row.try_get("retried").map_err(|e| self.b.err(e))?;
+                tracing::debug!(after = ?self.cursor, %hi, retried = n, "range retry");
                 self.cursor = Some(hi);
                 Ok(LocalNext::Moved(LocalBatch {
                     examined: n as u64,
@@ -256,6 +267,13 @@ impl<'a> SystemMoveSession<'a> {
             }
             Err(e) if is_unique_violation(&e) || is_lock_timeout(&e) => {
                 tracing::debug!(error = %e, "the range as one statement failed: key by key");
+                // The error arrives before the server has rolled the statement back: until the
+                // connection is ready again, its row locks would make the claims below skip
+                // those jobs.
+                let conn = self.conn.as_mut().expect("a connection for range retries");
+                sqlx::Connection::ping(conn)
+                    .await
+                    .map_err(|e| self.b.err(e))?;
                 self.range_key_by_key(&end, n).await
             }
             Err(e) => Err(self.b.err(e)),
@@ -287,8 +305,11 @@ impl<'a> SystemMoveSession<'a> {
         self.cursor = Some(last.clone());
         let sql = self.b.sys.retry.clone();
         // Jobs a worker holds are not claimed: skipped, as a claim skips them.
-        let (done, conflicts, keys) = self.one_by_one(&sql, &keys).await?;
-        self.commit_batch(&keys, &done, &conflicts).await
+        let (done, conflicts, claimed) = self.one_by_one(&sql, &keys).await?;
+        let took: HashSet<&String> = claimed.iter().collect();
+        self.passed
+            .extend(keys.iter().filter(|k| !took.contains(k)).cloned());
+        self.commit_batch(&claimed, &done, &conflicts).await
     }
 
     /// Commit the open batch whose `keys` were examined: what it moved, and for each job it
@@ -426,11 +447,20 @@ impl MoveSession for SystemMoveSession<'_> {
         Some(self)
     }
 
+    async fn finish(&mut self) -> Result<()> {
+        self.left = self.still_dead(&self.passed).await?;
+        Ok(())
+    }
+
+    fn unaccounted(&self) -> Vec<Unaccounted> {
+        crate::backend::postgres::moves::held_rows(self.left)
+    }
+
     async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
-        let rows = self.claim(n, &self.b.sys.select_list()).await?;
-        if rows.is_empty() {
+        let Some(end) = self.end.clone() else {
             return Ok(None);
-        }
+        };
+        let rows = self.claim(n, &self.b.sys.select_list()).await?;
         let msgs: Vec<Message> = rows
             .iter()
             .map(|r| {
@@ -441,7 +471,23 @@ impl MoveSession for SystemMoveSession<'_> {
             })
             .collect::<Result<_>>()?;
         self.keys = msgs.iter().map(|m| m.native_id.clone()).collect();
-        self.cursor = self.keys.last().cloned();
+        // What the claim passed over (held by another transaction): every dead job up to the
+        // last one claimed, or up to the end after a short claim, which then ends the walk.
+        let upto = match self.keys.last() {
+            Some(last) if self.keys.len() >= n => last.clone(),
+            _ => end,
+        };
+        let in_range = self.dead_in_range(&upto).await?;
+        let claimed: HashSet<&String> = self.keys.iter().collect();
+        let unclaimed: Vec<String> = in_range
+            .into_iter()
+            .filter(|k| !claimed.contains(k))
+            .collect();
+        self.passed.extend(unclaimed);
+        self.cursor = Some(upto);
+        if msgs.is_empty() {
+            return Ok(None);
+        }
         Ok(Some(Claim::new(msgs)))
     }
 
