@@ -3,6 +3,7 @@
 //! ```text
 //! redis[s]://[USER[:PASSWORD]@]HOST[:PORT][/DB]?system=sidekiq[&queue=NAME][&namespace=NS][&set=dead|retry]
 //! redis[s]://[USER[:PASSWORD]@]HOST[:PORT][/DB]?system=bullmq&queue=NAME[&prefix=bull]
+//! rediss://…[&sslcert=FILE&sslkey=FILE][&sslrootcert=FILE]
 //! ```
 //!
 //! Parsed and shown here, whatever backends the build has (the address registry,
@@ -17,7 +18,8 @@ use crate::error::Result;
 /// The forms as `--help` lists them.
 pub fn usage() -> String {
     "redis[s]://HOST:PORT/DB?system=sidekiq[&queue=NAME][&namespace=NS][&set=retry]\n\
-     redis[s]://HOST:PORT/DB?system=bullmq&queue=NAME[&prefix=bull]"
+     redis[s]://HOST:PORT/DB?system=bullmq&queue=NAME[&prefix=bull]\n\
+     rediss://…[&sslcert=FILE&sslkey=FILE][&sslrootcert=FILE]"
         .into()
 }
 
@@ -64,6 +66,12 @@ pub struct RedisAddress {
     pub prefix: Option<String>,
     /// Sidekiq: the dead set (default) or the retry set.
     pub set: SidekiqSet,
+    /// `rediss://` only, named as for PostgreSQL: a client certificate and its key (PEM
+    /// files, both or neither) for servers that ask for one (`tls-auth-clients`), and the CA
+    /// to trust instead of the system's store.
+    pub sslcert: Option<String>,
+    pub sslkey: Option<String>,
+    pub sslrootcert: Option<String>,
 }
 
 impl fmt::Debug for RedisAddress {
@@ -73,7 +81,16 @@ impl fmt::Debug for RedisAddress {
     }
 }
 
-const OWN: &[&str] = &["system", "queue", "namespace", "prefix", "set"];
+const OWN: &[&str] = &[
+    "system",
+    "queue",
+    "namespace",
+    "prefix",
+    "set",
+    "sslcert",
+    "sslkey",
+    "sslrootcert",
+];
 
 /// `redis://…` or `rediss://…`: the server and database, the credentials, then the query's
 /// parameters, checked together.
@@ -96,6 +113,7 @@ pub fn parse(input: &str) -> Result<RedisAddress> {
     let system = q.system().map_err(bad)?;
     let set = q.set(system).map_err(bad)?;
     q.check_fits(system).map_err(bad)?;
+    q.check_tls(tls).map_err(bad)?;
     Ok(RedisAddress {
         tls,
         host,
@@ -108,6 +126,9 @@ pub fn parse(input: &str) -> Result<RedisAddress> {
         namespace: q.namespace,
         prefix: q.prefix,
         set,
+        sslcert: q.sslcert,
+        sslkey: q.sslkey,
+        sslrootcert: q.sslrootcert,
     })
 }
 
@@ -146,6 +167,9 @@ struct Query {
     namespace: Option<String>,
     prefix: Option<String>,
     set: Option<String>,
+    sslcert: Option<String>,
+    sslkey: Option<String>,
+    sslrootcert: Option<String>,
 }
 
 impl Query {
@@ -158,6 +182,9 @@ impl Query {
             namespace: None,
             prefix: None,
             set: None,
+            sslcert: None,
+            sslkey: None,
+            sslrootcert: None,
         };
         for (k, v) in u.query_pairs() {
             let (k, v) = (k.into_owned(), v.into_owned());
@@ -167,6 +194,9 @@ impl Query {
                 "namespace" => &mut q.namespace,
                 "prefix" => &mut q.prefix,
                 "set" => &mut q.set,
+                "sslcert" => &mut q.sslcert,
+                "sslkey" => &mut q.sslkey,
+                "sslrootcert" => &mut q.sslrootcert,
                 other => {
                     let guess = crate::text::closest(other, OWN.iter().copied())
                         .map(|g| format!("did you mean `{g}`? "))
@@ -217,6 +247,25 @@ impl Query {
             (RedisSystem::BullMq, Some(_)) => {
                 Err("BullMQ's dead jobs are its failed set: leave out `set=`".into())
             }
+        }
+    }
+
+    /// The certificate files go with TLS, and a client certificate with its key.
+    fn check_tls(&self, tls: bool) -> std::result::Result<(), String> {
+        let given = [
+            ("sslcert", &self.sslcert),
+            ("sslkey", &self.sslkey),
+            ("sslrootcert", &self.sslrootcert),
+        ];
+        if let Some((name, _)) = given.iter().find(|(_, v)| v.is_some())
+            && !tls
+        {
+            return Err(format!("`{name}=` needs TLS: rediss://…"));
+        }
+        match (&self.sslcert, &self.sslkey) {
+            (Some(_), None) => Err("`sslcert=` needs its key: &sslkey=FILE".into()),
+            (None, Some(_)) => Err("`sslkey=` needs its certificate: &sslcert=FILE".into()),
+            _ => Ok(()),
         }
     }
 
@@ -281,6 +330,26 @@ impl fmt::Display for RedisAddress {
         }
         if self.set == SidekiqSet::Retry {
             write!(f, "&set=retry")?;
+        }
+        // Paths as they are, but for what a query value cannot hold.
+        const PATH: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+            .add(b' ')
+            .add(b'#')
+            .add(b'%')
+            .add(b'&')
+            .add(b'+');
+        for (name, v) in [
+            ("sslcert", &self.sslcert),
+            ("sslkey", &self.sslkey),
+            ("sslrootcert", &self.sslrootcert),
+        ] {
+            if let Some(v) = v {
+                write!(
+                    f,
+                    "&{name}={}",
+                    percent_encoding::utf8_percent_encode(v, PATH)
+                )?;
+            }
         }
         Ok(())
     }
@@ -358,9 +427,40 @@ mod tests {
                 "redis://h:1/0?system=bullmq&queue=q&set=retry",
                 "failed set",
             ),
+            (
+                "redis://h:1/0?system=sidekiq&sslrootcert=ca.pem",
+                "`sslrootcert=` needs TLS",
+            ),
+            (
+                "rediss://h:1/0?system=sidekiq&sslcert=c.pem",
+                "&sslkey=FILE",
+            ),
+            (
+                "rediss://h:1/0?system=sidekiq&sslkey=c.key",
+                "&sslcert=FILE",
+            ),
         ] {
             let e = Address::parse(url).unwrap_err().to_string();
             assert!(e.contains(says), "{url}: {e}");
         }
+    }
+
+    #[test]
+    fn tls_files_are_kept_and_shown() {
+        let r = parse(
+            "rediss://h:1/0?system=bullmq&queue=q&sslcert=/c.pem&sslkey=/c.key&sslrootcert=/ca.pem",
+        );
+        assert_eq!(
+            (
+                r.sslcert.as_deref(),
+                r.sslkey.as_deref(),
+                r.sslrootcert.as_deref()
+            ),
+            (Some("/c.pem"), Some("/c.key"), Some("/ca.pem"))
+        );
+        assert_eq!(
+            r.to_string(),
+            "rediss://h:1/0?system=bullmq&queue=q&sslcert=/c.pem&sslkey=/c.key&sslrootcert=/ca.pem"
+        );
     }
 }

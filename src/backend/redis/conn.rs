@@ -52,7 +52,11 @@ pub(super) async fn connect(a: &RedisAddress) -> Result<MultiplexedConnection, E
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
     let target = a.to_string();
-    let client = redis::Client::open(u.as_str()).map_err(|e| err(&target, from, e))?;
+    let client = match tls_files(a)? {
+        Some(certs) => redis::Client::build_with_tls(u.as_str(), certs),
+        None => redis::Client::open(u.as_str()),
+    }
+    .map_err(|e| err(&target, from, e))?;
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(std::time::Duration::from_secs(10)))
         .set_response_timeout(Some(std::time::Duration::from_secs(60)));
@@ -60,6 +64,36 @@ pub(super) async fn connect(a: &RedisAddress) -> Result<MultiplexedConnection, E
         .get_multiplexed_async_connection_with_config(&config)
         .await
         .map_err(|e| err(&target, from, e))
+}
+
+/// The certificate files an address names (`sslcert`, `sslkey`, `sslrootcert`), read; None
+/// when it names none (the system's store, and no client certificate).
+fn tls_files(a: &RedisAddress) -> Result<Option<redis::TlsCertificates>, Error> {
+    if a.sslcert.is_none() && a.sslrootcert.is_none() {
+        return Ok(None);
+    }
+    let read = |name: &str, path: &str| {
+        std::fs::read(path).map_err(|e| {
+            Error::invalid_arg(name, format!("cannot read {path}: {e}"))
+                .hinted("a PEM file: the client certificate (sslcert), its key (sslkey), the CA to trust (sslrootcert)")
+        })
+    };
+    let client_tls = match (&a.sslcert, &a.sslkey) {
+        (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
+            client_cert: read("sslcert", cert)?,
+            client_key: read("sslkey", key)?,
+        }),
+        _ => None,
+    };
+    let root_cert = a
+        .sslrootcert
+        .as_deref()
+        .map(|p| read("sslrootcert", p))
+        .transpose()?;
+    Ok(Some(redis::TlsCertificates {
+        client_tls,
+        root_cert,
+    }))
 }
 
 /// A Redis error as one of dlqctl's: unreachable, authentication, permission (ACL), or the
@@ -82,13 +116,17 @@ pub(super) fn err(target: &str, password_from: &'static str, e: redis::RedisErro
     }
     if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() || e.is_connection_refusal() {
         let certificate = reason.contains("certificate");
+        let asks = reason.contains("CertificateRequired");
         let e = Error::Unreachable {
             target: target.into(),
             reason,
         };
-        // rustls refused the server's certificate: say how a private CA is trusted.
-        return if certificate {
-            e.hinted("the server's certificate must be signed by a CA in the system's store, or in the PEM file SSL_CERT_FILE names (docs/systems/sidekiq.md#tls)")
+        // The server wants a client certificate; or rustls refused the server's certificate:
+        // say how a private CA is trusted.
+        return if asks {
+            e.hinted("the server asks for a client certificate (tls-auth-clients): name it and its key in the URL, &sslcert=FILE&sslkey=FILE (docs/systems/sidekiq.md#tls)")
+        } else if certificate {
+            e.hinted("the server's certificate must be signed by a CA in the system's store, in the PEM file SSL_CERT_FILE names, or in the one the URL's &sslrootcert=FILE names (docs/systems/sidekiq.md#tls)")
         } else {
             e
         };
