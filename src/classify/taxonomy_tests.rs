@@ -41,6 +41,7 @@ fn families_decide_for_their_members() {
         BAD_INPUT,
         NOT_JSON_AT_ALL,
         MORE_FAMILIES,
+        THIRD_ROUND,
     ]
     .concat()
     {
@@ -234,5 +235,48 @@ const MORE_FAMILIES: &[(&str, Kind)] = &[
     (
         "Bunny::AccessRefused: ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN",
         Kind::Permanent,
+    ),
+];
+
+/// The third round (issue 30): members of the families the new rules encode that no corpus case
+/// spells out: other Envoy flags and HAProxy termination states, other Sarama texts, other
+/// Stripe libraries, other runtime fatal errors, other SQLite and SQL Server forms.
+const THIRD_ROUND: &[(&str, Kind)] = &[
+    (
+        "[2026-12-05T10:00:00.000Z] \"GET /v1/x HTTP/1.1\" 503 UO 0 81 0 - \"-\" \"curl/8.5.0\" \"id\" \"svc:80\" \"-\"",
+        Kind::Transient,
+    ),
+    (
+        "haproxy[7]: 10.0.0.1:4000 [05/Dec/2026:10:00:00.000] fe be/s1 0/0/0/-1/30001 504 194 - - sH-- 1/1/0/0/0 0/0 \"GET / HTTP/1.1\"",
+        Kind::Transient,
+    ),
+    (
+        "kafka server: The coordinator is still loading offsets and cannot currently process requests",
+        Kind::Transient,
+    ),
+    (
+        "StripeRateLimitError: Too many requests hit the API too quickly.",
+        Kind::Transient,
+    ),
+    (
+        "com.stripe.exception.InvalidRequestException: No such price: 'price_123'; code: resource_missing",
+        Kind::Permanent,
+    ),
+    (
+        "fatal error: concurrent map read and map write",
+        Kind::Permanent,
+    ),
+    (
+        "sqlite3.OperationalError: database table is locked",
+        Kind::Transient,
+    ),
+    (
+        "Msg 8115, Level 16, State 2, Line 1 Arithmetic overflow error converting expression to data type int.",
+        Kind::Permanent,
+    ),
+    ("States.Permissions", Kind::Permanent),
+    (
+        "java.lang.OutOfMemoryError: Java heap space",
+        Kind::Unclassified,
     ),
 ];

@@ -402,7 +402,9 @@ mod tests {
             "{lines:?}"
         );
         assert!(
-            lines[4].starts_with("did not match: declared-permanent, lock-conflict, "),
+            lines[4].starts_with(
+                "did not match: declared-permanent, go-runtime-fatal, lock-conflict, "
+            ),
             "{lines:?}"
         );
         let none = Classifier::builtin().explain_text("the flux capacitor hiccuped");
