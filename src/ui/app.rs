@@ -1,0 +1,465 @@
+//! The UI's state and what each key does to it: no I/O, no terminal. A key gives an
+//! [`Effect`] (work for the worker, `mod.rs` starts it); a result of that work comes back as a
+//! [`Loaded`] (see [`App::on_loaded`]). Everything here is tested without a terminal (tests.rs).
+
+/// A key, as the state machine sees it (crossterm's events are mapped in `mod.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    Char(char),
+    Enter,
+    Esc,
+    Up,
+    Down,
+    Backspace,
+    /// Ctrl-C: quits from anywhere (raw mode turns it into a key, not a signal).
+    Interrupt,
+}
+
+/// Something that arrives later: nothing yet, on its way, here, or an error (shown, never fatal).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Load<T> {
+    #[default]
+    Idle,
+    Loading,
+    Ready(T),
+    Failed(String),
+}
+
+/// One row of the queues view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueRow {
+    /// The name in dlqctl.toml, else the address as shown.
+    pub label: String,
+    pub info: Load<QueueInfo>,
+}
+
+/// What `inspect` says of a queue, as the row shows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueueInfo {
+    pub backend: String,
+    /// Messages (the backend's own count), as a person reads it.
+    pub depth: Option<String>,
+    /// Age of the oldest message read.
+    pub oldest: Option<String>,
+    /// Counts per kind of the messages read: `3 trans · 1 perm · 0 uncl`.
+    pub classes: Option<String>,
+    /// Why the messages were not read (SQS: a read counts as a receive).
+    pub note: Option<String>,
+}
+
+/// One failure group (`classify --by fingerprint`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupItem {
+    /// None: the messages without an error to fingerprint.
+    pub fingerprint: Option<String>,
+    /// `kind/rule`.
+    pub class: String,
+    pub count: u64,
+    pub first_seen: String,
+    pub last_seen: String,
+    /// The normalised error, else a sample error.
+    pub error: String,
+}
+
+/// The groups of one queue under one `--where`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GroupList {
+    pub items: Vec<GroupItem>,
+    /// Messages that passed the filter.
+    pub total: u64,
+    /// Whether the whole queue was read.
+    pub complete: bool,
+}
+
+/// One message of a group: the list's columns and the detail pane's text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageItem {
+    pub id: String,
+    pub age: String,
+    pub redrives: u32,
+    pub error: String,
+    /// The detail pane: what `peek --explain` shows of it (facts, error, classification,
+    /// headers, body pretty-printed).
+    pub detail: String,
+}
+
+/// A redrive of the selected group, step by step.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Opening the queue, resolving the target, counting.
+    Planning,
+    /// The plan, and the question. `count`: how many will move, where known; above
+    /// [`TYPE_COUNT_ABOVE`] the answer is that number typed, below it `y`.
+    Confirm {
+        plan: Vec<(String, String)>,
+        count: Option<u64>,
+        typed: String,
+    },
+    Running,
+    /// The summary as the CLI prints it, and whether everything moved.
+    Done {
+        summary: String,
+        ok: bool,
+    },
+    Failed(String),
+}
+
+/// Above this many messages a redrive is confirmed by typing the count, not `y`.
+pub const TYPE_COUNT_ABOVE: u64 = 100;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Queues,
+    Groups,
+    Messages,
+}
+
+/// Work for the worker. Queue indices are into [`App::queues`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    None,
+    Quit,
+    /// Inspect every queue again.
+    LoadQueues,
+    LoadGroups {
+        queue: usize,
+        query: Option<String>,
+    },
+    LoadMessages {
+        queue: usize,
+        fingerprint: Option<String>,
+        query: Option<String>,
+    },
+    /// Prepare a redrive of a group and show its plan.
+    PlanRedrive {
+        queue: usize,
+        fingerprint: String,
+        query: Option<String>,
+    },
+    /// The answer to the plan's question: start (true) or drop it.
+    Answer(bool),
+    /// Ctrl-C during a redrive: stop it after its current batch (as in the CLI), then quit.
+    Stop,
+}
+
+/// What the worker sends back.
+#[derive(Debug)]
+pub enum Loaded {
+    Queue(usize, Load<QueueInfo>),
+    Groups {
+        queue: usize,
+        query: Option<String>,
+        groups: Load<GroupList>,
+    },
+    Messages {
+        queue: usize,
+        fingerprint: Option<String>,
+        messages: Load<Vec<MessageItem>>,
+    },
+    Action(Action),
+}
+
+/// The whole state of the UI.
+#[derive(Debug)]
+pub struct App {
+    pub queues: Vec<QueueRow>,
+    pub read_only: bool,
+    /// Styles (bold, reverse, dim) beyond the selection: off with NO_COLOR or `--color never`.
+    pub color: bool,
+    pub view: View,
+    pub queue_sel: usize,
+    pub groups: Load<GroupList>,
+    pub group_sel: usize,
+    /// The `--where` of the groups view (set with `/`).
+    pub query: Option<String>,
+    pub messages: Load<Vec<MessageItem>>,
+    pub message_sel: usize,
+    /// A `/` filter being typed.
+    pub input: Option<String>,
+    pub help: bool,
+    pub action: Option<Action>,
+    /// One line under the view: what just happened.
+    pub status: String,
+}
+
+impl App {
+    pub fn new(labels: Vec<String>, read_only: bool) -> App {
+        App {
+            queues: labels
+                .into_iter()
+                .map(|label| QueueRow {
+                    label,
+                    info: Load::Loading,
+                })
+                .collect(),
+            read_only,
+            color: false,
+            view: View::Queues,
+            queue_sel: 0,
+            groups: Load::Idle,
+            group_sel: 0,
+            query: None,
+            messages: Load::Idle,
+            message_sel: 0,
+            input: None,
+            help: false,
+            action: None,
+            status: String::new(),
+        }
+    }
+
+    /// The selected group, when the groups are loaded.
+    pub fn group(&self) -> Option<&GroupItem> {
+        match &self.groups {
+            Load::Ready(g) => g.items.get(self.group_sel),
+            _ => None,
+        }
+    }
+
+    /// The selected message, when the messages are loaded.
+    pub fn message(&self) -> Option<&MessageItem> {
+        match &self.messages {
+            Load::Ready(m) => m.get(self.message_sel),
+            _ => None,
+        }
+    }
+
+    /// What a key does: the state changes here; the work it asks for is returned.
+    pub fn on_key(&mut self, key: Key) -> Effect {
+        if key == Key::Interrupt {
+            if self.action == Some(Action::Running) {
+                self.status = "stopping after the current batch; the UI closes then".into();
+                return Effect::Stop;
+            }
+            return Effect::Quit;
+        }
+        // What the last key did is said until the next one.
+        self.status.clear();
+        if self.input.is_some() {
+            return self.on_input_key(key);
+        }
+        if self.action.is_some() {
+            return self.on_action_key(key);
+        }
+        if self.help {
+            self.help = false;
+            return Effect::None;
+        }
+        match key {
+            Key::Char('q') => Effect::Quit,
+            Key::Char('?') => {
+                self.help = true;
+                Effect::None
+            }
+            Key::Char('j') | Key::Down => self.step(1),
+            Key::Char('k') | Key::Up => self.step(-1),
+            Key::Enter => self.enter(),
+            Key::Esc => self.back(),
+            Key::Char('/') if self.view == View::Groups => {
+                self.input = Some(self.query.clone().unwrap_or_default());
+                Effect::None
+            }
+            Key::Char('r') if self.view == View::Queues => {
+                self.status = "refreshing".into();
+                Effect::LoadQueues
+            }
+            Key::Char('R') if self.view != View::Queues => self.redrive(),
+            _ => Effect::None,
+        }
+    }
+
+    /// A key while a `/` filter is typed: enter sets it (empty: none), esc drops the edit.
+    fn on_input_key(&mut self, key: Key) -> Effect {
+        let Some(text) = self.input.as_mut() else {
+            return Effect::None;
+        };
+        match key {
+            Key::Char(c) => text.push(c),
+            Key::Backspace => {
+                text.pop();
+            }
+            Key::Esc => self.input = None,
+            Key::Enter => {
+                let q = text.trim().to_string();
+                self.input = None;
+                self.query = (!q.is_empty()).then_some(q);
+                return self.load_groups();
+            }
+            _ => {}
+        }
+        Effect::None
+    }
+
+    /// A key while a redrive is on screen: its question, or its outcome.
+    fn on_action_key(&mut self, key: Key) -> Effect {
+        match (&mut self.action, key) {
+            (Some(Action::Confirm { typed, count, .. }), k) => {
+                let by_count = count.is_some_and(|n| n > TYPE_COUNT_ABOVE);
+                match k {
+                    Key::Esc | Key::Char('n') if !by_count || k == Key::Esc => {
+                        self.action = None;
+                        self.status = "redrive cancelled; nothing done".into();
+                        Effect::Answer(false)
+                    }
+                    Key::Char('y') if !by_count => self.start(),
+                    Key::Char(c) if by_count && c.is_ascii_digit() => {
+                        typed.push(c);
+                        Effect::None
+                    }
+                    Key::Backspace => {
+                        typed.pop();
+                        Effect::None
+                    }
+                    Key::Enter if by_count && count.is_some_and(|n| typed == &n.to_string()) => {
+                        self.start()
+                    }
+                    _ => Effect::None,
+                }
+            }
+            (Some(Action::Planning), Key::Esc) => {
+                self.action = None;
+                self.status = "redrive cancelled; nothing done".into();
+                Effect::Answer(false)
+            }
+            (Some(Action::Done { .. } | Action::Failed(_)), Key::Esc | Key::Enter) => {
+                self.action = None;
+                // The counts changed: read them again.
+                self.load_groups()
+            }
+            _ => Effect::None,
+        }
+    }
+
+    fn start(&mut self) -> Effect {
+        self.action = Some(Action::Running);
+        Effect::Answer(true)
+    }
+
+    fn step(&mut self, by: isize) -> Effect {
+        let (sel, len) = match self.view {
+            View::Queues => (&mut self.queue_sel, self.queues.len()),
+            View::Groups => (
+                &mut self.group_sel,
+                list_len(&self.groups, |g| g.items.len()),
+            ),
+            View::Messages => (&mut self.message_sel, list_len(&self.messages, Vec::len)),
+        };
+        if len > 0 {
+            *sel = sel.saturating_add_signed(by).min(len - 1);
+        }
+        Effect::None
+    }
+
+    fn enter(&mut self) -> Effect {
+        match self.view {
+            View::Queues if !self.queues.is_empty() => {
+                self.view = View::Groups;
+                self.query = None;
+                self.load_groups()
+            }
+            View::Groups => match self.group() {
+                Some(g) => {
+                    let fingerprint = g.fingerprint.clone();
+                    self.view = View::Messages;
+                    self.messages = Load::Loading;
+                    self.message_sel = 0;
+                    Effect::LoadMessages {
+                        queue: self.queue_sel,
+                        fingerprint,
+                        query: self.query.clone(),
+                    }
+                }
+                None => Effect::None,
+            },
+            _ => Effect::None,
+        }
+    }
+
+    fn back(&mut self) -> Effect {
+        match self.view {
+            View::Messages => self.view = View::Groups,
+            View::Groups => {
+                self.view = View::Queues;
+                self.groups = Load::Idle;
+            }
+            View::Queues => {}
+        }
+        Effect::None
+    }
+
+    fn load_groups(&mut self) -> Effect {
+        self.groups = Load::Loading;
+        self.group_sel = 0;
+        Effect::LoadGroups {
+            queue: self.queue_sel,
+            query: self.query.clone(),
+        }
+    }
+
+    /// `R`: redrive the selected group (refused in `--read-only`).
+    fn redrive(&mut self) -> Effect {
+        if self.read_only {
+            self.status = "read-only: redrive is disabled (started with --read-only)".into();
+            return Effect::None;
+        }
+        let Some(g) = self.group() else {
+            self.status = "no group selected".into();
+            return Effect::None;
+        };
+        let Some(fingerprint) = g.fingerprint.clone() else {
+            self.status =
+                "these messages have no error to fingerprint: use `dlqctl redrive` with a filter"
+                    .into();
+            return Effect::None;
+        };
+        self.action = Some(Action::Planning);
+        Effect::PlanRedrive {
+            queue: self.queue_sel,
+            fingerprint,
+            query: self.query.clone(),
+        }
+    }
+
+    /// A result of the worker: kept when it is still wanted (the same queue and filter).
+    pub fn on_loaded(&mut self, l: Loaded) {
+        match l {
+            Loaded::Queue(i, info) => {
+                if let Some(q) = self.queues.get_mut(i) {
+                    q.info = info;
+                }
+            }
+            Loaded::Groups {
+                queue,
+                query,
+                groups,
+            } => {
+                if self.view != View::Queues && queue == self.queue_sel && query == self.query {
+                    self.groups = groups;
+                }
+            }
+            Loaded::Messages {
+                queue,
+                fingerprint,
+                messages,
+            } => {
+                let same = self.group().map(|g| &g.fingerprint) == Some(&fingerprint);
+                if self.view == View::Messages && queue == self.queue_sel && same {
+                    self.messages = messages;
+                }
+            }
+            Loaded::Action(a) => {
+                // A plan that comes back after esc was pressed is not shown again.
+                if self.action.is_some() {
+                    self.action = Some(a);
+                }
+            }
+        }
+    }
+}
+
+fn list_len<T>(l: &Load<T>, len: impl Fn(&T) -> usize) -> usize {
+    match l {
+        Load::Ready(t) => len(t),
+        _ => 0,
+    }
+}

@@ -1,0 +1,205 @@
+//! `dlqctl ui` driven as a person would: the real binary in a pseudo-terminal (portable-pty)
+//! of 80x24, its screen read back as text (vt100), keys typed once the screen shows what they
+//! answer. Against PostgreSQL: a group redriven from the UI arrives in the target table.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+
+use crate::harness::{Db, Sandbox, bin};
+
+/// How long a screen may take to show what a test waits for.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// The terminal's screen as the program drew it, and whether the program has closed it.
+struct Screen {
+    parser: vt100::Parser,
+    closed: bool,
+}
+
+struct Tui {
+    screen: Arc<(Mutex<Screen>, Condvar)>,
+    keys: Box<dyn Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+impl Tui {
+    /// `dlqctl ARGS` in an 80x24 pseudo-terminal, in the sandbox's clean environment.
+    fn start(sb: &Sandbox, args: &[&str]) -> Tui {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: 24,
+                cols: 80,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("a pseudo-terminal");
+        let mut cmd = CommandBuilder::new(bin());
+        cmd.args(args);
+        cmd.env_clear();
+        cmd.env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        cmd.env("HOME", sb.dir.path());
+        cmd.env("XDG_CONFIG_HOME", sb.dir.path().join(".config"));
+        cmd.env("NO_COLOR", "1");
+        cmd.env("TERM", "xterm");
+        cmd.cwd(sb.dir.path());
+        let child = pty.slave.spawn_command(cmd).expect("dlqctl starts");
+        // The program holds the only other end: its exit closes the terminal.
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().expect("pty reader");
+        let keys = pty.master.take_writer().expect("pty writer");
+        let screen = Arc::new((
+            Mutex::new(Screen {
+                parser: vt100::Parser::new(24.try_into().unwrap(), 80.try_into().unwrap(), 0),
+                closed: false,
+            }),
+            Condvar::new(),
+        ));
+        let s = screen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            loop {
+                let n = reader.read(&mut buf).unwrap_or(0);
+                let (lock, cv) = &*s;
+                let mut sc = lock.lock().unwrap();
+                if n == 0 {
+                    sc.closed = true;
+                } else {
+                    sc.parser.process(&buf[..n]);
+                }
+                cv.notify_all();
+                if n == 0 {
+                    return;
+                }
+            }
+        });
+        Tui {
+            screen,
+            keys,
+            child,
+            _master: pty.master,
+        }
+    }
+
+    /// Wait until the screen shows `text`; the screen then. Fails with the screen as it is
+    /// after [`PATIENCE`].
+    fn wait_for(&self, text: &str) -> String {
+        let (lock, cv) = &*self.screen;
+        let deadline = Instant::now() + PATIENCE;
+        let mut sc = lock.lock().unwrap();
+        loop {
+            let shown = text_of(sc.parser.screen());
+            if shown.contains(text) {
+                return shown;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero() && !sc.closed,
+                "the screen never showed {text:?}; it shows:\n{shown}"
+            );
+            sc = cv.wait_timeout(sc, left).unwrap().0;
+        }
+    }
+
+    fn press(&mut self, keys: &str) {
+        self.keys.write_all(keys.as_bytes()).unwrap();
+        self.keys.flush().unwrap();
+    }
+
+    /// Wait for the program to end (it closes the terminal); its exit code.
+    fn exit_code(mut self) -> u32 {
+        let (lock, cv) = &*self.screen;
+        let deadline = Instant::now() + PATIENCE;
+        let mut sc = lock.lock().unwrap();
+        while !sc.closed {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "dlqctl ui did not end");
+            sc = cv.wait_timeout(sc, left).unwrap().0;
+        }
+        drop(sc);
+        self.child.wait().expect("exit status").exit_code()
+    }
+}
+
+/// The screen's rows as text, a line each (`contents` joins the rows a line fills).
+fn text_of(s: &vt100::Screen) -> String {
+    s.rows(0, 80).collect::<Vec<_>>().join("\n")
+}
+
+/// 12 rows in four groups of three, and five that fail alike: the largest group, listed first.
+async fn seeded(name: &str) -> Db {
+    let db = Db::new(name).await;
+    db.seed(12).await;
+    db.exec(
+        "INSERT INTO {s}.dead_letters (message_id, queue, payload, error)
+         SELECT 'pay-'||g, 'orders', jsonb_build_object('order_id', 100 + g), 'payment declined: card expired'
+         FROM generate_series(1, 5) g",
+    )
+    .await;
+    db
+}
+
+#[tokio::test]
+async fn a_group_redriven_in_the_ui_arrives_in_the_target() {
+    let db = seeded("ui_move").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("dlqctl ui · queues");
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    // Each text waited for on its own: a screen can be caught half drawn.
+    ui.wait_for("groups of 17 messages");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("R");
+    ui.wait_for("will move: 5 (5 of 17 pass the filter, counted now)");
+    ui.wait_for("y to start");
+    ui.press("y");
+    ui.wait_for("redrive: done");
+    ui.wait_for("moved 5 · skipped 12 (filter) · failed 0");
+    // Back to the groups, read again: the five are gone.
+    ui.press("\r");
+    ui.wait_for("groups of 12 messages");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+
+    assert_eq!(db.count("dead_letters").await, 12);
+    let moved = db
+        .query_strings("SELECT message_id FROM {s}.queue_messages ORDER BY message_id")
+        .await;
+    assert_eq!(moved, ["pay-1", "pay-2", "pay-3", "pay-4", "pay-5"]);
+    // Recorded in the audit trail as the CLI's redrive is.
+    let runs = sb.run(&["audit", "--output", "json"]).ok().json();
+    let runs = runs.as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["command"], "redrive", "{runs:?}");
+}
+
+#[tokio::test]
+async fn read_only_refuses_to_redrive() {
+    let db = seeded("ui_ro").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", "--read-only", &db.dlq()]);
+    ui.wait_for("read-only");
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("groups of 17 messages");
+    ui.press("R");
+    ui.wait_for("read-only: redrive is disabled");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    assert_eq!(db.count("dead_letters").await, 17);
+    assert_eq!(db.count("queue_messages").await, 0);
+}
+
+#[test]
+fn without_a_terminal_it_refuses() {
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&["ui", "postgres://127.0.0.1:1/x?table=dead_letters"])
+        .code(2);
+    assert!(r.stderr.contains("needs a terminal"), "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+}
