@@ -11,6 +11,8 @@ pub enum Key {
     Up,
     Down,
     Backspace,
+    PageDown,
+    PageUp,
     /// Ctrl-C: quits from anywhere (raw mode turns it into a key, not a signal).
     Interrupt,
 }
@@ -174,6 +176,8 @@ pub struct App {
     pub query: Option<String>,
     pub messages: Load<Vec<MessageItem>>,
     pub message_sel: usize,
+    /// Lines of the detail pane scrolled past (PgDn/PgUp, J/K).
+    pub detail_scroll: u16,
     /// A `/` filter being typed.
     pub input: Option<String>,
     pub help: bool,
@@ -201,6 +205,7 @@ impl App {
             query: None,
             messages: Load::Idle,
             message_sel: 0,
+            detail_scroll: 0,
             input: None,
             help: false,
             action: None,
@@ -264,6 +269,14 @@ impl App {
                 Effect::LoadQueues
             }
             Key::Char('R') if self.view != View::Queues => self.redrive(),
+            Key::PageDown | Key::Char('J') if self.view == View::Messages => {
+                self.detail_scroll = self.detail_scroll.saturating_add(10);
+                Effect::None
+            }
+            Key::PageUp | Key::Char('K') if self.view == View::Messages => {
+                self.detail_scroll = self.detail_scroll.saturating_sub(10);
+                Effect::None
+            }
             _ => Effect::None,
         }
     }
@@ -347,6 +360,7 @@ impl App {
         if len > 0 {
             *sel = sel.saturating_add_signed(by).min(len - 1);
         }
+        self.detail_scroll = 0;
         Effect::None
     }
 
@@ -363,6 +377,7 @@ impl App {
                     self.view = View::Messages;
                     self.messages = Load::Loading;
                     self.message_sel = 0;
+                    self.detail_scroll = 0;
                     Effect::LoadMessages {
                         queue: self.queue_sel,
                         fingerprint,

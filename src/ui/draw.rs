@@ -13,7 +13,7 @@ use super::app::{Action, App, Load, TYPE_COUNT_ABOVE, View};
 const KEYS: [&str; 3] = [
     "j/k move  enter groups  r refresh  ? help  q quit",
     "j/k move  enter messages  / filter  R redrive  esc back  ? help  q quit",
-    "j/k move  R redrive group  esc back  ? help  q quit",
+    "j/k move  J/K scroll  R redrive group  esc back  ? help  q quit",
 ];
 
 pub fn draw(f: &mut Frame, app: &App) {
@@ -291,7 +291,8 @@ fn messages(f: &mut Frame, app: &App, area: Rect) {
         f.render_widget(
             Paragraph::new(m.detail.clone())
                 .block(b)
-                .wrap(Wrap { trim: false }),
+                .wrap(Wrap { trim: false })
+                .scroll((app.detail_scroll, 0)),
             detail,
         );
     }
@@ -317,6 +318,7 @@ fn help(f: &mut Frame, _app: &App) {
     let text = "\
 j / k, ↓ / ↑   move
 enter          open: a queue's failure groups, a group's messages
+J / K, PgDn/Up messages: scroll the message's detail
 esc            back (and cancel a question)
 /              groups: set a --where jq filter (enter sets, empty clears)
 R              redrive the selected group (asks first; not in --read-only)

@@ -63,14 +63,55 @@ pub async fn run(ctx: &Ctx, req: UiRequest) -> Result<i32> {
         req.queues,
         tx,
     );
-    let mut guard = Terminal::enter()?;
-    let r = event_loop(&mut guard.0, &mut app, &mut worker, rx, req.refresh, ctx).await;
-    drop(guard);
+    // The log and the signal handler write to stderr: held while the screen is drawn, shown
+    // after (a line written on the screen would break it).
+    let held = Held::default();
+    let stderr = ctx.printer.stderr();
+    let terminal_stderr = stderr.swap(Box::new(held.clone()));
+    let entered = Terminal::enter();
+    let r = match entered {
+        Ok(mut guard) => {
+            let r = event_loop(&mut guard.0, &mut app, &mut worker, rx, req.refresh, ctx).await;
+            drop(guard);
+            r
+        }
+        Err(e) => Err(e),
+    };
+    stderr.swap(terminal_stderr);
+    stderr.write(&held.text());
     // A run that ended as the UI closed (Ctrl-C during a redrive): its summary stays on screen.
     if let Some(app::Action::Done { summary, .. } | app::Action::Failed(summary)) = &app.action {
         ctx.printer.notice(summary.trim_end());
     }
-    r.map(|()| exit::OK)
+    r.map(|()| {
+        if ctx.interrupt.is_set() {
+            exit::INTERRUPTED
+        } else {
+            exit::OK
+        }
+    })
+}
+
+/// What was written to stderr while the UI was up.
+#[derive(Clone, Default)]
+struct Held(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Held {
+    fn text(&self) -> String {
+        let b = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        String::from_utf8_lossy(&b).into_owned()
+    }
+}
+
+impl std::io::Write for Held {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut b = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        b.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn label(q: &QueueRef) -> String {
@@ -161,6 +202,8 @@ fn key(ev: Event) -> Option<Key> {
         KeyCode::Up => Key::Up,
         KeyCode::Down => Key::Down,
         KeyCode::Backspace => Key::Backspace,
+        KeyCode::PageDown => Key::PageDown,
+        KeyCode::PageUp => Key::PageUp,
         _ => return None,
     })
 }

@@ -147,6 +147,13 @@ fn messages_view_with_the_detail_pane() {
     });
     a.on_key(Key::Down);
     insta::assert_snapshot!(screen(&a));
+    // J scrolls the detail; moving to another message starts it at the top again.
+    a.on_key(Key::Char('J'));
+    assert_eq!(a.detail_scroll, 10);
+    assert!(!screen(&a).contains("── pay-2"));
+    a.on_key(Key::Up);
+    assert_eq!(a.detail_scroll, 0);
+    assert!(screen(&a).contains("── pay-1"));
 }
 
 #[test]
