@@ -85,7 +85,7 @@ pub struct MessageItem {
     pub detail: String,
 }
 
-/// A redrive of the selected group, step by step.
+/// A run (redrive, replay, purge) on the selected group, step by step.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
     /// Opening the queue, resolving the target, counting.
@@ -106,7 +106,55 @@ pub enum Action {
     Failed(String),
 }
 
-/// Above this many messages a redrive is confirmed by typing the count, not `y`.
+/// What an action on a group does: the commands of the same names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunKind {
+    /// `R`: back to each message's source.
+    Redrive,
+    /// `P`: copies to a target typed in; nothing removed.
+    Replay,
+    /// `X`: removed, archived first to a target typed in (`none`: no copy kept).
+    Purge,
+}
+
+impl RunKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunKind::Redrive => "redrive",
+            RunKind::Replay => "replay",
+            RunKind::Purge => "purge",
+        }
+    }
+}
+
+/// What a line typed at the bottom is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// `/`: the groups' `--where`.
+    Where,
+    /// The target of a replay, or the archive of a purge.
+    Target(RunKind),
+}
+
+/// A line being typed at the bottom of the screen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Input {
+    pub purpose: Purpose,
+    pub text: String,
+}
+
+impl Input {
+    /// What the line says before the text.
+    pub fn prompt(&self) -> &'static str {
+        match self.purpose {
+            Purpose::Where => "where",
+            Purpose::Target(RunKind::Purge) => "archive to (a file or queue; none: no copy)",
+            Purpose::Target(_) => "replay to (a queue, table, topic or file)",
+        }
+    }
+}
+
+/// Above this many messages a run is confirmed by typing the count, not `y`.
 pub const TYPE_COUNT_ABOVE: u64 = 100;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,15 +180,18 @@ pub enum Effect {
         fingerprint: Option<String>,
         query: Option<String>,
     },
-    /// Prepare a redrive of a group and show its plan.
-    PlanRedrive {
+    /// Prepare a run on a group (its fingerprint under the view's filter) and show its plan.
+    PlanRun {
+        kind: RunKind,
         queue: usize,
         fingerprint: String,
         query: Option<String>,
+        /// Replay: the target; purge: the archive (None: none).
+        to: Option<String>,
     },
     /// The answer to the plan's question: start (true) or drop it.
     Answer(bool),
-    /// Ctrl-C during a redrive: stop it after its current batch (as in the CLI), then quit.
+    /// Ctrl-C during a run: stop it after its current batch (as in the CLI), then quit.
     Stop,
 }
 
@@ -178,10 +229,12 @@ pub struct App {
     pub message_sel: usize,
     /// Lines of the detail pane scrolled past (PgDn/PgUp, J/K).
     pub detail_scroll: u16,
-    /// A `/` filter being typed.
-    pub input: Option<String>,
+    /// A filter or a target being typed.
+    pub input: Option<Input>,
     pub help: bool,
     pub action: Option<Action>,
+    /// What the action is.
+    pub kind: RunKind,
     /// One line under the view: what just happened.
     pub status: String,
 }
@@ -209,6 +262,7 @@ impl App {
             input: None,
             help: false,
             action: None,
+            kind: RunKind::Redrive,
             status: String::new(),
         }
     }
@@ -261,14 +315,19 @@ impl App {
             Key::Enter => self.enter(),
             Key::Esc => self.back(),
             Key::Char('/') if self.view == View::Groups => {
-                self.input = Some(self.query.clone().unwrap_or_default());
+                self.input = Some(Input {
+                    purpose: Purpose::Where,
+                    text: self.query.clone().unwrap_or_default(),
+                });
                 Effect::None
             }
             Key::Char('r') if self.view == View::Queues => {
                 self.status = "refreshing".into();
                 Effect::LoadQueues
             }
-            Key::Char('R') if self.view != View::Queues => self.redrive(),
+            Key::Char('R') if self.view != View::Queues => self.run(RunKind::Redrive, None),
+            Key::Char('P') if self.view != View::Queues => self.ask_target(RunKind::Replay),
+            Key::Char('X') if self.view != View::Queues => self.ask_target(RunKind::Purge),
             Key::PageDown | Key::Char('J') if self.view == View::Messages => {
                 self.detail_scroll = self.detail_scroll.saturating_add(10);
                 Effect::None
@@ -281,29 +340,40 @@ impl App {
         }
     }
 
-    /// A key while a `/` filter is typed: enter sets it (empty: none), esc drops the edit.
+    /// A key while a line is typed: enter uses it, esc drops it. An empty `/` filter clears
+    /// the filter; an empty target asks nothing.
     fn on_input_key(&mut self, key: Key) -> Effect {
-        let Some(text) = self.input.as_mut() else {
+        let Some(input) = self.input.as_mut() else {
             return Effect::None;
         };
         match key {
-            Key::Char(c) => text.push(c),
+            Key::Char(c) => input.text.push(c),
             Key::Backspace => {
-                text.pop();
+                input.text.pop();
             }
             Key::Esc => self.input = None,
             Key::Enter => {
-                let q = text.trim().to_string();
+                let text = input.text.trim().to_string();
+                let purpose = input.purpose;
                 self.input = None;
-                self.query = (!q.is_empty()).then_some(q);
-                return self.load_groups();
+                return match purpose {
+                    Purpose::Where => {
+                        self.query = (!text.is_empty()).then_some(text);
+                        self.load_groups()
+                    }
+                    Purpose::Target(_) if text.is_empty() => Effect::None,
+                    Purpose::Target(RunKind::Purge) if text == "none" => {
+                        self.run(RunKind::Purge, None)
+                    }
+                    Purpose::Target(kind) => self.run(kind, Some(text)),
+                };
             }
             _ => {}
         }
         Effect::None
     }
 
-    /// A key while a redrive is on screen: its question, or its outcome.
+    /// A key while a run is on screen: its question, or its outcome.
     fn on_action_key(&mut self, key: Key) -> Effect {
         match (&mut self.action, key) {
             (Some(Action::Confirm { typed, count, .. }), k) => {
@@ -311,7 +381,7 @@ impl App {
                 match k {
                     Key::Esc | Key::Char('n') if !by_count || k == Key::Esc => {
                         self.action = None;
-                        self.status = "redrive cancelled; nothing done".into();
+                        self.status = format!("{} cancelled; nothing done", self.kind.name());
                         Effect::Answer(false)
                     }
                     Key::Char('y') if !by_count => self.start(),
@@ -331,9 +401,10 @@ impl App {
             }
             (Some(Action::Planning), Key::Esc) => {
                 self.action = None;
-                self.status = "redrive cancelled; nothing done".into();
+                self.status = format!("{} cancelled; nothing done", self.kind.name());
                 Effect::Answer(false)
             }
+            (Some(Action::Done { .. } | Action::Failed(_)), Key::Char('q')) => Effect::Quit,
             (Some(Action::Done { .. } | Action::Failed(_)), Key::Esc | Key::Enter) => {
                 self.action = None;
                 // The counts changed: read them again.
@@ -411,27 +482,51 @@ impl App {
         }
     }
 
-    /// `R`: redrive the selected group (refused in `--read-only`).
-    fn redrive(&mut self) -> Effect {
+    /// The group an action would act on, or why there is none (read-only, nothing selected,
+    /// no fingerprint): said on the status line.
+    fn target_group(&mut self, kind: RunKind) -> Option<String> {
+        let name = kind.name();
         if self.read_only {
-            self.status = "read-only: redrive is disabled (started with --read-only)".into();
-            return Effect::None;
+            self.status = format!("read-only: {name} is disabled (started with --read-only)");
+            return None;
         }
         let Some(g) = self.group() else {
             self.status = "no group selected".into();
+            return None;
+        };
+        let fingerprint = g.fingerprint.clone();
+        if fingerprint.is_none() {
+            self.status = format!(
+                "these messages have no error to fingerprint: use `dlqctl {name}` with a filter"
+            );
+        }
+        fingerprint
+    }
+
+    /// `P`, `X`: ask where the copies go, then [`App::run`].
+    fn ask_target(&mut self, kind: RunKind) -> Effect {
+        if self.target_group(kind).is_some() {
+            self.input = Some(Input {
+                purpose: Purpose::Target(kind),
+                text: String::new(),
+            });
+        }
+        Effect::None
+    }
+
+    /// Plan a run on the selected group (refused in `--read-only`).
+    fn run(&mut self, kind: RunKind, to: Option<String>) -> Effect {
+        let Some(fingerprint) = self.target_group(kind) else {
             return Effect::None;
         };
-        let Some(fingerprint) = g.fingerprint.clone() else {
-            self.status =
-                "these messages have no error to fingerprint: use `dlqctl redrive` with a filter"
-                    .into();
-            return Effect::None;
-        };
+        self.kind = kind;
         self.action = Some(Action::Planning);
-        Effect::PlanRedrive {
+        Effect::PlanRun {
+            kind,
             queue: self.queue_sel,
             fingerprint,
             query: self.query.clone(),
+            to,
         }
     }
 

@@ -12,8 +12,8 @@ use super::app::{Action, App, Load, TYPE_COUNT_ABOVE, View};
 /// The keys under each view (the help, `?`, lists them all).
 const KEYS: [&str; 3] = [
     "j/k move  enter groups  r refresh  ? help  q quit",
-    "j/k move  enter messages  / filter  R redrive  esc back  ? help  q quit",
-    "j/k move  J/K scroll  R redrive group  esc back  ? help  q quit",
+    "j/k move  enter open  / filter  R redrive  P replay  X purge  esc back  ? help",
+    "j/k move  J/K scroll  R/P/X redrive/replay/purge group  esc back  ? help",
 ];
 
 pub fn draw(f: &mut Frame, app: &App) {
@@ -31,7 +31,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         View::Messages => messages(f, app, body),
     }
     let status_text = match &app.input {
-        Some(t) => format!("where: {t}_"),
+        Some(i) => format!("{}: {}_", i.prompt(), i.text),
         None => app.status.clone(),
     };
     f.render_widget(Paragraph::new(status_text), status);
@@ -42,7 +42,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     };
     f.render_widget(Paragraph::new(k).style(dim(app)), keys);
     if app.help {
-        help(f, app);
+        help(f);
     }
     if let Some(a) = &app.action {
         action(f, app, a);
@@ -314,14 +314,14 @@ fn popup(f: &mut Frame, title: &str, h: u16) -> Rect {
     )
 }
 
-fn help(f: &mut Frame, _app: &App) {
+fn help(f: &mut Frame) {
     let text = "\
 j / k, ↓ / ↑   move
 enter          open: a queue's failure groups, a group's messages
 J / K, PgDn/Up messages: scroll the message's detail
 esc            back (and cancel a question)
 /              groups: set a --where jq filter (enter sets, empty clears)
-R              redrive the selected group (asks first; not in --read-only)
+R, P, X        redrive, replay, purge the selected group (asks first)
 r              queues: refresh now
 ?              this help (any key closes it)
 q, Ctrl-C      quit";
@@ -330,46 +330,39 @@ q, Ctrl-C      quit";
 }
 
 fn action(f: &mut Frame, app: &App, a: &Action) {
-    let (title, lines): (&str, Vec<Line>) = match a {
+    let name = app.kind.name();
+    let back = [Line::from(""), Line::from("enter: back to the groups")];
+    let text = |t: &str| -> Vec<Line> {
+        t.lines()
+            .map(|l| Line::from(l.to_string()))
+            .chain(back.clone())
+            .collect()
+    };
+    let (title, lines): (String, Vec<Line>) = match a {
         Action::Planning => (
-            "redrive",
+            name.to_string(),
             vec![
-                Line::from("preparing the plan: counting what would move…"),
+                Line::from("preparing the plan: counting what it would take…"),
                 Line::from("esc cancels"),
             ],
         ),
-        Action::Running => ("redrive", vec![Line::from("redriving…")]),
-        Action::Confirm { plan, count, typed } => {
-            ("redrive: the plan", confirm_lines(plan, *count, typed))
-        }
-        Action::Done { summary, ok } => (
-            if *ok {
-                "redrive: done"
-            } else {
-                "redrive: ended, not everything moved"
-            },
-            summary
-                .lines()
-                .map(|l| Line::from(l.to_string()))
-                .chain([Line::from(""), Line::from("enter: back to the groups")])
-                .collect(),
+        Action::Running => (
+            name.to_string(),
+            vec![Line::from(format!("{name}: running…"))],
         ),
-        Action::Failed(e) => (
-            "redrive: failed",
-            e.lines()
-                .map(|l| Line::from(l.to_string()))
-                .chain([Line::from(""), Line::from("enter: back to the groups")])
-                .collect(),
+        Action::Confirm { plan, count, typed } => (
+            format!("{name}: the plan"),
+            confirm_lines(name, plan, *count, typed),
         ),
+        Action::Done { summary, ok: true } => (format!("{name}: done"), text(summary)),
+        Action::Done { summary, ok: false } => (
+            format!("{name}: ended, not every message was done"),
+            text(summary),
+        ),
+        Action::Failed(e) => (format!("{name}: failed"), text(e)),
     };
-    let inner = popup(f, title, height(&lines, f.area().width.saturating_sub(6)));
-    f.render_widget(
-        Paragraph::new(lines)
-            .style(Style::new())
-            .wrap(Wrap { trim: false }),
-        inner,
-    );
-    let _ = app;
+    let inner = popup(f, &title, height(&lines, f.area().width.saturating_sub(6)));
+    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }
 
 /// The lines a popup needs for `lines` wrapped at `width` (a word wrap may take one more
@@ -387,7 +380,12 @@ fn height(lines: &[Line], width: u16) -> u16 {
     u16::try_from(n + 2).unwrap_or(u16::MAX)
 }
 
-fn confirm_lines(plan: &[(String, String)], count: Option<u64>, typed: &str) -> Vec<Line<'static>> {
+fn confirm_lines(
+    name: &str,
+    plan: &[(String, String)],
+    count: Option<u64>,
+    typed: &str,
+) -> Vec<Line<'static>> {
     let mut lines: Vec<Line> = plan
         .iter()
         .map(|(k, v)| Line::from(format!("{k}: {}", v.replace('\n', " "))))
@@ -395,9 +393,9 @@ fn confirm_lines(plan: &[(String, String)], count: Option<u64>, typed: &str) -> 
     lines.push(Line::from(""));
     lines.push(Line::from(match count {
         Some(n) if n > TYPE_COUNT_ABOVE => {
-            format!("type {n} and enter to redrive them, esc to cancel: {typed}_")
+            format!("type {n} and enter to {name} them, esc to cancel: {typed}_")
         }
-        _ => "redrive? y to start, n or esc to cancel".to_string(),
+        _ => format!("{name}? y to start, n or esc to cancel"),
     }));
     lines
 }

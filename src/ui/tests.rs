@@ -189,6 +189,7 @@ fn redrive_summary() {
         ok: true,
     });
     insta::assert_snapshot!(screen(&a));
+    assert_eq!(a.on_key(Key::Char('q')), Effect::Quit);
 }
 
 #[test]
@@ -259,10 +260,12 @@ fn a_small_redrive_is_confirmed_with_y() {
     a.on_key(Key::Char('j'));
     assert_eq!(
         a.on_key(Key::Char('R')),
-        Effect::PlanRedrive {
+        Effect::PlanRun {
+            kind: RunKind::Redrive,
             queue: 0,
             fingerprint: "93a62330ca7b26b6".into(),
-            query: None
+            query: None,
+            to: None,
         }
     );
     assert_eq!(a.action, Some(Action::Planning));
@@ -278,6 +281,69 @@ fn a_small_redrive_is_confirmed_with_y() {
     // A run is not left by q; Ctrl-C stops it after its batch.
     assert_eq!(a.on_key(Key::Char('q')), Effect::None);
     assert_eq!(a.on_key(Key::Interrupt), Effect::Stop);
+}
+
+#[test]
+fn replay_and_purge_ask_where_the_copies_go() {
+    let mut a = in_groups();
+    a.query = Some(".json.x".into());
+    assert_eq!(a.on_key(Key::Char('P')), Effect::None);
+    for c in "orders-retry".chars() {
+        assert_eq!(a.on_key(Key::Char(c)), Effect::None);
+    }
+    assert!(screen(&a).contains("replay to (a queue, table, topic or file): orders-retry_"));
+    assert_eq!(
+        a.on_key(Key::Enter),
+        Effect::PlanRun {
+            kind: RunKind::Replay,
+            queue: 0,
+            fingerprint: "dfe35c88e1721244".into(),
+            query: Some(".json.x".into()),
+            to: Some("orders-retry".into()),
+        }
+    );
+    assert_eq!(a.on_key(Key::Esc), Effect::Answer(false));
+    assert_eq!(a.status, "replay cancelled; nothing done");
+    // An empty target asks nothing; `none` purges without an archive.
+    a.on_key(Key::Char('X'));
+    assert_eq!(a.on_key(Key::Enter), Effect::None);
+    assert_eq!(a.action, None);
+    a.on_key(Key::Char('X'));
+    for c in "none".chars() {
+        a.on_key(Key::Char(c));
+    }
+    let e = a.on_key(Key::Enter);
+    assert!(
+        matches!(
+            e,
+            Effect::PlanRun {
+                kind: RunKind::Purge,
+                to: None,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    a.on_loaded(Loaded::Action(Action::Confirm {
+        plan: vec![],
+        count: Some(3),
+        typed: String::new(),
+    }));
+    assert!(screen(&a).contains("purge? y to start"));
+}
+
+#[test]
+fn read_only_refuses_replay_and_purge_before_asking() {
+    let mut a = in_groups();
+    a.read_only = true;
+    for (k, name) in [('P', "replay"), ('X', "purge")] {
+        assert_eq!(a.on_key(Key::Char(k)), Effect::None);
+        assert_eq!(a.input, None);
+        assert_eq!(
+            a.status,
+            format!("read-only: {name} is disabled (started with --read-only)")
+        );
+    }
 }
 
 #[test]

@@ -10,7 +10,9 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
-use super::app::{Action, Effect, GroupItem, GroupList, Load, Loaded, MessageItem, QueueInfo};
+use super::app::{
+    Action, Effect, GroupItem, GroupList, Load, Loaded, MessageItem, QueueInfo, RunKind,
+};
 use crate::backend::ScanOptions;
 use crate::classify::{Classifier, Kind};
 use crate::error::{Result, exit};
@@ -122,10 +124,12 @@ impl Worker {
                     });
                 });
             }
-            Effect::PlanRedrive {
+            Effect::PlanRun {
+                kind,
                 queue,
                 fingerprint,
                 query,
+                to,
             } => {
                 let Some(q) = self.queues.get(queue).cloned() else {
                     return;
@@ -134,7 +138,12 @@ impl Worker {
                 // A redrive still waiting for its answer is dropped: its sender goes here.
                 self.answer = Some(answer);
                 tokio::spawn(async move {
-                    let r = redrive(&base, q, &fingerprint, query.as_deref(), &tx, asked).await;
+                    let group = Group {
+                        source: q,
+                        fingerprint,
+                        query,
+                    };
+                    let r = run(&base, kind, group, to.as_deref(), &tx, asked).await;
                     if let Err(e) = r {
                         let _ = tx.send(Loaded::Action(Action::Failed(e.to_string())));
                     }
@@ -327,24 +336,45 @@ fn item(m: &crate::message::Message, c: &Classifier, now: DateTime<Utc>) -> Mess
     }
 }
 
-/// Redrive one group: the CLI's prepare (its plan and count), the UI's question, the CLI's
-/// start (its audit trail, its engine, its summary).
-async fn redrive(
-    base: &Base,
+/// The messages an action takes: a queue's group under the view's filter.
+struct Group {
     source: QueueRef,
-    fingerprint: &str,
-    query: Option<&str>,
+    fingerprint: String,
+    query: Option<String>,
+}
+
+/// Redrive, replay or purge one group: the CLI's prepare (its plan and count), the UI's
+/// question, the CLI's start (its audit trail, its engine, its summary).
+async fn run(
+    base: &Base,
+    kind: RunKind,
+    group: Group,
+    to: Option<&str>,
     tx: &mpsc::UnboundedSender<Loaded>,
     asked: oneshot::Receiver<bool>,
 ) -> Result<()> {
     let (ctx, captured) = base.ctx();
-    let max_redrives = source.cfg.max_redrives.filter(|&n| n > 0);
+    let Group {
+        source,
+        fingerprint,
+        query,
+    } = group;
+    let to = to.map(|t| ctx.target(t, &source)).transpose()?;
+    // The loop guard of the queue, as `redrive` and `replay` apply it (`purge` has none).
+    let max_redrives = match kind {
+        RunKind::Purge => None,
+        _ => source.cfg.max_redrives.filter(|&n| n > 0),
+    };
     let req = MoveRequest {
-        mode: Mode::Redrive,
-        filter: filter(&ctx, Some(fingerprint), query)?,
+        mode: match kind {
+            RunKind::Redrive => Mode::Redrive,
+            RunKind::Replay => Mode::Replay,
+            RunKind::Purge => Mode::Purge,
+        },
+        filter: filter(&ctx, Some(&fingerprint), query.as_deref())?,
         classifier: base.classifier()?,
         source,
-        to: None,
+        to,
         max: None,
         rate: None,
         batch_size: 1000,

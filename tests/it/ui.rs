@@ -178,6 +178,64 @@ async fn a_group_redriven_in_the_ui_arrives_in_the_target() {
 }
 
 #[tokio::test]
+async fn a_group_purged_in_the_ui_is_archived_first() {
+    let db = seeded("ui_purge").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("X");
+    ui.wait_for("archive to (a file or queue; none: no copy): _");
+    ui.press("poison.jsonl\r");
+    ui.wait_for("will archive and remove: 5 (5 of 17 pass the filter, counted now)");
+    ui.wait_for("purge? y to start");
+    ui.press("y");
+    ui.wait_for("purge: done");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+
+    assert_eq!(db.count("dead_letters").await, 12);
+    assert_eq!(db.count("queue_messages").await, 0);
+    let archive = std::fs::read_to_string(sb.path("poison.jsonl")).expect("the archive");
+    let mut ids: Vec<String> = archive
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["pay-1", "pay-2", "pay-3", "pay-4", "pay-5"]);
+    let runs = sb.run(&["audit", "--output", "json"]).ok().json();
+    assert_eq!(runs[0]["command"], "purge", "{runs:?}");
+}
+
+#[tokio::test]
+async fn a_group_replayed_in_the_ui_is_copied_and_kept() {
+    let db = seeded("ui_replay").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("P");
+    ui.wait_for("replay to (a queue, table, topic or file): _");
+    ui.press(&format!("{}\r", db.table_url("queue_messages")));
+    // A replay removes nothing: as in the CLI, its plan does not count first.
+    ui.wait_for("will copy: all (counted as they are read)");
+    ui.wait_for("replay? y to start");
+    ui.press("y");
+    ui.wait_for("replay: done");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    assert_eq!(db.count("dead_letters").await, 17);
+    assert_eq!(db.count("queue_messages").await, 5);
+}
+
+#[tokio::test]
 async fn read_only_refuses_to_redrive() {
     let db = seeded("ui_ro").await;
     let sb = Sandbox::new();
