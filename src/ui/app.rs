@@ -52,7 +52,7 @@ pub struct QueueInfo {
 /// One failure group (`classify --by fingerprint`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupItem {
-    /// None: the messages without an error to fingerprint.
+    /// None: the row of the groups past the first 10,000, counted together.
     pub fingerprint: Option<String>,
     /// `kind/rule`.
     pub class: String,
@@ -154,6 +154,11 @@ impl Input {
     }
 }
 
+/// What the row of the groups past the first 10,000 (`classify`'s "(other groups)") says when
+/// opened or acted on: it has no fingerprint of its own.
+const OTHER_GROUPS: &str =
+    "the groups past the first 10,000 are counted together: narrow them with / first";
+
 /// Above this many messages a run is confirmed by typing the count, not `y`.
 pub const TYPE_COUNT_ABOVE: u64 = 100;
 
@@ -177,7 +182,7 @@ pub enum Effect {
     },
     LoadMessages {
         queue: usize,
-        fingerprint: Option<String>,
+        fingerprint: String,
         query: Option<String>,
     },
     /// Prepare a run on a group (its fingerprint under the view's filter) and show its plan.
@@ -442,9 +447,12 @@ impl App {
                 self.query = None;
                 self.load_groups()
             }
-            View::Groups => match self.group() {
-                Some(g) => {
-                    let fingerprint = g.fingerprint.clone();
+            View::Groups => match self.group().map(|g| g.fingerprint.clone()) {
+                Some(None) => {
+                    self.status = format!("{OTHER_GROUPS}; then open one");
+                    Effect::None
+                }
+                Some(Some(fingerprint)) => {
                     self.view = View::Messages;
                     self.messages = Load::Loading;
                     self.message_sel = 0;
@@ -496,9 +504,7 @@ impl App {
         };
         let fingerprint = g.fingerprint.clone();
         if fingerprint.is_none() {
-            self.status = format!(
-                "these messages have no error to fingerprint: use `dlqctl {name}` with a filter"
-            );
+            self.status = format!("{OTHER_GROUPS}; then {name} one");
         }
         fingerprint
     }

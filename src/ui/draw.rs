@@ -200,7 +200,7 @@ fn groups(f: &mut Frame, app: &App, area: Rect) {
             let fp = g
                 .fingerprint
                 .as_deref()
-                .map_or("(none)".into(), |f| f.chars().take(8).collect::<String>());
+                .map_or("(other)".into(), |f| f.chars().take(8).collect::<String>());
             Row::new(vec![
                 fp,
                 g.class.clone(),
@@ -229,7 +229,7 @@ fn groups(f: &mut Frame, app: &App, area: Rect) {
             "fingerprint {}\nerror: {}",
             g.fingerprint
                 .as_deref()
-                .unwrap_or("(none: no error recorded)"),
+                .unwrap_or("none: the groups past the first 10,000, counted together"),
             g.error
         );
         let b = Block::new().borders(Borders::TOP).title("selected group");
@@ -248,7 +248,7 @@ fn messages(f: &mut Frame, app: &App, area: Rect) {
             g.count,
             g.fingerprint
                 .as_deref()
-                .map_or("(none)", |f| &f[..f.len().min(8)])
+                .map_or("(other)", |f| &f[..f.len().min(8)])
         ),
         None => "messages".into(),
     });

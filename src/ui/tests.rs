@@ -127,7 +127,7 @@ fn messages_view_with_the_detail_pane() {
         a.on_key(Key::Enter),
         Effect::LoadMessages {
             queue: 0,
-            fingerprint: fingerprint.clone(),
+            fingerprint: "dfe35c88e1721244".into(),
             query: None
         }
     );
@@ -377,6 +377,25 @@ fn esc_cancels_a_redrive_and_its_late_plan_is_not_shown() {
     }));
     assert_eq!(a.action, None);
     assert!(a.status.contains("nothing done"));
+}
+
+#[test]
+fn the_row_of_the_other_groups_is_neither_opened_nor_acted_on() {
+    let mut a = in_groups();
+    if let Load::Ready(g) = &mut a.groups {
+        g.items[0].fingerprint = None;
+    }
+    assert_eq!(a.on_key(Key::Enter), Effect::None);
+    assert_eq!(a.view, View::Groups);
+    assert!(
+        a.status.contains("narrow them with / first"),
+        "{}",
+        a.status
+    );
+    assert_eq!(a.on_key(Key::Char('R')), Effect::None);
+    assert_eq!(a.action, None);
+    assert_eq!(a.on_key(Key::Char('X')), Effect::None);
+    assert_eq!(a.input, None);
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! capture: nothing is written to the terminal the UI owns.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
@@ -66,6 +67,9 @@ impl Base {
 pub struct Worker {
     base: Arc<Base>,
     queues: Arc<Vec<QueueRef>>,
+    /// Per queue: a read for the queues view is under way (a refresh does not start another:
+    /// an unreachable queue does not gather reads).
+    reading: Vec<Arc<AtomicBool>>,
     tx: mpsc::UnboundedSender<Loaded>,
     answer: Option<oneshot::Sender<bool>>,
 }
@@ -73,6 +77,7 @@ pub struct Worker {
 impl Worker {
     pub fn new(base: Base, queues: Vec<QueueRef>, tx: mpsc::UnboundedSender<Loaded>) -> Worker {
         Worker {
+            reading: queues.iter().map(|_| Arc::default()).collect(),
             base: Arc::new(base),
             queues: Arc::new(queues),
             tx,
@@ -86,10 +91,15 @@ impl Worker {
         match e {
             Effect::None | Effect::Quit | Effect::Stop => {}
             Effect::LoadQueues => {
-                for (i, q) in self.queues.iter().enumerate() {
-                    let (base, tx, q) = (base.clone(), tx.clone(), q.clone());
+                for (i, (q, reading)) in self.queues.iter().zip(&self.reading).enumerate() {
+                    if reading.swap(true, Ordering::SeqCst) {
+                        continue;
+                    }
+                    let (base, tx, q, reading) =
+                        (base.clone(), tx.clone(), q.clone(), reading.clone());
                     tokio::spawn(async move {
                         let info = queue_info(&base, &q).await;
+                        reading.store(false, Ordering::SeqCst);
                         let _ = tx.send(Loaded::Queue(i, loaded(info)));
                     });
                 }
@@ -116,10 +126,10 @@ impl Worker {
                     return;
                 };
                 tokio::spawn(async move {
-                    let r = messages(&base, q, fingerprint.as_deref(), query.as_deref()).await;
+                    let r = messages(&base, q, &fingerprint, query.as_deref()).await;
                     let _ = tx.send(Loaded::Messages {
                         queue,
-                        fingerprint,
+                        fingerprint: Some(fingerprint),
                         messages: loaded(r),
                     });
                 });
@@ -257,10 +267,12 @@ async fn groups(base: &Base, queue: QueueRef, query: Option<&str>) -> Result<Gro
         .unwrap_or_default()
         .into_iter()
         .map(|g| GroupItem {
+            // The groups past the first 10,000 are one row without a fingerprint of its own.
             fingerprint: g
                 .key
                 .get("fingerprint")
                 .and_then(|v| v.as_str())
+                .filter(|_| g.template.is_some())
                 .map(str::to_string),
             class: format!("{}/{}", g.kind, g.rule),
             count: g.count,
@@ -280,12 +292,12 @@ async fn groups(base: &Base, queue: QueueRef, query: Option<&str>) -> Result<Gro
 async fn messages(
     base: &Base,
     q: QueueRef,
-    fingerprint: Option<&str>,
+    fingerprint: &str,
     query: Option<&str>,
 ) -> Result<Vec<MessageItem>> {
     let (ctx, _) = base.ctx();
     let classifier = base.classifier()?;
-    let f = filter(&ctx, fingerprint, query)?;
+    let f = filter(&ctx, Some(fingerprint), query)?;
     let b = ctx.opener.open(&q.address, &q.source_options()).await?;
     let now = Utc::now();
     let mut out = Vec::new();
@@ -299,12 +311,7 @@ async fn messages(
             .await?;
         while let Some(m) = stream.next().await {
             let m = m?;
-            // Messages without an error share no fingerprint: the group of those is the rest.
-            let wanted = match fingerprint {
-                Some(_) => f.matches(&m, now, &classifier)?,
-                None => m.error_text().is_none() && f.matches(&m, now, &classifier)?,
-            };
-            if !wanted {
+            if !f.matches(&m, now, &classifier)? {
                 continue;
             }
             out.push(item(&m, &classifier, now));
