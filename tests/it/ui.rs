@@ -29,6 +29,11 @@ struct Tui {
 impl Tui {
     /// `dlqctl ARGS` in an 80x24 pseudo-terminal, in the sandbox's clean environment.
     fn start(sb: &Sandbox, args: &[&str]) -> Tui {
+        Tui::start_env(sb, args, &[])
+    }
+
+    /// The same, with `env` added to the environment.
+    fn start_env(sb: &Sandbox, args: &[&str], env: &[(String, String)]) -> Tui {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: 24,
@@ -45,6 +50,9 @@ impl Tui {
         cmd.env("XDG_CONFIG_HOME", sb.dir.path().join(".config"));
         cmd.env("NO_COLOR", "1");
         cmd.env("TERM", "xterm");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
         cmd.cwd(sb.dir.path());
         let child = pty.slave.spawn_command(cmd).expect("dlqctl starts");
         // The program holds the only other end: its exit closes the terminal.
@@ -250,6 +258,57 @@ async fn read_only_refuses_to_redrive() {
     assert_eq!(ui.exit_code(), 0);
     assert_eq!(db.count("dead_letters").await, 17);
     assert_eq!(db.count("queue_messages").await, 0);
+}
+
+/// An SQS queue is listed, not read: its messages are not received (their receive counts stay
+/// as they were), and its row says why; the PostgreSQL queue beside it is read.
+#[tokio::test]
+async fn the_queues_view_does_not_receive_from_sqs() {
+    let db = seeded("ui_sqs").await;
+    let q = crate::harness::Sqs::new("ui").await;
+    let (url, _) = q.create("dlq", &[]).await;
+    for i in 0..3 {
+        q.client
+            .send_message()
+            .queue_url(&url)
+            .message_body(format!("{{\"n\":{i}}}"))
+            .send()
+            .await
+            .expect("send");
+    }
+    let sb = Sandbox::new();
+    let sqs = format!("sqs://{}", q.name("dlq"));
+    let mut ui = Tui::start_env(&sb, &["ui", &db.dlq(), &sqs], &q.env(&sb));
+    ui.wait_for("5 uncl");
+    ui.wait_for("not scanned (see below)");
+    ui.press("j");
+    ui.wait_for("ApproximateReceiveCount");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    let got = q
+        .client
+        .receive_message()
+        .queue_url(&url)
+        .max_number_of_messages(10)
+        .message_system_attribute_names(
+            aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
+        )
+        .send()
+        .await
+        .expect("receive");
+    let counts: Vec<String> = got
+        .messages()
+        .iter()
+        .map(|m| {
+            m.attributes()
+                .and_then(|a| {
+                    a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
+                })
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(counts, ["1", "1", "1"], "received by the UI before");
 }
 
 #[test]
