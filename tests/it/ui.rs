@@ -117,7 +117,8 @@ impl Tui {
         self.keys.flush().unwrap();
     }
 
-    /// Wait for the program to end (it closes the terminal); its exit code.
+    /// Wait for the program to end (it closes the terminal); its exit code. The terminal
+    /// must be as it was given: off the alternate screen, the cursor shown.
     fn exit_code(mut self) -> u32 {
         let (lock, cv) = &*self.screen;
         let deadline = Instant::now() + PATIENCE;
@@ -127,8 +128,26 @@ impl Tui {
             assert!(!left.is_zero(), "dlqctl ui did not end");
             sc = cv.wait_timeout(sc, left).unwrap().0;
         }
+        let screen = sc.parser.screen();
+        assert!(
+            !screen.alternate_screen() && !screen.hide_cursor(),
+            "the terminal was left on the alternate screen or without a cursor:\n{}",
+            text_of(screen)
+        );
         drop(sc);
         self.child.wait().expect("exit status").exit_code()
+    }
+
+    /// What the terminal shows (after the program ended: the main screen).
+    fn shown(&self) -> String {
+        text_of(self.screen.0.lock().unwrap().parser.screen())
+    }
+
+    /// Send the program a signal.
+    fn signal(&self, sig: i32) {
+        let pid = self.child.process_id().expect("a pid") as i32;
+        // SAFETY: kill(2) with a pid of our own child.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
     }
 }
 
@@ -309,6 +328,29 @@ async fn the_queues_view_does_not_receive_from_sqs() {
         })
         .collect();
     assert_eq!(counts, ["1", "1", "1"], "received by the UI before");
+}
+
+/// Ctrl-C (a key in raw mode) quits; SIGTERM too, with exit code 130 and its note printed
+/// once the terminal is given back. Both leave the terminal as it was (see `exit_code`).
+#[tokio::test]
+async fn ctrl_c_and_sigterm_give_the_terminal_back() {
+    let db = seeded("ui_sig").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\x03");
+    assert_eq!(ui.exit_code(), 0);
+
+    let ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.signal(libc::SIGTERM);
+    ui.wait_for("interrupting");
+    let shown = ui.shown();
+    assert!(
+        !shown.contains("5 uncl"),
+        "the UI is still on screen:\n{shown}"
+    );
+    assert_eq!(ui.exit_code(), 130);
 }
 
 #[test]
