@@ -226,11 +226,7 @@ async fn queue_info(base: &Base, q: &QueueRef) -> Result<QueueInfo> {
             k(Kind::Transient),
             k(Kind::Permanent),
             k(Kind::Unclassified),
-            if c.complete {
-                ""
-            } else {
-                " (of the first read)"
-            }
+            if c.complete { "" } else { " (part)" }
         ));
         Ok(())
     }
