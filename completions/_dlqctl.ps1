@@ -53,6 +53,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check queue configuration for CI')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Check the state of queues now, for cron, alerting and CI')
             [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'List recent runs that changed something: who, where, what, why and how it ended')
+            [CompletionResult]::new('ui', 'ui', [CompletionResultType]::ParameterValue, 'Browse dead-letter queues in a terminal UI: queues, failure groups, messages; redrive a group')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print the version, commit, backends and build target (--output json for bug reports)')
             [CompletionResult]::new('generate-artifacts', 'generate-artifacts', [CompletionResultType]::ParameterValue, 'Write (or check) the generated files')
@@ -454,6 +455,30 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'dlqctl;ui' {
+            [CompletionResult]::new('--refresh', '--refresh', [CompletionResultType]::ParameterName, 'Read the queues view again every SECS seconds')
+            [CompletionResult]::new('--scan-max', '--scan-max', [CompletionResultType]::ParameterName, 'Read at most N messages per queue for the queues view''s classes and oldest age (0: none)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
+            [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
+            [CompletionResult]::new('--endpoint-url', '--endpoint-url', [CompletionResultType]::ParameterName, 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]')
+            [CompletionResult]::new('--dedup-id', '--dedup-id', [CompletionResultType]::ParameterName, 'How copies sent to a FIFO queue get their MessageDeduplicationId')
+            [CompletionResult]::new('--visibility-timeout', '--visibility-timeout', [CompletionResultType]::ParameterName, 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]')
+            [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'SQS requests in flight at once')
+            [CompletionResult]::new('--read-only', '--read-only', [CompletionResultType]::ParameterName, 'Change nothing: the keys that would (R, P, X) say they are disabled')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
+            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)')
+            [CompletionResult]::new('--allow-onward-redrive', '--allow-onward-redrive', [CompletionResultType]::ParameterName, 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'dlqctl;completions' {
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
@@ -532,6 +557,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check queue configuration for CI')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Check the state of queues now, for cron, alerting and CI')
             [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'List recent runs that changed something: who, where, what, why and how it ended')
+            [CompletionResult]::new('ui', 'ui', [CompletionResultType]::ParameterValue, 'Browse dead-letter queues in a terminal UI: queues, failure groups, messages; redrive a group')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print the version, commit, backends and build target (--output json for bug reports)')
             [CompletionResult]::new('generate-artifacts', 'generate-artifacts', [CompletionResultType]::ParameterValue, 'Write (or check) the generated files')
@@ -572,6 +598,9 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             break
         }
         'dlqctl;help;audit' {
+            break
+        }
+        'dlqctl;help;ui' {
             break
         }
         'dlqctl;help;completions' {

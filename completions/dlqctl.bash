@@ -58,6 +58,9 @@ _dlqctl() {
             dlqctl,tail)
                 cmd="dlqctl__subcmd__tail"
                 ;;
+            dlqctl,ui)
+                cmd="dlqctl__subcmd__ui"
+                ;;
             dlqctl,verify)
                 cmd="dlqctl__subcmd__verify"
                 ;;
@@ -106,6 +109,9 @@ _dlqctl() {
             dlqctl__subcmd__help,tail)
                 cmd="dlqctl__subcmd__help__subcmd__tail"
                 ;;
+            dlqctl__subcmd__help,ui)
+                cmd="dlqctl__subcmd__help__subcmd__ui"
+                ;;
             dlqctl__subcmd__help,verify)
                 cmd="dlqctl__subcmd__help__subcmd__verify"
                 ;;
@@ -119,7 +125,7 @@ _dlqctl() {
 
     case "${cmd}" in
         dlqctl)
-            opts="-q -v -h -V --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help --version inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help"
+            opts="-q -v -h -V --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help --version inspect peek tail classify redrive replay purge edit export verify check audit ui completions version generate-artifacts help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -719,7 +725,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__help)
-            opts="inspect peek tail classify redrive replay purge edit export verify check audit completions version generate-artifacts help"
+            opts="inspect peek tail classify redrive replay purge edit export verify check audit ui completions version generate-artifacts help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -915,6 +921,20 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__help__subcmd__tail)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dlqctl__subcmd__help__subcmd__ui)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1562,6 +1582,68 @@ _dlqctl() {
                     return 0
                     ;;
                 --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --region)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endpoint-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dedup-id)
+                    COMPREPLY=($(compgen -W "per-run keep stable-id" -- "${cur}"))
+                    return 0
+                    ;;
+                --visibility-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dlqctl__subcmd__ui)
+            opts="-q -v -h --read-only --refresh --scan-max --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --refresh)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scan-max)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -50,6 +50,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand verify 'Check queue configuration for CI'
             cand check 'Check the state of queues now, for cron, alerting and CI'
             cand audit 'List recent runs that changed something: who, where, what, why and how it ended'
+            cand ui 'Browse dead-letter queues in a terminal UI: queues, failure groups, messages; redrive a group'
             cand completions 'Print a shell completion script'
             cand version 'Print the version, commit, backends and build target (--output json for bug reports)'
             cand generate-artifacts 'Write (or check) the generated files'
@@ -438,6 +439,29 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'dlqctl;ui'= {
+            cand --refresh 'Read the queues view again every SECS seconds'
+            cand --scan-max 'Read at most N messages per queue for the queues view''s classes and oldest age (0: none)'
+            cand --output 'Output format [default: table at a terminal, json otherwise]'
+            cand --config 'Config file [default: ./dlqctl.toml, then the user config dir]'
+            cand --reason 'Why this run changes something: recorded in the audit trail (docs/audit.md)'
+            cand --color 'When to use colour'
+            cand --profile 'AWS profile [env: AWS_PROFILE]'
+            cand --region 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]'
+            cand --endpoint-url 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]'
+            cand --dedup-id 'How copies sent to a FIFO queue get their MessageDeduplicationId'
+            cand --visibility-timeout 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]'
+            cand --parallel 'SQS requests in flight at once'
+            cand --read-only 'Change nothing: the keys that would (R, P, X) say they are disabled'
+            cand -q 'Print only data and errors'
+            cand --quiet 'Print only data and errors'
+            cand -v 'More diagnostics on stderr (-v, -vv)'
+            cand --verbose 'More diagnostics on stderr (-v, -vv)'
+            cand --no-progress 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
+            cand --allow-onward-redrive 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'dlqctl;completions'= {
             cand --output 'Output format [default: table at a terminal, json otherwise]'
             cand --config 'Config file [default: ./dlqctl.toml, then the user config dir]'
@@ -513,6 +537,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand verify 'Check queue configuration for CI'
             cand check 'Check the state of queues now, for cron, alerting and CI'
             cand audit 'List recent runs that changed something: who, where, what, why and how it ended'
+            cand ui 'Browse dead-letter queues in a terminal UI: queues, failure groups, messages; redrive a group'
             cand completions 'Print a shell completion script'
             cand version 'Print the version, commit, backends and build target (--output json for bug reports)'
             cand generate-artifacts 'Write (or check) the generated files'
@@ -541,6 +566,8 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
         &'dlqctl;help;check'= {
         }
         &'dlqctl;help;audit'= {
+        }
+        &'dlqctl;help;ui'= {
         }
         &'dlqctl;help;completions'= {
         }

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 
 pub const FILE_NAME: &str = "dlqctl.toml";
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     #[serde(default)]

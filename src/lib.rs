@@ -29,3 +29,4 @@ pub mod query;
 pub mod secrets;
 pub mod settings;
 pub mod text;
+pub mod ui;

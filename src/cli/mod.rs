@@ -25,6 +25,7 @@ mod purge;
 mod redrive;
 mod replay;
 mod tail;
+mod ui;
 mod verify;
 mod version;
 
@@ -162,6 +163,7 @@ pub enum Command {
     Verify(verify::Args),
     Check(check::Args),
     Audit(audit::Args),
+    Ui(ui::Args),
     Completions(completions::Args),
     Version(version::Args),
     #[command(hide = true)]
@@ -498,6 +500,7 @@ async fn run(cli: Cli, printer: Printer) -> i32 {
         Command::Verify(a) => verify::run(&ctx, a).await,
         Command::Check(a) => check::run(&ctx, a).await,
         Command::Audit(a) => audit::run(&ctx, a).await,
+        Command::Ui(a) => ui::run(&ctx, a).await,
         Command::Completions(a) => completions::run(&ctx, a),
         Command::Version(a) => version::run(&ctx, a),
         Command::GenerateArtifacts(a) => generate::run(&ctx, a),

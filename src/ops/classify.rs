@@ -48,12 +48,40 @@ pub async fn run(ctx: &Ctx, req: ClassifyRequest) -> Result<i32> {
     Ok(code)
 }
 
+/// The report alone, not printed (`dlqctl ui`'s failure groups): open, scan, count, close.
+pub async fn report(ctx: &Ctx, req: &ClassifyRequest) -> Result<ClassifyReport> {
+    let b = ctx
+        .opener
+        .open(&req.queue.address, &req.queue.source_options())
+        .await?;
+    let r = gather(ctx, req, b.as_ref()).await;
+    let closed = b.close().await;
+    let report = r?;
+    closed?;
+    Ok(report)
+}
+
 /// Scan the queue and count each message (gather), build the report (decide), print it.
 async fn classify_with(
     ctx: &Ctx,
     req: &ClassifyRequest,
     b: &dyn backend::QueueBackend,
 ) -> Result<i32> {
+    let report = gather(ctx, req, b).await?;
+    render(ctx, &report)?;
+    Ok(if ctx.interrupt.is_set() {
+        exit::INTERRUPTED
+    } else {
+        exit::OK
+    })
+}
+
+/// Scan the queue and count each message that passes the filter into its class (and group).
+async fn gather(
+    ctx: &Ctx,
+    req: &ClassifyRequest,
+    b: &dyn backend::QueueBackend,
+) -> Result<ClassifyReport> {
     let p = &ctx.printer;
     let dedupe = match &req.dedupe {
         Some(cfg) => Some(crate::settings::open_dedupe(cfg).await?),
@@ -89,13 +117,7 @@ async fn classify_with(
         tally.mark_pending(d).await?;
     }
     bar.finish_and_clear();
-    let report = tally.into_report(ctx, req, dedupe.as_deref());
-    render(ctx, &report)?;
-    Ok(if ctx.interrupt.is_set() {
-        exit::INTERRUPTED
-    } else {
-        exit::OK
-    })
+    Ok(tally.into_report(ctx, req, dedupe.as_deref()))
 }
 
 /// What the scan has counted so far.

@@ -38,6 +38,14 @@ impl Stderr {
             .and_then(|_| w.flush());
     }
 
+    /// Write to `w` from now on instead; what was written to before is returned (to be put
+    /// back). `dlqctl ui` holds the log and the signal handler's lines this way while it draws
+    /// on the terminal, and shows them once it has given the terminal back.
+    pub fn swap(&self, w: Box<dyn Write + Send>) -> Box<dyn Write + Send> {
+        let mut cur = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::replace(&mut *cur, w)
+    }
+
     /// Text as it is (a log event brings its own newline).
     pub fn write(&self, s: &str) {
         let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());

@@ -38,4 +38,5 @@ mod sqs_accounting;
 mod systems;
 mod terminal;
 mod triage;
+mod ui;
 mod widths;

@@ -19,6 +19,18 @@ impl Prepared {
     pub fn plan(&self, req: &MoveRequest) -> Vec<(String, String)> {
         plan::plan(req, &self.setup)
     }
+
+    /// How many messages the run will act on, where that was counted before it starts (a
+    /// filtered run's count, or an unfiltered run's exact backlog): the number a person types
+    /// to confirm a large run (`dlqctl ui`).
+    pub fn count(&self, req: &MoveRequest) -> Option<u64> {
+        let facts = &self.setup.facts;
+        match facts.count {
+            Some(c) => Some(c.matched),
+            None if req.filter.is_empty() => facts.backlog.filter(|b| b.exact).map(|b| b.messages),
+            None => None,
+        }
+    }
 }
 
 /// How a started run ended (its summary is rendered already).

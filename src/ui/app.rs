@@ -1,0 +1,581 @@
+//! The UI's state and what each key does to it: no I/O, no terminal. A key gives an
+//! [`Effect`] (work for the worker, `mod.rs` starts it); a result of that work comes back as a
+//! [`Loaded`] (see [`App::on_loaded`]). Everything here is tested without a terminal (tests.rs).
+
+/// A key, as the state machine sees it (crossterm's events are mapped in `mod.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    Char(char),
+    Enter,
+    Esc,
+    Up,
+    Down,
+    Backspace,
+    PageDown,
+    PageUp,
+    /// Ctrl-C: quits from anywhere (raw mode turns it into a key, not a signal).
+    Interrupt,
+}
+
+/// Something that arrives later: nothing yet, on its way, here, or an error (shown, never fatal).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Load<T> {
+    #[default]
+    Idle,
+    Loading,
+    Ready(T),
+    Failed(String),
+}
+
+/// One row of the queues view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueRow {
+    /// The name in dlqctl.toml, else the address as shown.
+    pub label: String,
+    pub info: Load<QueueInfo>,
+}
+
+/// What `inspect` says of a queue, as the row shows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueueInfo {
+    pub backend: String,
+    /// Messages (the backend's own count), as a person reads it.
+    pub depth: Option<String>,
+    /// Age of the oldest message read.
+    pub oldest: Option<String>,
+    /// Counts per kind of the messages read: `3 trans · 1 perm · 0 uncl`.
+    pub classes: Option<String>,
+    /// Why the messages were not read (SQS: a read counts as a receive).
+    pub note: Option<String>,
+}
+
+/// One failure group (`classify --by fingerprint`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupItem {
+    /// None: the row of the groups past the first 10,000, counted together.
+    pub fingerprint: Option<String>,
+    /// `kind/rule`.
+    pub class: String,
+    pub count: u64,
+    pub first_seen: String,
+    pub last_seen: String,
+    /// The normalised error, else a sample error.
+    pub error: String,
+}
+
+/// The groups of one queue under one `--where`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GroupList {
+    pub items: Vec<GroupItem>,
+    /// Messages that passed the filter.
+    pub total: u64,
+    /// Whether the whole queue was read.
+    pub complete: bool,
+}
+
+/// One message of a group: the list's columns and the detail pane's text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageItem {
+    pub id: String,
+    pub age: String,
+    pub redrives: u32,
+    pub error: String,
+    /// The detail pane: what `peek --explain` shows of it (facts, error, classification,
+    /// headers, body pretty-printed).
+    pub detail: String,
+}
+
+/// A run (redrive, replay, purge) on the selected group, step by step.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Opening the queue, resolving the target, counting.
+    Planning,
+    /// The plan, and the question. `count`: how many will move, where known; above
+    /// [`TYPE_COUNT_ABOVE`] the answer is that number typed, below it `y`.
+    Confirm {
+        plan: Vec<(String, String)>,
+        count: Option<u64>,
+        typed: String,
+    },
+    Running,
+    /// The summary as the CLI prints it, and whether everything moved.
+    Done {
+        summary: String,
+        ok: bool,
+    },
+    Failed(String),
+}
+
+/// What an action on a group does: the commands of the same names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunKind {
+    /// `R`: back to each message's source.
+    Redrive,
+    /// `P`: copies to a target typed in; nothing removed.
+    Replay,
+    /// `X`: removed, archived first to a target typed in (`none`: no copy kept).
+    Purge,
+}
+
+impl RunKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunKind::Redrive => "redrive",
+            RunKind::Replay => "replay",
+            RunKind::Purge => "purge",
+        }
+    }
+}
+
+/// What a line typed at the bottom is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// `/`: the groups' `--where`.
+    Where,
+    /// The target of a replay, or the archive of a purge.
+    Target(RunKind),
+}
+
+/// A line being typed at the bottom of the screen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Input {
+    pub purpose: Purpose,
+    pub text: String,
+}
+
+impl Input {
+    /// What the line says before the text.
+    pub fn prompt(&self) -> &'static str {
+        match self.purpose {
+            Purpose::Where => "where",
+            Purpose::Target(RunKind::Purge) => "archive to (a file or queue; none: no copy)",
+            Purpose::Target(_) => "replay to (a queue, table, topic or file)",
+        }
+    }
+}
+
+/// What the row of the groups past the first 10,000 (`classify`'s "(other groups)") says when
+/// opened or acted on: it has no fingerprint of its own.
+const OTHER_GROUPS: &str =
+    "the groups past the first 10,000 are counted together: narrow them with / first";
+
+/// Above this many messages a run is confirmed by typing the count, not `y`.
+pub const TYPE_COUNT_ABOVE: u64 = 100;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Queues,
+    Groups,
+    Messages,
+}
+
+/// Work for the worker. Queue indices are into [`App::queues`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    None,
+    Quit,
+    /// Inspect every queue again.
+    LoadQueues,
+    LoadGroups {
+        queue: usize,
+        query: Option<String>,
+    },
+    LoadMessages {
+        queue: usize,
+        fingerprint: String,
+        query: Option<String>,
+    },
+    /// Prepare a run on a group (its fingerprint under the view's filter) and show its plan.
+    PlanRun {
+        kind: RunKind,
+        queue: usize,
+        fingerprint: String,
+        query: Option<String>,
+        /// Replay: the target; purge: the archive (None: none).
+        to: Option<String>,
+    },
+    /// The answer to the plan's question: start (true) or drop it.
+    Answer(bool),
+    /// Ctrl-C during a run: stop it after its current batch (as in the CLI), then quit.
+    Stop,
+}
+
+/// What the worker sends back.
+#[derive(Debug)]
+pub enum Loaded {
+    Queue(usize, Load<QueueInfo>),
+    Groups {
+        queue: usize,
+        query: Option<String>,
+        groups: Load<GroupList>,
+    },
+    Messages {
+        queue: usize,
+        fingerprint: Option<String>,
+        messages: Load<Vec<MessageItem>>,
+    },
+    Action(Action),
+}
+
+/// The whole state of the UI.
+#[derive(Debug)]
+pub struct App {
+    pub queues: Vec<QueueRow>,
+    pub read_only: bool,
+    /// Styles (bold, reverse, dim) beyond the selection: off with NO_COLOR or `--color never`.
+    pub color: bool,
+    pub view: View,
+    pub queue_sel: usize,
+    pub groups: Load<GroupList>,
+    pub group_sel: usize,
+    /// The `--where` of the groups view (set with `/`).
+    pub query: Option<String>,
+    pub messages: Load<Vec<MessageItem>>,
+    pub message_sel: usize,
+    /// Lines of the detail pane scrolled past (PgDn/PgUp, J/K).
+    pub detail_scroll: u16,
+    /// A filter or a target being typed.
+    pub input: Option<Input>,
+    pub help: bool,
+    pub action: Option<Action>,
+    /// What the action is.
+    pub kind: RunKind,
+    /// One line under the view: what just happened.
+    pub status: String,
+}
+
+impl App {
+    pub fn new(labels: Vec<String>, read_only: bool) -> App {
+        App {
+            queues: labels
+                .into_iter()
+                .map(|label| QueueRow {
+                    label,
+                    info: Load::Loading,
+                })
+                .collect(),
+            read_only,
+            color: false,
+            view: View::Queues,
+            queue_sel: 0,
+            groups: Load::Idle,
+            group_sel: 0,
+            query: None,
+            messages: Load::Idle,
+            message_sel: 0,
+            detail_scroll: 0,
+            input: None,
+            help: false,
+            action: None,
+            kind: RunKind::Redrive,
+            status: String::new(),
+        }
+    }
+
+    /// The selected group, when the groups are loaded.
+    pub fn group(&self) -> Option<&GroupItem> {
+        match &self.groups {
+            Load::Ready(g) => g.items.get(self.group_sel),
+            _ => None,
+        }
+    }
+
+    /// The selected message, when the messages are loaded.
+    pub fn message(&self) -> Option<&MessageItem> {
+        match &self.messages {
+            Load::Ready(m) => m.get(self.message_sel),
+            _ => None,
+        }
+    }
+
+    /// What a key does: the state changes here; the work it asks for is returned.
+    pub fn on_key(&mut self, key: Key) -> Effect {
+        if key == Key::Interrupt {
+            if self.action == Some(Action::Running) {
+                self.status = "stopping after the current batch; the UI closes then".into();
+                return Effect::Stop;
+            }
+            return Effect::Quit;
+        }
+        // What the last key did is said until the next one.
+        self.status.clear();
+        if self.input.is_some() {
+            return self.on_input_key(key);
+        }
+        if self.action.is_some() {
+            return self.on_action_key(key);
+        }
+        if self.help {
+            self.help = false;
+            return Effect::None;
+        }
+        match key {
+            Key::Char('q') => Effect::Quit,
+            Key::Char('?') => {
+                self.help = true;
+                Effect::None
+            }
+            Key::Char('j') | Key::Down => self.step(1),
+            Key::Char('k') | Key::Up => self.step(-1),
+            Key::Enter => self.enter(),
+            Key::Esc => self.back(),
+            Key::Char('/') if self.view == View::Groups => {
+                self.input = Some(Input {
+                    purpose: Purpose::Where,
+                    text: self.query.clone().unwrap_or_default(),
+                });
+                Effect::None
+            }
+            Key::Char('r') if self.view == View::Queues => {
+                self.status = "refreshing".into();
+                Effect::LoadQueues
+            }
+            Key::Char('R') if self.view != View::Queues => self.run(RunKind::Redrive, None),
+            Key::Char('P') if self.view != View::Queues => self.ask_target(RunKind::Replay),
+            Key::Char('X') if self.view != View::Queues => self.ask_target(RunKind::Purge),
+            Key::PageDown | Key::Char('J') if self.view == View::Messages => {
+                self.detail_scroll = self.detail_scroll.saturating_add(10);
+                Effect::None
+            }
+            Key::PageUp | Key::Char('K') if self.view == View::Messages => {
+                self.detail_scroll = self.detail_scroll.saturating_sub(10);
+                Effect::None
+            }
+            _ => Effect::None,
+        }
+    }
+
+    /// A key while a line is typed: enter uses it, esc drops it. An empty `/` filter clears
+    /// the filter; an empty target asks nothing.
+    fn on_input_key(&mut self, key: Key) -> Effect {
+        let Some(input) = self.input.as_mut() else {
+            return Effect::None;
+        };
+        match key {
+            Key::Char(c) => input.text.push(c),
+            Key::Backspace => {
+                input.text.pop();
+            }
+            Key::Esc => self.input = None,
+            Key::Enter => {
+                let text = input.text.trim().to_string();
+                let purpose = input.purpose;
+                self.input = None;
+                return match purpose {
+                    Purpose::Where => {
+                        self.query = (!text.is_empty()).then_some(text);
+                        self.load_groups()
+                    }
+                    Purpose::Target(_) if text.is_empty() => Effect::None,
+                    Purpose::Target(RunKind::Purge) if text == "none" => {
+                        self.run(RunKind::Purge, None)
+                    }
+                    Purpose::Target(kind) => self.run(kind, Some(text)),
+                };
+            }
+            _ => {}
+        }
+        Effect::None
+    }
+
+    /// A key while a run is on screen: its question, or its outcome.
+    fn on_action_key(&mut self, key: Key) -> Effect {
+        match (&mut self.action, key) {
+            (Some(Action::Confirm { typed, count, .. }), k) => {
+                let by_count = count.is_some_and(|n| n > TYPE_COUNT_ABOVE);
+                match k {
+                    Key::Esc | Key::Char('n') if !by_count || k == Key::Esc => {
+                        self.action = None;
+                        self.status = format!("{} cancelled; nothing done", self.kind.name());
+                        Effect::Answer(false)
+                    }
+                    Key::Char('y') if !by_count => self.start(),
+                    Key::Char(c) if by_count && c.is_ascii_digit() => {
+                        typed.push(c);
+                        Effect::None
+                    }
+                    Key::Backspace => {
+                        typed.pop();
+                        Effect::None
+                    }
+                    Key::Enter if by_count && count.is_some_and(|n| typed == &n.to_string()) => {
+                        self.start()
+                    }
+                    _ => Effect::None,
+                }
+            }
+            (Some(Action::Planning), Key::Esc) => {
+                self.action = None;
+                self.status = format!("{} cancelled; nothing done", self.kind.name());
+                Effect::Answer(false)
+            }
+            (Some(Action::Done { .. } | Action::Failed(_)), Key::Char('q')) => Effect::Quit,
+            (Some(Action::Done { .. } | Action::Failed(_)), Key::Esc | Key::Enter) => {
+                self.action = None;
+                // The counts changed: read them again.
+                self.load_groups()
+            }
+            _ => Effect::None,
+        }
+    }
+
+    fn start(&mut self) -> Effect {
+        self.action = Some(Action::Running);
+        Effect::Answer(true)
+    }
+
+    fn step(&mut self, by: isize) -> Effect {
+        let (sel, len) = match self.view {
+            View::Queues => (&mut self.queue_sel, self.queues.len()),
+            View::Groups => (
+                &mut self.group_sel,
+                list_len(&self.groups, |g| g.items.len()),
+            ),
+            View::Messages => (&mut self.message_sel, list_len(&self.messages, Vec::len)),
+        };
+        if len > 0 {
+            *sel = sel.saturating_add_signed(by).min(len - 1);
+        }
+        self.detail_scroll = 0;
+        Effect::None
+    }
+
+    fn enter(&mut self) -> Effect {
+        match self.view {
+            View::Queues if !self.queues.is_empty() => {
+                self.view = View::Groups;
+                self.query = None;
+                self.load_groups()
+            }
+            View::Groups => match self.group().map(|g| g.fingerprint.clone()) {
+                Some(None) => {
+                    self.status = format!("{OTHER_GROUPS}; then open one");
+                    Effect::None
+                }
+                Some(Some(fingerprint)) => {
+                    self.view = View::Messages;
+                    self.messages = Load::Loading;
+                    self.message_sel = 0;
+                    self.detail_scroll = 0;
+                    Effect::LoadMessages {
+                        queue: self.queue_sel,
+                        fingerprint,
+                        query: self.query.clone(),
+                    }
+                }
+                None => Effect::None,
+            },
+            _ => Effect::None,
+        }
+    }
+
+    fn back(&mut self) -> Effect {
+        match self.view {
+            View::Messages => self.view = View::Groups,
+            View::Groups => {
+                self.view = View::Queues;
+                self.groups = Load::Idle;
+            }
+            View::Queues => {}
+        }
+        Effect::None
+    }
+
+    fn load_groups(&mut self) -> Effect {
+        self.groups = Load::Loading;
+        self.group_sel = 0;
+        Effect::LoadGroups {
+            queue: self.queue_sel,
+            query: self.query.clone(),
+        }
+    }
+
+    /// The group an action would act on, or why there is none (read-only, nothing selected,
+    /// no fingerprint): said on the status line.
+    fn target_group(&mut self, kind: RunKind) -> Option<String> {
+        let name = kind.name();
+        if self.read_only {
+            self.status = format!("read-only: {name} is disabled (started with --read-only)");
+            return None;
+        }
+        let Some(g) = self.group() else {
+            self.status = "no group selected".into();
+            return None;
+        };
+        let fingerprint = g.fingerprint.clone();
+        if fingerprint.is_none() {
+            self.status = format!("{OTHER_GROUPS}; then {name} one");
+        }
+        fingerprint
+    }
+
+    /// `P`, `X`: ask where the copies go, then [`App::run`].
+    fn ask_target(&mut self, kind: RunKind) -> Effect {
+        if self.target_group(kind).is_some() {
+            self.input = Some(Input {
+                purpose: Purpose::Target(kind),
+                text: String::new(),
+            });
+        }
+        Effect::None
+    }
+
+    /// Plan a run on the selected group (refused in `--read-only`).
+    fn run(&mut self, kind: RunKind, to: Option<String>) -> Effect {
+        let Some(fingerprint) = self.target_group(kind) else {
+            return Effect::None;
+        };
+        self.kind = kind;
+        self.action = Some(Action::Planning);
+        Effect::PlanRun {
+            kind,
+            queue: self.queue_sel,
+            fingerprint,
+            query: self.query.clone(),
+            to,
+        }
+    }
+
+    /// A result of the worker: kept when it is still wanted (the same queue and filter).
+    pub fn on_loaded(&mut self, l: Loaded) {
+        match l {
+            Loaded::Queue(i, info) => {
+                if let Some(q) = self.queues.get_mut(i) {
+                    q.info = info;
+                }
+            }
+            Loaded::Groups {
+                queue,
+                query,
+                groups,
+            } => {
+                if self.view != View::Queues && queue == self.queue_sel && query == self.query {
+                    self.groups = groups;
+                }
+            }
+            Loaded::Messages {
+                queue,
+                fingerprint,
+                messages,
+            } => {
+                let same = self.group().map(|g| &g.fingerprint) == Some(&fingerprint);
+                if self.view == View::Messages && queue == self.queue_sel && same {
+                    self.messages = messages;
+                }
+            }
+            Loaded::Action(a) => {
+                // A plan that comes back after esc was pressed is not shown again.
+                if self.action.is_some() {
+                    self.action = Some(a);
+                }
+            }
+        }
+    }
+}
+
+fn list_len<T>(l: &Load<T>, len: impl Fn(&T) -> usize) -> usize {
+    match l {
+        Load::Ready(t) => len(t),
+        _ => 0,
+    }
+}

@@ -1,0 +1,401 @@
+//! What the screen shows of an [`App`]: pure functions of the state, drawn on any ratatui
+//! backend (the terminal's, or the test backend of the snapshots in tests.rs).
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState, Wrap};
+
+use super::app::{Action, App, Load, TYPE_COUNT_ABOVE, View};
+
+/// The keys under each view (the help, `?`, lists them all).
+const KEYS: [&str; 3] = [
+    "j/k move  enter groups  r refresh  ? help  q quit",
+    "j/k move  enter open  / filter  R redrive  P replay  X purge  esc back  ? help",
+    "j/k move  J/K scroll  R/P/X redrive/replay/purge group  esc back  ? help",
+];
+
+pub fn draw(f: &mut Frame, app: &App) {
+    let [title, body, status, keys] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(3),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(f.area());
+    f.render_widget(Paragraph::new(title_line(app)), title);
+    match app.view {
+        View::Queues => queues(f, app, body),
+        View::Groups => groups(f, app, body),
+        View::Messages => messages(f, app, body),
+    }
+    let status_text = match &app.input {
+        Some(i) => format!("{}: {}_", i.prompt(), i.text),
+        None => app.status.clone(),
+    };
+    f.render_widget(Paragraph::new(status_text), status);
+    let k = match app.view {
+        View::Queues => KEYS[0],
+        View::Groups => KEYS[1],
+        View::Messages => KEYS[2],
+    };
+    f.render_widget(Paragraph::new(k).style(dim(app)), keys);
+    if app.help {
+        help(f);
+    }
+    if let Some(a) = &app.action {
+        action(f, app, a);
+    }
+}
+
+fn title_line(app: &App) -> String {
+    let mut t = "dlqctl ui".to_string();
+    let queue = app.queues.get(app.queue_sel).map(|q| q.label.as_str());
+    match (app.view, queue) {
+        (View::Queues, _) => t.push_str(" · queues"),
+        (View::Groups, Some(q)) => t.push_str(&format!(" · {q} · failure groups")),
+        (View::Messages, Some(q)) => t.push_str(&format!(" · {q} · messages")),
+        _ => {}
+    }
+    if app.read_only {
+        t.push_str(" · read-only");
+    }
+    t
+}
+
+fn bold(app: &App) -> Style {
+    if app.color {
+        Style::new().add_modifier(Modifier::BOLD)
+    } else {
+        Style::new()
+    }
+}
+
+fn dim(app: &App) -> Style {
+    if app.color {
+        Style::new().add_modifier(Modifier::DIM)
+    } else {
+        Style::new()
+    }
+}
+
+/// The selected row: reversed (with or without colour, it must be seen), and marked `>`.
+fn table<'a>(
+    app: &App,
+    header: Vec<&'a str>,
+    rows: Vec<Row<'a>>,
+    widths: Vec<Constraint>,
+) -> Table<'a> {
+    Table::new(rows, widths)
+        .header(Row::new(header).style(bold(app)))
+        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
+        .highlight_symbol(">")
+}
+
+fn pending<T>(l: &Load<T>) -> Option<String> {
+    match l {
+        Load::Idle => Some(String::new()),
+        Load::Loading => Some("loading…".into()),
+        Load::Failed(e) => Some(format!("error: {e}")),
+        Load::Ready(_) => None,
+    }
+}
+
+fn queues(f: &mut Frame, app: &App, area: Rect) {
+    let rows: Vec<Row> = app
+        .queues
+        .iter()
+        .map(|q| {
+            let (backend, depth, oldest, classes) = match &q.info {
+                Load::Ready(i) => (
+                    i.backend.clone(),
+                    i.depth.clone().unwrap_or("?".into()),
+                    i.oldest.clone().unwrap_or("-".into()),
+                    // The note in full is under the table.
+                    match &i.note {
+                        Some(_) => "not scanned (see below)".into(),
+                        None => i.classes.clone().unwrap_or_default(),
+                    },
+                ),
+                other => (
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    pending(other).unwrap_or_default(),
+                ),
+            };
+            Row::new(vec![
+                Cell::new(q.label.clone()),
+                Cell::new(backend),
+                Cell::new(depth),
+                Cell::new(oldest),
+                Cell::new(classes),
+            ])
+        })
+        .collect();
+    let t = table(
+        app,
+        vec!["QUEUE", "BACKEND", "DEPTH", "OLDEST", "CLASSES"],
+        rows,
+        vec![
+            Constraint::Percentage(30),
+            Constraint::Length(8),
+            Constraint::Length(7),
+            Constraint::Length(8),
+            Constraint::Fill(1),
+        ],
+    );
+    let [list, detail] = Layout::vertical([Constraint::Min(3), Constraint::Length(4)]).areas(area);
+    let mut state = TableState::new().with_selected(Some(app.queue_sel));
+    f.render_stateful_widget(
+        t.block(Block::new().borders(Borders::TOP).title("queues")),
+        list,
+        &mut state,
+    );
+    // The selected queue's note or error in full (its row has room for the start of it).
+    let text = match app.queues.get(app.queue_sel).map(|q| (&q.label, &q.info)) {
+        Some((l, Load::Failed(e))) => format!("{l}: error: {e}"),
+        Some((l, Load::Ready(i))) => match &i.note {
+            Some(n) => format!("{l}: {n}"),
+            None => format!("{l}: {} messages", i.depth.as_deref().unwrap_or("?")),
+        },
+        _ => String::new(),
+    };
+    let b = Block::new().borders(Borders::TOP).title("selected queue");
+    f.render_widget(
+        Paragraph::new(text).block(b).wrap(Wrap { trim: false }),
+        detail,
+    );
+}
+
+fn groups(f: &mut Frame, app: &App, area: Rect) {
+    let [list, detail] = Layout::vertical([Constraint::Min(3), Constraint::Length(5)]).areas(area);
+    let heading = match (&app.groups, &app.query) {
+        (Load::Ready(g), q) => format!(
+            "{} groups of {} messages{}{}",
+            g.items.len(),
+            g.total,
+            if g.complete { "" } else { " (partial)" },
+            q.as_ref()
+                .map(|q| format!(" · where {q}"))
+                .unwrap_or_default()
+        ),
+        (_, Some(q)) => format!("where {q}"),
+        _ => "failure groups".into(),
+    };
+    let block = Block::new().borders(Borders::TOP).title(heading);
+    if let Some(p) = pending(&app.groups) {
+        f.render_widget(
+            Paragraph::new(p).block(block).wrap(Wrap { trim: false }),
+            list,
+        );
+        return;
+    }
+    let Load::Ready(g) = &app.groups else { return };
+    let rows: Vec<Row> = g
+        .items
+        .iter()
+        .map(|g| {
+            let fp = g
+                .fingerprint
+                .as_deref()
+                .map_or("(other)".into(), |f| f.chars().take(8).collect::<String>());
+            Row::new(vec![
+                fp,
+                g.class.clone(),
+                g.count.to_string(),
+                g.first_seen.clone(),
+                g.last_seen.clone(),
+            ])
+        })
+        .collect();
+    let t = table(
+        app,
+        vec!["GROUP", "CLASS", "COUNT", "FIRST SEEN", "LAST SEEN"],
+        rows,
+        vec![
+            Constraint::Length(8),
+            Constraint::Fill(1),
+            Constraint::Length(7),
+            Constraint::Length(16),
+            Constraint::Length(16),
+        ],
+    );
+    let mut state = TableState::new().with_selected(Some(app.group_sel));
+    f.render_stateful_widget(t.block(block), list, &mut state);
+    if let Some(g) = app.group() {
+        let text = format!(
+            "fingerprint {}\nerror: {}",
+            g.fingerprint
+                .as_deref()
+                .unwrap_or("none: the groups past the first 10,000, counted together"),
+            g.error
+        );
+        let b = Block::new().borders(Borders::TOP).title("selected group");
+        f.render_widget(
+            Paragraph::new(text).block(b).wrap(Wrap { trim: false }),
+            detail,
+        );
+    }
+}
+
+fn messages(f: &mut Frame, app: &App, area: Rect) {
+    let [list, detail] = Layout::vertical([Constraint::Length(7), Constraint::Min(3)]).areas(area);
+    let block = Block::new().borders(Borders::TOP).title(match app.group() {
+        Some(g) => format!(
+            "{} messages of group {}",
+            g.count,
+            g.fingerprint
+                .as_deref()
+                .map_or("(other)", |f| &f[..f.len().min(8)])
+        ),
+        None => "messages".into(),
+    });
+    if let Some(p) = pending(&app.messages) {
+        f.render_widget(
+            Paragraph::new(p).block(block).wrap(Wrap { trim: false }),
+            list,
+        );
+        return;
+    }
+    let Load::Ready(ms) = &app.messages else {
+        return;
+    };
+    let rows: Vec<Row> = ms
+        .iter()
+        .map(|m| {
+            Row::new(vec![
+                m.id.clone(),
+                m.age.clone(),
+                m.redrives.to_string(),
+                m.error.clone(),
+            ])
+        })
+        .collect();
+    let t = table(
+        app,
+        vec!["ID", "AGE", "REDRIVES", "ERROR"],
+        rows,
+        vec![
+            Constraint::Length(24),
+            Constraint::Length(8),
+            Constraint::Length(8),
+            Constraint::Fill(1),
+        ],
+    );
+    let mut state = TableState::new().with_selected(Some(app.message_sel));
+    f.render_stateful_widget(t.block(block), list, &mut state);
+    if let Some(m) = app.message() {
+        let b = Block::new().borders(Borders::TOP).title("message");
+        f.render_widget(
+            Paragraph::new(m.detail.clone())
+                .block(b)
+                .wrap(Wrap { trim: false })
+                .scroll((app.detail_scroll, 0)),
+            detail,
+        );
+    }
+}
+
+/// A box in the middle of the screen, `h` lines high (at most the screen), cleared.
+fn popup(f: &mut Frame, title: &str, h: u16) -> Rect {
+    let a = f.area();
+    let w = a.width.saturating_sub(4).min(76);
+    let h = h.min(a.height.saturating_sub(2));
+    let r = Rect::new(a.x + (a.width - w) / 2, a.y + (a.height - h) / 2, w, h);
+    f.render_widget(Clear, r);
+    f.render_widget(Block::bordered().title(title.to_string()), r);
+    Rect::new(
+        r.x + 1,
+        r.y + 1,
+        r.width.saturating_sub(2),
+        r.height.saturating_sub(2),
+    )
+}
+
+fn help(f: &mut Frame) {
+    let text = "\
+j / k, ↓ / ↑   move
+enter          open: a queue's failure groups, a group's messages
+J / K, PgDn/Up messages: scroll the message's detail
+esc            back (and cancel a question)
+/              groups: set a --where jq filter (enter sets, empty clears)
+R, P, X        redrive, replay, purge the selected group (asks first)
+r              queues: refresh now
+?              this help (any key closes it)
+q, Ctrl-C      quit";
+    let inner = popup(f, "keys", 11);
+    f.render_widget(Paragraph::new(text), inner);
+}
+
+fn action(f: &mut Frame, app: &App, a: &Action) {
+    let name = app.kind.name();
+    let back = [Line::from(""), Line::from("enter: back to the groups")];
+    let text = |t: &str| -> Vec<Line> {
+        t.lines()
+            .map(|l| Line::from(l.to_string()))
+            .chain(back.clone())
+            .collect()
+    };
+    let (title, lines): (String, Vec<Line>) = match a {
+        Action::Planning => (
+            name.to_string(),
+            vec![
+                Line::from("preparing the plan: counting what it would take…"),
+                Line::from("esc cancels"),
+            ],
+        ),
+        Action::Running => (
+            name.to_string(),
+            vec![Line::from(format!("{name}: running…"))],
+        ),
+        Action::Confirm { plan, count, typed } => (
+            format!("{name}: the plan"),
+            confirm_lines(name, plan, *count, typed),
+        ),
+        Action::Done { summary, ok: true } => (format!("{name}: done"), text(summary)),
+        Action::Done { summary, ok: false } => (
+            format!("{name}: ended, not every message was done"),
+            text(summary),
+        ),
+        Action::Failed(e) => (format!("{name}: failed"), text(e)),
+    };
+    let inner = popup(f, &title, height(&lines, f.area().width.saturating_sub(6)));
+    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+/// The lines a popup needs for `lines` wrapped at `width` (a word wrap may take one more
+/// for a long line), with its border.
+fn height(lines: &[Line], width: u16) -> u16 {
+    let w = usize::from(width.max(1));
+    let n: usize = lines
+        .iter()
+        .map(|l| match l.width() {
+            0 => 1,
+            n if n <= w => 1,
+            n => n.div_ceil(w) + 1,
+        })
+        .sum();
+    u16::try_from(n + 2).unwrap_or(u16::MAX)
+}
+
+fn confirm_lines(
+    name: &str,
+    plan: &[(String, String)],
+    count: Option<u64>,
+    typed: &str,
+) -> Vec<Line<'static>> {
+    let mut lines: Vec<Line> = plan
+        .iter()
+        .map(|(k, v)| Line::from(format!("{k}: {}", v.replace('\n', " "))))
+        .collect();
+    lines.push(Line::from(""));
+    lines.push(Line::from(match count {
+        Some(n) if n > TYPE_COUNT_ABOVE => {
+            format!("type {n} and enter to {name} them, esc to cancel: {typed}_")
+        }
+        _ => format!("{name}? y to start, n or esc to cancel"),
+    }));
+    lines
+}

@@ -1,0 +1,410 @@
+//! The UI's I/O: each [`Effect`] becomes a task on the runtime that calls the same ops as the
+//! commands (`inspect`'s backend report and census, `classify --by fingerprint`, `peek`'s
+//! card, the redrive's prepare and start) and sends what it found back over a channel, so the
+//! keys are answered while it works. Each task gets its own context whose printer is a
+//! capture: nothing is written to the terminal the UI owns.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use tokio::sync::{mpsc, oneshot};
+
+use super::app::{
+    Action, Effect, GroupItem, GroupList, Load, Loaded, MessageItem, QueueInfo, RunKind,
+};
+use crate::backend::ScanOptions;
+use crate::classify::{Classifier, Kind};
+use crate::error::{Result, exit};
+use crate::filter::Filter;
+use crate::ops::classify::ClassifyRequest;
+use crate::ops::groups::GroupKey;
+use crate::ops::moves::{Mode, MoveRequest};
+use crate::output::{Captured, OutputFormat, Printer};
+use crate::settings::{Ctx, FilterInput, QueueRef};
+
+/// At most this many messages of a group are listed in the messages view.
+pub const MESSAGES_SHOWN: usize = 200;
+
+/// What every task's context is made of (the command's context without its printer).
+pub struct Base {
+    pub config: crate::config::Config,
+    pub aws: crate::backend::AwsOptions,
+    pub interrupt: crate::settings::Interrupt,
+    pub opener: crate::backend::Opener,
+    pub reason: Option<String>,
+    /// Messages read per queue for the queues view's classes and oldest age (`inspect --scan-max`).
+    pub scan_max: u64,
+}
+
+impl Base {
+    /// A context whose printer is a capture that can "ask" (so a plan counts what it will
+    /// move, as it does before the CLI's question; the UI asks the question itself).
+    fn ctx(&self) -> (Ctx, Captured) {
+        let (printer, captured) = Printer::capture(OutputFormat::Table);
+        let ctx = Ctx {
+            printer: printer.answering(&[]),
+            config: self.config.clone(),
+            aws: self.aws.clone(),
+            interrupt: self.interrupt.clone(),
+            opener: self.opener.clone(),
+            reason: self.reason.clone(),
+        };
+        (ctx, captured)
+    }
+
+    fn classifier(&self) -> Result<Classifier> {
+        Classifier::new(
+            &self.config.classify.rules,
+            self.config.path.as_deref(),
+            None,
+        )
+    }
+}
+
+/// Starts the tasks; holds the answer channel of the redrive waiting for its question.
+pub struct Worker {
+    base: Arc<Base>,
+    queues: Arc<Vec<QueueRef>>,
+    /// Per queue: a read for the queues view is under way (a refresh does not start another:
+    /// an unreachable queue does not gather reads).
+    reading: Vec<Arc<AtomicBool>>,
+    tx: mpsc::UnboundedSender<Loaded>,
+    answer: Option<oneshot::Sender<bool>>,
+}
+
+impl Worker {
+    pub fn new(base: Base, queues: Vec<QueueRef>, tx: mpsc::UnboundedSender<Loaded>) -> Worker {
+        Worker {
+            reading: queues.iter().map(|_| Arc::default()).collect(),
+            base: Arc::new(base),
+            queues: Arc::new(queues),
+            tx,
+            answer: None,
+        }
+    }
+
+    /// Start the work an effect asks for (Quit and None are the caller's).
+    pub fn perform(&mut self, e: Effect) {
+        let (base, tx) = (self.base.clone(), self.tx.clone());
+        match e {
+            Effect::None | Effect::Quit | Effect::Stop => {}
+            Effect::LoadQueues => {
+                for (i, (q, reading)) in self.queues.iter().zip(&self.reading).enumerate() {
+                    if reading.swap(true, Ordering::SeqCst) {
+                        continue;
+                    }
+                    let (base, tx, q, reading) =
+                        (base.clone(), tx.clone(), q.clone(), reading.clone());
+                    tokio::spawn(async move {
+                        let info = queue_info(&base, &q).await;
+                        reading.store(false, Ordering::SeqCst);
+                        let _ = tx.send(Loaded::Queue(i, loaded(info)));
+                    });
+                }
+            }
+            Effect::LoadGroups { queue, query } => {
+                let Some(q) = self.queues.get(queue).cloned() else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let groups = loaded(groups(&base, q, query.as_deref()).await);
+                    let _ = tx.send(Loaded::Groups {
+                        queue,
+                        query,
+                        groups,
+                    });
+                });
+            }
+            Effect::LoadMessages {
+                queue,
+                fingerprint,
+                query,
+            } => {
+                let Some(q) = self.queues.get(queue).cloned() else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let r = messages(&base, q, &fingerprint, query.as_deref()).await;
+                    let _ = tx.send(Loaded::Messages {
+                        queue,
+                        fingerprint: Some(fingerprint),
+                        messages: loaded(r),
+                    });
+                });
+            }
+            Effect::PlanRun {
+                kind,
+                queue,
+                fingerprint,
+                query,
+                to,
+            } => {
+                let Some(q) = self.queues.get(queue).cloned() else {
+                    return;
+                };
+                let (answer, asked) = oneshot::channel();
+                // A redrive still waiting for its answer is dropped: its sender goes here.
+                self.answer = Some(answer);
+                tokio::spawn(async move {
+                    let group = Group {
+                        source: q,
+                        fingerprint,
+                        query,
+                    };
+                    let r = run(&base, kind, group, to.as_deref(), &tx, asked).await;
+                    if let Err(e) = r {
+                        let _ = tx.send(Loaded::Action(Action::Failed(e.to_string())));
+                    }
+                });
+            }
+            Effect::Answer(yes) => {
+                if let Some(a) = self.answer.take() {
+                    let _ = a.send(yes);
+                }
+            }
+        }
+    }
+}
+
+fn loaded<T>(r: Result<T>) -> Load<T> {
+    match r {
+        Ok(t) => Load::Ready(t),
+        Err(e) => Load::Failed(e.to_string()),
+    }
+}
+
+/// The filter of a group: its fingerprint and the view's `--where` (the commands' parser).
+fn filter(ctx: &Ctx, fingerprint: Option<&str>, query: Option<&str>) -> Result<Filter> {
+    let fingerprints: Vec<String> = fingerprint.map(str::to_string).into_iter().collect();
+    let mut f = crate::settings::build_filter(FilterInput {
+        class: &[],
+        body: None,
+        error: None,
+        attrs: &[],
+        older_than: None,
+        newer_than: None,
+        ids: &[],
+        ids_from: None,
+        fingerprints: &fingerprints,
+        query,
+    })?;
+    if let Some(q) = &mut f.query {
+        q.watch(&ctx.interrupt, ctx.printer.stderr());
+    }
+    Ok(f)
+}
+
+/// A queues-view row: `inspect`'s count, and (where reading changes nothing) a census of
+/// up to `scan_max` messages for the classes and the oldest age.
+async fn queue_info(base: &Base, q: &QueueRef) -> Result<QueueInfo> {
+    let (ctx, _) = base.ctx();
+    let classifier = base.classifier()?;
+    let b = ctx.opener.open(&q.address, &q.source_options()).await?;
+    let mut info = QueueInfo::default();
+    let r = async {
+        let ins = b.inspect(&classifier).await?;
+        info.backend = ins.backend.to_string();
+        info.depth = ins
+            .facts
+            .iter()
+            .find(|f| f.name == "messages" || f.name == "dead_jobs")
+            .map(|f| f.display.clone());
+        if let Some(effect) = b.capabilities().read_side_effect {
+            info.note = Some(format!(
+                "not scanned: reading {effect}; enter reads its messages"
+            ));
+            return Ok(());
+        }
+        let c = crate::ops::census::take(&ctx, b.as_ref(), &classifier, Some(base.scan_max), None)
+            .await?;
+        info.oldest = c.oldest.map(age);
+        let k = |kind| c.by_kind.get(&kind).copied().unwrap_or(0);
+        info.classes = Some(format!(
+            "{} trans · {} perm · {} uncl{}",
+            k(Kind::Transient),
+            k(Kind::Permanent),
+            k(Kind::Unclassified),
+            if c.complete { "" } else { " (part)" }
+        ));
+        Ok(())
+    }
+    .await;
+    let closed = b.close().await;
+    r?;
+    closed?;
+    Ok(info)
+}
+
+fn age(t: DateTime<Utc>) -> String {
+    crate::human::human_age(Utc::now() - t)
+}
+
+fn seen(t: Option<DateTime<Utc>>) -> String {
+    t.map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M").to_string())
+}
+
+/// The failure groups: `classify --by fingerprint` under the view's `--where`.
+async fn groups(base: &Base, queue: QueueRef, query: Option<&str>) -> Result<GroupList> {
+    let (ctx, _) = base.ctx();
+    let req = ClassifyRequest {
+        queue,
+        filter: filter(&ctx, None, query)?,
+        classifier: base.classifier()?,
+        dedupe: None,
+        max: None,
+        explain: false,
+        by: vec![GroupKey::Fingerprint],
+    };
+    let r = crate::ops::classify::report(&ctx, &req).await?;
+    let items = r
+        .groups
+        .unwrap_or_default()
+        .into_iter()
+        .map(|g| GroupItem {
+            // The groups past the first 10,000 are one row without a fingerprint of its own.
+            fingerprint: g
+                .key
+                .get("fingerprint")
+                .and_then(|v| v.as_str())
+                .filter(|_| g.template.is_some())
+                .map(str::to_string),
+            class: format!("{}/{}", g.kind, g.rule),
+            count: g.count,
+            first_seen: seen(g.first_seen),
+            last_seen: seen(g.last_seen),
+            error: g.template.or(g.sample_error).unwrap_or_default(),
+        })
+        .collect();
+    Ok(GroupList {
+        items,
+        total: r.total,
+        complete: r.complete,
+    })
+}
+
+/// The first [`MESSAGES_SHOWN`] messages of a group, with `peek --explain`'s card of each.
+async fn messages(
+    base: &Base,
+    q: QueueRef,
+    fingerprint: &str,
+    query: Option<&str>,
+) -> Result<Vec<MessageItem>> {
+    let (ctx, _) = base.ctx();
+    let classifier = base.classifier()?;
+    let f = filter(&ctx, Some(fingerprint), query)?;
+    let b = ctx.opener.open(&q.address, &q.source_options()).await?;
+    let now = Utc::now();
+    let mut out = Vec::new();
+    let r = async {
+        let mut stream = b
+            .scan(ScanOptions {
+                limit: None,
+                page_size: 1000,
+                ..ScanOptions::default()
+            })
+            .await?;
+        while let Some(m) = stream.next().await {
+            let m = m?;
+            if !f.matches(&m, now, &classifier)? {
+                continue;
+            }
+            out.push(item(&m, &classifier, now));
+            if out.len() >= MESSAGES_SHOWN || ctx.interrupt.is_set() {
+                break;
+            }
+        }
+        Ok::<_, crate::error::Error>(())
+    }
+    .await;
+    let closed = b.close().await;
+    r?;
+    closed?;
+    Ok(out)
+}
+
+fn item(m: &crate::message::Message, c: &Classifier, now: DateTime<Utc>) -> MessageItem {
+    let mut detail = crate::ops::read::card(m, c, false, None);
+    detail.push_str("classification:\n");
+    for l in crate::ops::classify::explanation_lines(&c.explain(m)) {
+        detail.push_str(&format!("  {l}\n"));
+    }
+    MessageItem {
+        id: m.id.clone(),
+        age: m.age(now).map_or("-".into(), crate::human::human_age),
+        redrives: m.redrive_count(),
+        error: m.error_text().unwrap_or_default(),
+        detail,
+    }
+}
+
+/// The messages an action takes: a queue's group under the view's filter.
+struct Group {
+    source: QueueRef,
+    fingerprint: String,
+    query: Option<String>,
+}
+
+/// Redrive, replay or purge one group: the CLI's prepare (its plan and count), the UI's
+/// question, the CLI's start (its audit trail, its engine, its summary).
+async fn run(
+    base: &Base,
+    kind: RunKind,
+    group: Group,
+    to: Option<&str>,
+    tx: &mpsc::UnboundedSender<Loaded>,
+    asked: oneshot::Receiver<bool>,
+) -> Result<()> {
+    let (ctx, captured) = base.ctx();
+    let Group {
+        source,
+        fingerprint,
+        query,
+    } = group;
+    let to = to.map(|t| ctx.target(t, &source)).transpose()?;
+    // The loop guard of the queue, as `redrive` and `replay` apply it (`purge` has none).
+    let max_redrives = match kind {
+        RunKind::Purge => None,
+        _ => source.cfg.max_redrives.filter(|&n| n > 0),
+    };
+    let req = MoveRequest {
+        mode: match kind {
+            RunKind::Redrive => Mode::Redrive,
+            RunKind::Replay => Mode::Replay,
+            RunKind::Purge => Mode::Purge,
+        },
+        filter: filter(&ctx, Some(&fingerprint), query.as_deref())?,
+        classifier: base.classifier()?,
+        source,
+        to,
+        max: None,
+        rate: None,
+        batch_size: 1000,
+        dry_run: false,
+        yes: false,
+        exactly_once: false,
+        headers: crate::headers::HeaderRules::default(),
+        max_redrives,
+        park: None,
+        transform: None,
+    };
+    let prepared = crate::ops::moves::prepare(&ctx, &req).await?;
+    let _ = tx.send(Loaded::Action(Action::Confirm {
+        plan: prepared.plan(&req),
+        count: prepared.count(&req),
+        typed: String::new(),
+    }));
+    if asked.await != Ok(true) {
+        return Ok(());
+    }
+    let ended = crate::ops::moves::start(&ctx, req, prepared).await;
+    let _ = tx.send(Loaded::Action(match ended {
+        Ok(e) => Action::Done {
+            summary: captured.screen(),
+            ok: e.code == exit::OK,
+        },
+        Err(e) => Action::Failed(format!("{}\n{e}", captured.screen())),
+    }));
+    Ok(())
+}

@@ -1,0 +1,364 @@
+//! `dlqctl ui` driven as a person would: the real binary in a pseudo-terminal (portable-pty)
+//! of 80x24, its screen read back as text (vt100), keys typed once the screen shows what they
+//! answer. Against PostgreSQL: a group redriven from the UI arrives in the target table.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+
+use crate::harness::{Db, Sandbox, bin};
+
+/// How long a screen may take to show what a test waits for.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// The terminal's screen as the program drew it, and whether the program has closed it.
+struct Screen {
+    parser: vt100::Parser,
+    closed: bool,
+}
+
+struct Tui {
+    screen: Arc<(Mutex<Screen>, Condvar)>,
+    keys: Box<dyn Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+impl Tui {
+    /// `dlqctl ARGS` in an 80x24 pseudo-terminal, in the sandbox's clean environment.
+    fn start(sb: &Sandbox, args: &[&str]) -> Tui {
+        Tui::start_env(sb, args, &[])
+    }
+
+    /// The same, with `env` added to the environment.
+    fn start_env(sb: &Sandbox, args: &[&str], env: &[(String, String)]) -> Tui {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: 24,
+                cols: 80,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("a pseudo-terminal");
+        let mut cmd = CommandBuilder::new(bin());
+        cmd.args(args);
+        cmd.env_clear();
+        cmd.env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        cmd.env("HOME", sb.dir.path());
+        cmd.env("XDG_CONFIG_HOME", sb.dir.path().join(".config"));
+        cmd.env("NO_COLOR", "1");
+        cmd.env("TERM", "xterm");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.cwd(sb.dir.path());
+        let child = pty.slave.spawn_command(cmd).expect("dlqctl starts");
+        // The program holds the only other end: its exit closes the terminal.
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().expect("pty reader");
+        let keys = pty.master.take_writer().expect("pty writer");
+        let screen = Arc::new((
+            Mutex::new(Screen {
+                parser: vt100::Parser::new(24.try_into().unwrap(), 80.try_into().unwrap(), 0),
+                closed: false,
+            }),
+            Condvar::new(),
+        ));
+        let s = screen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            loop {
+                let n = reader.read(&mut buf).unwrap_or(0);
+                let (lock, cv) = &*s;
+                let mut sc = lock.lock().unwrap();
+                if n == 0 {
+                    sc.closed = true;
+                } else {
+                    sc.parser.process(&buf[..n]);
+                }
+                cv.notify_all();
+                if n == 0 {
+                    return;
+                }
+            }
+        });
+        Tui {
+            screen,
+            keys,
+            child,
+            _master: pty.master,
+        }
+    }
+
+    /// Wait until the screen shows `text`; the screen then. Fails with the screen as it is
+    /// after [`PATIENCE`].
+    fn wait_for(&self, text: &str) -> String {
+        let (lock, cv) = &*self.screen;
+        let deadline = Instant::now() + PATIENCE;
+        let mut sc = lock.lock().unwrap();
+        loop {
+            let shown = text_of(sc.parser.screen());
+            if shown.contains(text) {
+                return shown;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero() && !sc.closed,
+                "the screen never showed {text:?}; it shows:\n{shown}"
+            );
+            sc = cv.wait_timeout(sc, left).unwrap().0;
+        }
+    }
+
+    fn press(&mut self, keys: &str) {
+        self.keys.write_all(keys.as_bytes()).unwrap();
+        self.keys.flush().unwrap();
+    }
+
+    /// Wait for the program to end (it closes the terminal); its exit code. The terminal
+    /// must be as it was given: off the alternate screen, the cursor shown.
+    fn exit_code(mut self) -> u32 {
+        let (lock, cv) = &*self.screen;
+        let deadline = Instant::now() + PATIENCE;
+        let mut sc = lock.lock().unwrap();
+        while !sc.closed {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "dlqctl ui did not end");
+            sc = cv.wait_timeout(sc, left).unwrap().0;
+        }
+        let screen = sc.parser.screen();
+        assert!(
+            !screen.alternate_screen() && !screen.hide_cursor(),
+            "the terminal was left on the alternate screen or without a cursor:\n{}",
+            text_of(screen)
+        );
+        drop(sc);
+        self.child.wait().expect("exit status").exit_code()
+    }
+
+    /// What the terminal shows (after the program ended: the main screen).
+    fn shown(&self) -> String {
+        text_of(self.screen.0.lock().unwrap().parser.screen())
+    }
+
+    /// Send the program a signal.
+    fn signal(&self, sig: i32) {
+        let pid = self.child.process_id().expect("a pid") as i32;
+        // SAFETY: kill(2) with a pid of our own child.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+    }
+}
+
+/// The screen's rows as text, a line each (`contents` joins the rows a line fills).
+fn text_of(s: &vt100::Screen) -> String {
+    s.rows(0, 80).collect::<Vec<_>>().join("\n")
+}
+
+/// 12 rows in four groups of three, and five that fail alike: the largest group, listed first.
+async fn seeded(name: &str) -> Db {
+    let db = Db::new(name).await;
+    db.seed(12).await;
+    db.exec(
+        "INSERT INTO {s}.dead_letters (message_id, queue, payload, error)
+         SELECT 'pay-'||g, 'orders', jsonb_build_object('order_id', 100 + g), 'payment declined: card expired'
+         FROM generate_series(1, 5) g",
+    )
+    .await;
+    db
+}
+
+#[tokio::test]
+async fn a_group_redriven_in_the_ui_arrives_in_the_target() {
+    let db = seeded("ui_move").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("dlqctl ui · queues");
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    // Each text waited for on its own: a screen can be caught half drawn.
+    ui.wait_for("groups of 17 messages");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("R");
+    ui.wait_for("will move: 5 (5 of 17 pass the filter, counted now)");
+    ui.wait_for("y to start");
+    ui.press("y");
+    ui.wait_for("redrive: done");
+    ui.wait_for("moved 5 · skipped 12 (filter) · failed 0");
+    // Back to the groups, read again: the five are gone.
+    ui.press("\r");
+    ui.wait_for("groups of 12 messages");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+
+    assert_eq!(db.count("dead_letters").await, 12);
+    let moved = db
+        .query_strings("SELECT message_id FROM {s}.queue_messages ORDER BY message_id")
+        .await;
+    assert_eq!(moved, ["pay-1", "pay-2", "pay-3", "pay-4", "pay-5"]);
+    // Recorded in the audit trail as the CLI's redrive is.
+    let runs = sb.run(&["audit", "--output", "json"]).ok().json();
+    let runs = runs.as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["command"], "redrive", "{runs:?}");
+}
+
+#[tokio::test]
+async fn a_group_purged_in_the_ui_is_archived_first() {
+    let db = seeded("ui_purge").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("X");
+    ui.wait_for("archive to (a file or queue; none: no copy): _");
+    ui.press("poison.jsonl\r");
+    ui.wait_for("will archive and remove: 5 (5 of 17 pass the filter, counted now)");
+    ui.wait_for("purge? y to start");
+    ui.press("y");
+    ui.wait_for("purge: done");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+
+    assert_eq!(db.count("dead_letters").await, 12);
+    assert_eq!(db.count("queue_messages").await, 0);
+    let archive = std::fs::read_to_string(sb.path("poison.jsonl")).expect("the archive");
+    let mut ids: Vec<String> = archive
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["pay-1", "pay-2", "pay-3", "pay-4", "pay-5"]);
+    let runs = sb.run(&["audit", "--output", "json"]).ok().json();
+    assert_eq!(runs[0]["command"], "purge", "{runs:?}");
+}
+
+#[tokio::test]
+async fn a_group_replayed_in_the_ui_is_copied_and_kept() {
+    let db = seeded("ui_replay").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("P");
+    ui.wait_for("replay to (a queue, table, topic or file): _");
+    ui.press(&format!("{}\r", db.table_url("queue_messages")));
+    // A replay removes nothing: as in the CLI, its plan does not count first.
+    ui.wait_for("will copy: all (counted as they are read)");
+    ui.wait_for("replay? y to start");
+    ui.press("y");
+    ui.wait_for("replay: done");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    assert_eq!(db.count("dead_letters").await, 17);
+    assert_eq!(db.count("queue_messages").await, 5);
+}
+
+#[tokio::test]
+async fn read_only_refuses_to_redrive() {
+    let db = seeded("ui_ro").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", "--read-only", &db.dlq()]);
+    ui.wait_for("read-only");
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("groups of 17 messages");
+    ui.press("R");
+    ui.wait_for("read-only: redrive is disabled");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    assert_eq!(db.count("dead_letters").await, 17);
+    assert_eq!(db.count("queue_messages").await, 0);
+}
+
+/// An SQS queue is listed, not read: its messages are not received (their receive counts stay
+/// as they were), and its row says why; the PostgreSQL queue beside it is read.
+#[tokio::test]
+async fn the_queues_view_does_not_receive_from_sqs() {
+    let db = seeded("ui_sqs").await;
+    let q = crate::harness::Sqs::new("ui").await;
+    let (url, _) = q.create("dlq", &[]).await;
+    for i in 0..3 {
+        q.client
+            .send_message()
+            .queue_url(&url)
+            .message_body(format!("{{\"n\":{i}}}"))
+            .send()
+            .await
+            .expect("send");
+    }
+    let sb = Sandbox::new();
+    let sqs = format!("sqs://{}", q.name("dlq"));
+    let mut ui = Tui::start_env(&sb, &["ui", &db.dlq(), &sqs], &q.env(&sb));
+    ui.wait_for("5 uncl");
+    ui.wait_for("not scanned (see below)");
+    ui.press("j");
+    ui.wait_for("ApproximateReceiveCount");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    let got = q
+        .client
+        .receive_message()
+        .queue_url(&url)
+        .max_number_of_messages(10)
+        .message_system_attribute_names(
+            aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
+        )
+        .send()
+        .await
+        .expect("receive");
+    let counts: Vec<String> = got
+        .messages()
+        .iter()
+        .map(|m| {
+            m.attributes()
+                .and_then(|a| {
+                    a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
+                })
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(counts, ["1", "1", "1"], "received by the UI before");
+}
+
+/// Ctrl-C (a key in raw mode) quits; SIGTERM too, with exit code 130 and its note printed
+/// once the terminal is given back. Both leave the terminal as it was (see `exit_code`).
+#[tokio::test]
+async fn ctrl_c_and_sigterm_give_the_terminal_back() {
+    let db = seeded("ui_sig").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\x03");
+    assert_eq!(ui.exit_code(), 0);
+
+    let ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.signal(libc::SIGTERM);
+    ui.wait_for("interrupting");
+    let shown = ui.shown();
+    assert!(
+        !shown.contains("5 uncl"),
+        "the UI is still on screen:\n{shown}"
+    );
+    assert_eq!(ui.exit_code(), 130);
+}
+
+#[test]
+fn without_a_terminal_it_refuses() {
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&["ui", "postgres://127.0.0.1:1/x?table=dead_letters"])
+        .code(2);
+    assert!(r.stderr.contains("needs a terminal"), "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+}
