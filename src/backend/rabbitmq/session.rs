@@ -13,6 +13,7 @@
 //!   target) stay unacknowledged, so the run never sees them twice, and go back to the queue
 //!   when the run ends (or dies: the broker requeues what a closed connection held).
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -116,14 +117,22 @@ pub struct RabbitMoveSession<'a> {
     limit: u64,
     seen: u64,
     idle: Duration,
-    /// The claimed batch: delivery tag and consumer generation, by index.
-    claimed: Vec<(u64, u32)>,
+    /// The claimed batches not yet settled, oldest first: each delivery's tag and consumer
+    /// generation, by index.
+    claimed: VecDeque<Vec<(u64, u32)>>,
 }
+
+/// How many claimed batches wait for their copies' confirms while the next is read and
+/// published. The run's exclusive consumer holds nothing back from other movers (there are
+/// none), and batches are acknowledged in claim order, so one `basic.ack` with `multiple`
+/// still settles each. The consumer's prefetch has room for them and the next
+/// ([`RabbitMoveSession::begin`]).
+const IN_FLIGHT: usize = 2;
 
 impl<'a> RabbitMoveSession<'a> {
     pub async fn begin(b: &'a RabbitBackend, queue: &str, batch: usize) -> Result<Self> {
-        // Twice the batch: the next batch is on its way while this one is copied.
-        let prefetch = u16::try_from(batch.saturating_mul(2)).unwrap_or(u16::MAX);
+        // Room for the batches in flight and the next: it is on its way while they are copied.
+        let prefetch = u16::try_from(batch.saturating_mul(IN_FLIGHT + 1)).unwrap_or(u16::MAX);
         let mut reader = Reader::open(
             b.broker(),
             queue,
@@ -169,7 +178,7 @@ impl<'a> RabbitMoveSession<'a> {
             reader,
             seen: 0,
             idle: b.idle(),
-            claimed: Vec::new(),
+            claimed: VecDeque::new(),
         })
     }
 }
@@ -182,14 +191,14 @@ impl MoveSession for RabbitMoveSession<'_> {
             return Ok(None);
         }
         let mut batch = Vec::with_capacity(want);
-        self.claimed.clear();
+        let mut claimed = Vec::with_capacity(want);
         while batch.len() < want {
             let room = (want - batch.len()) as u32;
             let Some(got) = self.reader.next(self.idle, room).await? else {
                 break;
             };
             let d = got.delivery;
-            self.claimed.push((d.delivery_tag, got.generation));
+            claimed.push((d.delivery_tag, got.generation));
             let m = to_message(
                 Delivered {
                     exchange: d.exchange.as_str(),
@@ -209,6 +218,7 @@ impl MoveSession for RabbitMoveSession<'_> {
             return Ok(None);
         }
         self.seen += batch.len() as u64;
+        self.claimed.push_back(claimed);
         Ok(Some(Claim::new(batch)))
     }
 
@@ -218,10 +228,14 @@ impl MoveSession for RabbitMoveSession<'_> {
         accepted: &[usize],
         _failed: &[usize],
     ) -> Result<()> {
-        let tags: Vec<(u64, u32)> = accepted.iter().map(|&i| self.claimed[i]).collect();
-        self.reader.ack_all(&tags).await?;
-        self.claimed.clear();
-        Ok(())
+        // Batches are settled in the order they were claimed (the engine's contract).
+        let claimed = self.claimed.pop_front().unwrap_or_default();
+        let tags: Vec<(u64, u32)> = accepted.iter().map(|&i| claimed[i]).collect();
+        self.reader.ack_all(&tags).await
+    }
+
+    fn pipeline_depth(&self) -> usize {
+        IN_FLIGHT
     }
 
     fn remaining(&self) -> Option<u64> {
