@@ -108,10 +108,19 @@ impl RedisDb {
 
     /// Run Sidekiq's processor (tests/fixtures/sidekiq_worker.rb) on this database.
     pub fn sidekiq_worker(&self, args: &[&str]) {
-        let out = Command::new("ruby")
-            .arg(repo_root().join("tests/fixtures/sidekiq_worker.rb"))
+        self.sidekiq_worker_in(None, args);
+    }
+
+    /// Run Sidekiq's processor with its keys under a redis-namespace prefix (`NS:dead`, …).
+    pub fn sidekiq_worker_in(&self, namespace: Option<&str>, args: &[&str]) {
+        let mut cmd = Command::new("ruby");
+        cmd.arg(repo_root().join("tests/fixtures/sidekiq_worker.rb"))
             .args(args)
-            .env("REDIS_URL", self.server_url())
+            .env("REDIS_URL", self.server_url());
+        if let Some(ns) = namespace {
+            cmd.env("SIDEKIQ_NAMESPACE", ns);
+        }
+        let out = cmd
             .output()
             .expect("run ruby (scripts/services start redis installs ruby-sidekiq)");
         assert!(

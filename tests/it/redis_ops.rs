@@ -107,6 +107,49 @@ async fn a_namespaced_dead_set_is_read_and_retried_within_its_namespace() {
     );
 }
 
+/// What Sidekiq itself writes under redis-namespace (Sidekiq 6 with `namespace:`, Debian's
+/// ruby-redis-namespace): its jobs die into `NS:dead`, `&namespace=NS` retries them into
+/// `NS:queue:default`, and the same Sidekiq, still namespaced, runs exactly those jobs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dead_set_sidekiq_wrote_under_a_namespace_is_retried_and_worked_by_it() {
+    let db = RedisDb::new().await;
+    db.sidekiq_worker_in(Some("shop"), &["seed", "4", "ns"]);
+    assert_eq!(
+        db.zcard("dead").await,
+        0,
+        "Sidekiq wrote outside its namespace"
+    );
+    let dead: Vec<String> = db
+        .q::<Vec<String>>(redis::cmd("ZRANGE").arg("shop:dead").arg(0).arg(-1))
+        .await
+        .iter()
+        .map(|j| {
+            serde_json::from_str::<serde_json::Value>(j).unwrap()["jid"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(dead.len(), 4, "{dead:?}");
+    let url = format!("{}&namespace=shop", db.sidekiq());
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&["redrive", &url, "--yes", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(r["moved"], 4, "{r}");
+    assert_eq!(db.zcard("shop:dead").await, 0);
+    db.sidekiq_worker_in(Some("shop"), &["work", "4"]);
+    let mut done = db.lrange("shop:fixture:done").await;
+    let mut want = dead.clone();
+    done.sort();
+    want.sort();
+    assert_eq!(
+        done, want,
+        "Sidekiq ran exactly the retried jobs, once each"
+    );
+}
+
 /// Wait until a client of `db` has run `cmd` last (tail took its starting point).
 async fn client_ran(db: &RedisDb, cmd: &str) {
     let want = format!("db={} ", db.db);
