@@ -5,8 +5,8 @@
 
 use std::collections::VecDeque;
 
+use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgConnection;
-use sqlx::{AssertSqlSafe, Row};
 
 use super::super::backend::JobSystemBackend;
 use super::SystemMoveSession;
@@ -71,41 +71,56 @@ impl Ranges {
     }
 }
 
-impl SystemMoveSession<'_> {
-    /// Read the upper keys of the next [`READ_AHEAD`] ranges of `n` dead jobs after what was
-    /// read so far, up to the end key: the key of every `n`th dead job, and the end key last
-    /// when fewer are left (a job that dies there meanwhile is retried too).
-    async fn read_bounds(&mut self, end: &str, n: usize) -> Result<()> {
-        let b = self.b;
-        let r = self.ranges.as_mut().expect("range retries");
-        let sql = r.bounds[usize::from(r.read_to.is_some())].clone();
-        let limit = (n * READ_AHEAD) as i64;
-        let rows = sqlx::query(AssertSqlSafe(sql))
-            .bind(r.read_to.as_deref())
-            .bind(end)
-            .bind(limit)
-            .bind(n as i64)
-            .fetch_all(&mut r.conns[0])
-            .await
-            .map_err(|e| b.err(e))?;
-        let found = rows.len();
-        for row in &rows {
-            let hi: String = row.try_get("hi").map_err(|e| b.err(e))?;
-            r.ahead.push_back(hi.clone());
-            r.read_to = Some(hi);
-        }
-        // Fewer than asked for: the dead jobs left after the last bound are fewer than `n`;
-        // the last range ends at the end key.
-        if found < READ_AHEAD {
-            r.done = true;
-            if r.read_to.as_deref() != Some(end) {
-                r.ahead.push_back(end.to_string());
-                r.read_to = Some(end.to_string());
-            }
-        }
-        Ok(())
+impl Ranges {
+    /// The read of the next bounds after what was read so far, if they do not reach the end
+    /// yet and fewer than [`RANGES_AT_ONCE`] are left: its statement and where it starts.
+    fn next_read(&self) -> Option<(String, Option<String>)> {
+        (self.ahead.len() < RANGES_AT_ONCE && !self.done).then(|| {
+            (
+                self.bounds[usize::from(self.read_to.is_some())].clone(),
+                self.read_to.clone(),
+            )
+        })
     }
 
+    /// Take the upper keys a read found: fewer than [`READ_AHEAD`] means the dead jobs left
+    /// after the last one are fewer than a range's, and the last range ends at the end key.
+    fn take(&mut self, found: Vec<String>, end: &str) {
+        let short = found.len() < READ_AHEAD;
+        for hi in found {
+            self.ahead.push_back(hi.clone());
+            self.read_to = Some(hi);
+        }
+        if short {
+            self.done = true;
+            if self.read_to.as_deref() != Some(end) {
+                self.ahead.push_back(end.to_string());
+                self.read_to = Some(end.to_string());
+            }
+        }
+    }
+}
+
+/// The upper keys of the next [`READ_AHEAD`] ranges of `n` dead jobs after `read_to`, up to
+/// the end key: the key of every `n`th dead job. On the pool (no row locks are taken), so
+/// that it runs beside the ranges under way.
+async fn read_bounds(
+    b: &JobSystemBackend,
+    (sql, read_to): (String, Option<String>),
+    end: &str,
+    n: usize,
+) -> Result<Vec<String>> {
+    sqlx::query_scalar::<_, String>(AssertSqlSafe(sql))
+        .bind(read_to)
+        .bind(end)
+        .bind((n * READ_AHEAD) as i64)
+        .bind(n as i64)
+        .fetch_all(&b.pool)
+        .await
+        .map_err(|e| b.err(e))
+}
+
+impl SystemMoveSession<'_> {
     /// The next ranges after the cursor, up to [`RANGES_AT_ONCE`] at once, each one retry
     /// statement and one transaction. A range whose statement meets a held row (55P03 after
     /// 200 ms) or a unique violation is rolled back and goes key by key (`range_key_by_key`),
@@ -118,10 +133,12 @@ impl SystemMoveSession<'_> {
         let Some(end) = self.end.clone() else {
             return Ok(LocalNext::Exhausted);
         };
-        if r.ahead.len() < RANGES_AT_ONCE && !r.done {
-            self.read_bounds(&end, n).await?;
+        // The first bounds are read before the first ranges; the next ones beside the ranges
+        // under way.
+        if let Some(read) = r.next_read() {
+            let found = read_bounds(self.b, read, &end, n).await?;
+            r.take(found, &end);
         }
-        let r = self.ranges.as_mut().expect("range retries");
         let mut work: Vec<(Option<String>, String)> = Vec::new();
         let mut lo = self.cursor.clone();
         while work.len() < r.conns.len()
@@ -133,8 +150,9 @@ impl SystemMoveSession<'_> {
         if work.is_empty() {
             return Ok(LocalNext::Exhausted);
         }
+        let read = r.next_read();
         let Ranges { retry, conns, .. } = r;
-        let results =
+        let ranges =
             futures::future::join_all(conns.iter_mut().zip(&work).map(|(conn, (lo, hi))| {
                 let sql = retry[usize::from(lo.is_some())].clone();
                 async move {
@@ -144,8 +162,24 @@ impl SystemMoveSession<'_> {
                         .fetch_one(conn)
                         .await
                 }
-            }))
-            .await;
+            }));
+        let b = self.b;
+        let ahead = async {
+            match read {
+                Some(read) => Some(read_bounds(b, read, &end, n).await),
+                None => None,
+            }
+        };
+        let (results, found) = tokio::join!(ranges, ahead);
+        match found {
+            Some(Ok(found)) => self
+                .ranges
+                .as_mut()
+                .expect("range retries")
+                .take(found, &end),
+            Some(Err(e)) => self.keep_first(e),
+            None => {}
+        }
         let mut all = LocalBatch::default();
         for (i, ((lo, hi), result)) in work.into_iter().zip(results).enumerate() {
             match result {
