@@ -364,6 +364,65 @@ async fn a_river_retry_that_meets_an_active_twin_is_skipped_not_fatal() {
     );
 }
 
+/// Unfiltered ranges go two at a time, each on a connection of its own: a held job and an
+/// active twin in the second of a pair send that range key by key (the held job skipped and
+/// reported, the twin left and failed), while the first range's retry is counted.
+#[tokio::test]
+async fn ranges_retried_side_by_side_skip_held_jobs_and_twins() {
+    let case = cases().into_iter().next().unwrap();
+    let db = Db::new("pair_river").await;
+    sqlx::raw_sql(AssertSqlSafe(fill(case.ddl, &db)))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    sqlx::raw_sql(AssertSqlSafe(fill(case.seed, &db)))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    db.exec("UPDATE {s}.river_job SET unique_key = '\\x01' WHERE id IN (4, 6)")
+        .await;
+    let mut tx = db.pool.begin().await.unwrap();
+    sqlx::query(AssertSqlSafe(fill(
+        "SELECT 1 FROM {s}.river_job WHERE id = 3 FOR UPDATE",
+        &db,
+    )))
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    let url = format!("{}?system=river&schema={}", pg_url(), db.schema);
+    let sb = Sandbox::new();
+    // Ranges (…, 2] and (2, 4] at once, then (4, 5].
+    let j = sb
+        .run(&[
+            "redrive",
+            &url,
+            "--yes",
+            "--batch-size",
+            "2",
+            "--output",
+            "json",
+        ])
+        .code(1)
+        .json();
+    assert_eq!(
+        (j["moved"].as_u64(), j["failed"].as_u64()),
+        (Some(3), Some(1)),
+        "1, 2 and 5 retried; 4 meets its twin: {j}"
+    );
+    assert_eq!(j["failures"][0]["ids"], serde_json::json!(["4"]), "{j}");
+    assert_held(&j, 1, "river");
+    tx.rollback().await.unwrap();
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM {s}.river_job WHERE state = 'discarded' AND id IN (3, 4)"
+        )
+        .await,
+        2
+    );
+    assert_eq!(count(&db, case.retried).await, 3);
+}
+
 #[tokio::test]
 async fn unexpected_schemas_are_refused_and_systems_replay_elsewhere() {
     let db = Db::new("sysref").await;

@@ -196,11 +196,10 @@ impl System {
         }
     }
 
-    /// The retry of the next `$3` dead jobs as a key range instead of a list of keys, in one
-    /// statement: the range is after the cursor `$1` (none when `first`) up to the key of the
-    /// `$3`th dead job after it, or up to the end key `$2` when fewer are left. Returns the
-    /// range's upper key (`hi`, text) and how many jobs were retried (`retried`). Derived
-    /// from the retry where its keys are one column's (`COL = ANY($1::text[]::TYPE[])`); None
+    /// The retry of the dead jobs in a key range instead of a list of keys, in one statement:
+    /// after the cursor `$1` (none when `first`) up to the bound `$2` (a key, from
+    /// [`System::range_bounds`]). Returns how many jobs were retried (`retried`). Derived from
+    /// the retry where its keys are one column's (`COL = ANY($1::text[]::TYPE[])`); None
     /// otherwise (graphile-worker's function takes a list; pg-boss 10's two-column key).
     /// The cursor is a condition of its own, not `$1 IS NULL OR …`, which a generic plan
     /// would read as a scan from the first key on every batch.
@@ -215,35 +214,41 @@ impl System {
         }
         let c = ANY.captures(m.as_str())?;
         let (col, ty) = (&c[1], &c[2]);
-        let (after_j, after) = if first {
-            (
-                "$1::text IS NULL".to_string(),
-                "$1::text IS NULL".to_string(),
-            )
+        let after = if first {
+            "$1::text IS NULL".to_string()
         } else {
-            (
-                self.key.cmp("j.", ">", 1),
-                format!("{col} > $1::text::{ty}"),
-            )
+            format!("{col} > $1::text::{ty}")
         };
         let retry = format!(
-            "{}{after} AND {col} <= (SELECT hi FROM dlqctl_bound){}",
+            "{}{after} AND {col} <= $2::text::{ty}{}",
             &self.retry[..m.start()],
             &self.retry[m.end()..]
         );
         // A data-modifying WITH must be at the top: a retry that is one (pgmq, solid_queue)
         // lends its CTEs to this statement, and its last statement becomes `dlqctl_retried`
-        // (names no retry uses).
+        // (a name no retry uses).
         let (ctes, last) = split_ctes(&retry);
         Some(format!(
-            "WITH dlqctl_bound AS (SELECT COALESCE((SELECT {k} FROM {from} WHERE {dead} AND {after_j} AND {upto} ORDER BY {k} OFFSET $3 - 1 LIMIT 1), $2::text::{ty}) AS hi),
-                  {ctes}dlqctl_retried AS ({last})
-             SELECT (SELECT hi FROM dlqctl_bound)::text AS hi, (SELECT count(*) FROM dlqctl_retried)::int8 AS retried",
-            k = self.key.columns("j."),
+            "WITH {ctes}dlqctl_retried AS ({last}) SELECT count(*)::int8 AS retried FROM dlqctl_retried"
+        ))
+    }
+
+    /// The upper keys of the next ranges of `$4` dead jobs each, read in one statement: of
+    /// the first `$3` dead jobs after the cursor `$1` (none when `first`) up to the end key
+    /// `$2`, the key of every `$4`th, in key order, as text.
+    pub(super) fn range_bounds(&self, first: bool) -> String {
+        let k = self.key.columns("j.");
+        format!(
+            "SELECT d.hi::text AS hi FROM (SELECT {k} AS hi, row_number() OVER (ORDER BY {k}) AS n FROM {from} WHERE {dead} AND {after} AND {upto} ORDER BY {k} LIMIT $3) d WHERE d.n % $4 = 0 ORDER BY d.n",
             from = self.from,
             dead = self.dead,
+            after = if first {
+                "$1::text IS NULL".to_string()
+            } else {
+                self.key.cmp("j.", ">", 1)
+            },
             upto = self.key.cmp("j.", "<=", 2),
-        ))
+        )
     }
 
     /// The last dead job's key (the end of a redrive), in text.

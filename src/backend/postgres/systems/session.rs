@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgConnection, PgRow};
+use sqlx::postgres::PgRow;
 use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 
 use super::backend::JobSystemBackend;
@@ -17,6 +17,9 @@ use crate::error::Result;
 use crate::message::Message;
 
 mod passed;
+mod ranges;
+
+use ranges::Ranges;
 
 /// Batches of dead jobs, each claimed `FOR UPDATE … SKIP LOCKED` in its own transaction.
 pub(super) struct SystemMoveSession<'a> {
@@ -25,12 +28,9 @@ pub(super) struct SystemMoveSession<'a> {
     end: Option<String>,
     tx: Option<Transaction<'static, Postgres>>,
     keys: Vec<String>,
-    /// The retry for a key range (the first batch's, the later ones'), where the system's
-    /// retry allows one and no `&queue=` narrows the jobs (`System::retry_range`).
-    range: Option<[String; 2]>,
-    /// The connection the range retries run on, each statement a transaction of its own,
-    /// with `lock_timeout` set once (closed, not returned to the pool, at the end).
-    conn: Option<PgConnection>,
+    /// The unfiltered retry as key ranges, where the system's retry allows one and no
+    /// `&queue=` or `--max` narrows the run (ranges.rs).
+    ranges: Option<Ranges>,
     /// The keys of dead jobs passed over because another transaction held them; at the end,
     /// how many of them are still dead (reported).
     passed: HashSet<String>,
@@ -44,30 +44,18 @@ impl<'a> SystemMoveSession<'a> {
     ) -> Result<SystemMoveSession<'a>> {
         let s = &b.sys;
         let sql = s.last_key_query(&b.queue_clause(1));
-        let end: Option<String> = sqlx::query_scalar(AssertSqlSafe(sql))
-            .bind(b.queue_param())
-            .fetch_optional(&b.pool)
-            .await
-            .map_err(|e| b.err(e))?;
-        let range = if b.queue_param().is_none() && opts.max.is_none() {
-            s.retry_range(true)
-                .zip(s.retry_range(false))
-                .map(|(a, b)| [a, b])
-        } else {
-            None
+        let last_key = async {
+            sqlx::query_scalar::<_, String>(AssertSqlSafe(sql))
+                .bind(b.queue_param())
+                .fetch_optional(&b.pool)
+                .await
+                .map_err(|e| b.err(e))
         };
-        let conn = match range {
-            Some(_) => {
-                let mut conn = b.pool.acquire().await.map_err(|e| b.err(e))?.detach();
-                // A job a worker holds is not waited on for long: the statement fails (55P03)
-                // and the range goes key by key, which skips it.
-                sqlx::query("SET lock_timeout = '200ms'")
-                    .execute(&mut conn)
-                    .await
-                    .map_err(|e| b.err(e))?;
-                Some(conn)
-            }
-            None => None,
+        // The end key and the range connections at once.
+        let (end, ranges) = if b.queue_param().is_none() && opts.max.is_none() {
+            tokio::try_join!(last_key, Ranges::open(b))?
+        } else {
+            (last_key.await?, None)
         };
         Ok(SystemMoveSession {
             b,
@@ -75,8 +63,7 @@ impl<'a> SystemMoveSession<'a> {
             end,
             tx: None,
             keys: Vec::new(),
-            range,
-            conn,
+            ranges,
             passed: HashSet::new(),
             left: 0,
         })
@@ -229,87 +216,6 @@ impl<'a> SystemMoveSession<'a> {
             self.tx = Some(tx);
         }
         Ok(rows)
-    }
-
-    /// The next `n` dead jobs retried as a key range, in one statement and one transaction
-    /// (one round trip): `(cursor, bound]`, where `bound` is the key of the n-th dead job
-    /// after the cursor, or the end key when fewer are left (`System::retry_range`). The
-    /// statement re-checks that each row is dead and locks it; a row a worker holds (55P03
-    /// after 200 ms) or a unique violation fails it, and the range goes key by key
-    /// (`one_by_one`), which skips held jobs and leaves conflicting ones.
-    async fn retry_next_range(&mut self, range: &[String; 2], n: usize) -> Result<LocalNext> {
-        let Some(end) = self.end.clone() else {
-            return Ok(LocalNext::Exhausted);
-        };
-        // The last range reached the end key.
-        if self.cursor.as_deref() == Some(end.as_str()) {
-            return Ok(LocalNext::Exhausted);
-        }
-        let conn = self.conn.as_mut().expect("a connection for range retries");
-        let sql = &range[usize::from(self.cursor.is_some())];
-        match sqlx::query(AssertSqlSafe(sql.clone()))
-            .bind(self.cursor.as_deref())
-            .bind(&end)
-            .bind(n as i64)
-            .fetch_one(conn)
-            .await
-        {
-            Ok(row) => {
-                let hi: String = row.try_get("hi").map_err(|e| self.b.err(e))?;
-                let n: i64 = row.try_get("retried").map_err(|e| self.b.err(e))?;
-                tracing::debug!(after = ?self.cursor, %hi, retried = n, "range retry");
-                self.cursor = Some(hi);
-                Ok(LocalNext::Moved(LocalBatch {
-                    examined: n as u64,
-                    moved: n as u64,
-                    others: Vec::new(),
-                }))
-            }
-            Err(e) if is_unique_violation(&e) || is_lock_timeout(&e) => {
-                tracing::debug!(error = %e, "the range as one statement failed: key by key");
-                // The error arrives before the server has rolled the statement back: until the
-                // connection is ready again, its row locks would make the claims below skip
-                // those jobs.
-                let conn = self.conn.as_mut().expect("a connection for range retries");
-                sqlx::Connection::ping(conn)
-                    .await
-                    .map_err(|e| self.b.err(e))?;
-                self.range_key_by_key(&end, n).await
-            }
-            Err(e) => Err(self.b.err(e)),
-        }
-    }
-
-    /// The range after the cursor that failed as one statement (rolled back), key by key.
-    async fn range_key_by_key(&mut self, end: &str, n: usize) -> Result<LocalNext> {
-        let s = &self.b.sys;
-        let k = s.key.columns("j.");
-        let after = after_cursor(s, self.cursor.is_none());
-        let upto = s.key.cmp("j.", "<=", 2);
-        let in_range = format!(
-            "SELECT {} FROM {} WHERE {} AND {after} AND {upto} ORDER BY {k} LIMIT $3",
-            s.key.text("j."),
-            s.from,
-            s.dead
-        );
-        let keys: Vec<String> = sqlx::query_scalar(AssertSqlSafe(in_range))
-            .bind(self.cursor.as_deref())
-            .bind(end)
-            .bind(n as i64)
-            .fetch_all(&self.b.pool)
-            .await
-            .map_err(|e| self.b.err(e))?;
-        let Some(last) = keys.last() else {
-            return Ok(LocalNext::Exhausted);
-        };
-        self.cursor = Some(last.clone());
-        let sql = self.b.sys.retry.clone();
-        // Jobs a worker holds are not claimed: skipped, as a claim skips them.
-        let (done, conflicts, claimed) = self.one_by_one(&sql, &keys).await?;
-        let took: HashSet<&String> = claimed.iter().collect();
-        self.passed
-            .extend(keys.iter().filter(|k| !took.contains(k)).cloned());
-        self.commit_batch(&claimed, &done, &conflicts).await
     }
 
     /// Commit the open batch whose `keys` were examined: what it moved, and for each job it
@@ -517,8 +423,8 @@ impl LocalMoves for SystemMoveSession<'_> {
         if *target != *self.b.address() {
             return Ok(LocalNext::ClaimFirst);
         }
-        if let Some(range) = self.range.clone() {
-            return self.retry_next_range(&range, n).await;
+        if self.ranges.is_some() {
+            return self.retry_next_ranges(n).await;
         }
         let key = self.b.sys.key.text("j.");
         let rows = self.select(n, &format!("{key} AS id"), false).await?;
