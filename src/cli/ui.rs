@@ -6,9 +6,10 @@ use crate::settings::Ctx;
 /// The queues view shows each queue's depth, oldest message and classes (SQS queues are not
 /// read there: a read counts as a receive); enter opens a queue's failure groups (`classify
 /// --by fingerprint`; / sets a --where jq filter), enter again a group's messages with the
-/// detail of one. R redrives the selected group, P replays it to a target, X purges it (archived
-/// first unless `none`): the same plan as the command, a question (typing the count above 100
-/// messages), the same engine and audit trail. ? lists the keys.
+/// detail of one; space marks messages. R redrives the selected group (or its marked messages),
+/// P replays them to a target, X purges them (archived first unless `none`): the same plan as
+/// the command, a question (typing the count above 100 messages), the same engine and audit
+/// trail. ? lists the keys.
 /// Needs a terminal (exit 2 without one). docs/ui.md has the keys and what is not built yet.
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -13,7 +13,7 @@ use super::app::{Action, App, Load, TYPE_COUNT_ABOVE, View};
 const KEYS: [&str; 3] = [
     "j/k move  enter groups  r refresh  ? help  q quit",
     "j/k move  enter open  / filter  R redrive  P replay  X purge  esc back  ? help",
-    "j/k move  J/K scroll  R/P/X redrive/replay/purge group  esc back  ? help",
+    "j/k move  space mark  J/K scroll  R/P/X group or marked  esc back  ? help",
 ];
 
 pub fn draw(f: &mut Frame, app: &App) {
@@ -242,7 +242,7 @@ fn groups(f: &mut Frame, app: &App, area: Rect) {
 
 fn messages(f: &mut Frame, app: &App, area: Rect) {
     let [list, detail] = Layout::vertical([Constraint::Length(7), Constraint::Min(3)]).areas(area);
-    let block = Block::new().borders(Borders::TOP).title(match app.group() {
+    let mut title = match app.group() {
         Some(g) => format!(
             "{} messages of group {}",
             g.count,
@@ -251,7 +251,11 @@ fn messages(f: &mut Frame, app: &App, area: Rect) {
                 .map_or("(other)", |f| &f[..f.len().min(8)])
         ),
         None => "messages".into(),
-    });
+    };
+    if !app.marked.is_empty() {
+        title.push_str(&format!(" · {} marked", app.marked.len()));
+    }
+    let block = Block::new().borders(Borders::TOP).title(title);
     if let Some(p) = pending(&app.messages) {
         f.render_widget(
             Paragraph::new(p).block(block).wrap(Wrap { trim: false }),
@@ -265,8 +269,9 @@ fn messages(f: &mut Frame, app: &App, area: Rect) {
     let rows: Vec<Row> = ms
         .iter()
         .map(|m| {
+            let mark = if app.marked.contains(&m.id) { "*" } else { " " };
             Row::new(vec![
-                m.id.clone(),
+                format!("{mark}{}", m.id),
                 m.age.clone(),
                 m.redrives.to_string(),
                 m.error.clone(),
@@ -321,11 +326,12 @@ enter          open: a queue's failure groups, a group's messages
 J / K, PgDn/Up messages: scroll the message's detail
 esc            back (and cancel a question)
 /              groups: set a --where jq filter (enter sets, empty clears)
-R, P, X        redrive, replay, purge the selected group (asks first)
+space          messages: mark or unmark one
+R, P, X        redrive, replay, purge the group, or its marked messages
 r              queues: refresh now
 ?              this help (any key closes it)
 q, Ctrl-C      quit";
-    let inner = popup(f, "keys", 11);
+    let inner = popup(f, "keys", 12);
     f.render_widget(Paragraph::new(text), inner);
 }
 

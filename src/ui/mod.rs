@@ -21,6 +21,7 @@ use crate::settings::{Ctx, QueueRef};
 
 pub mod app;
 pub mod draw;
+pub mod types;
 mod worker;
 
 #[cfg(test)]

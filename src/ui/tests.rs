@@ -265,6 +265,7 @@ fn a_small_redrive_is_confirmed_with_y() {
             queue: 0,
             fingerprint: "93a62330ca7b26b6".into(),
             query: None,
+            ids: vec![],
             to: None,
         }
     );
@@ -299,6 +300,7 @@ fn replay_and_purge_ask_where_the_copies_go() {
             queue: 0,
             fingerprint: "dfe35c88e1721244".into(),
             query: Some(".json.x".into()),
+            ids: vec![],
             to: Some("orders-retry".into()),
         }
     );
@@ -413,4 +415,69 @@ fn moving_stays_in_the_list_and_esc_goes_back() {
     assert_eq!(a.view, View::Queues);
     assert_eq!(a.on_key(Key::Char('q')), Effect::Quit);
     assert_eq!(a.on_key(Key::Interrupt), Effect::Quit);
+}
+
+/// The messages view of the first group, with `n` messages `pay-1 …` loaded.
+fn in_messages(n: usize) -> App {
+    let mut a = in_groups();
+    a.on_key(Key::Enter);
+    let m = |i: usize| MessageItem {
+        id: format!("pay-{i}"),
+        age: "2h".into(),
+        redrives: 0,
+        error: "payment declined: card expired".into(),
+        detail: String::new(),
+    };
+    a.on_loaded(Loaded::Messages {
+        queue: 0,
+        fingerprint: Some("dfe35c88e1721244".into()),
+        messages: Load::Ready((1..=n).map(m).collect()),
+    });
+    a
+}
+
+#[test]
+fn space_marks_messages_and_the_actions_take_the_marked() {
+    let mut a = in_messages(3);
+    a.on_key(Key::Char(' '));
+    a.on_key(Key::Down);
+    a.on_key(Key::Down);
+    a.on_key(Key::Char(' '));
+    let s = screen(&a);
+    assert!(
+        s.contains("250 messages of group dfe35c88 · 2 marked"),
+        "{s}"
+    );
+    assert!(
+        s.contains(" *pay-1") && s.contains(" pay-2") && s.contains("*pay-3"),
+        "{s}"
+    );
+    assert_eq!(
+        a.on_key(Key::Char('R')),
+        Effect::PlanRun {
+            kind: RunKind::Redrive,
+            queue: 0,
+            fingerprint: "dfe35c88e1721244".into(),
+            query: None,
+            ids: vec!["pay-1".into(), "pay-3".into()],
+            to: None,
+        }
+    );
+    // The summary's enter goes back to the groups, read again; the marks are gone.
+    a.on_loaded(Loaded::Action(Action::Done {
+        summary: "moved 2".into(),
+        ok: true,
+    }));
+    assert!(matches!(a.on_key(Key::Enter), Effect::LoadGroups { .. }));
+    assert_eq!(a.view, View::Groups);
+    assert!(a.marked.is_empty());
+    // Space again unmarks; esc drops the marks; the group's own R takes no ids.
+    let mut a = in_messages(2);
+    a.on_key(Key::Char(' '));
+    a.on_key(Key::Char(' '));
+    assert!(a.marked.is_empty(), "{:?}", a.marked);
+    a.on_key(Key::Char(' '));
+    a.on_key(Key::Esc);
+    assert!(a.marked.is_empty());
+    assert!(matches!(a.on_key(Key::Char('R')), Effect::PlanRun { ids, .. } if ids.is_empty()));
 }

@@ -139,6 +139,7 @@ impl Worker {
                 queue,
                 fingerprint,
                 query,
+                ids,
                 to,
             } => {
                 let Some(q) = self.queues.get(queue).cloned() else {
@@ -152,6 +153,7 @@ impl Worker {
                         source: q,
                         fingerprint,
                         query,
+                        ids,
                     };
                     let r = run(&base, kind, group, to.as_deref(), &tx, asked).await;
                     if let Err(e) = r {
@@ -176,7 +178,12 @@ fn loaded<T>(r: Result<T>) -> Load<T> {
 }
 
 /// The filter of a group: its fingerprint and the view's `--where` (the commands' parser).
-fn filter(ctx: &Ctx, fingerprint: Option<&str>, query: Option<&str>) -> Result<Filter> {
+fn filter(
+    ctx: &Ctx,
+    fingerprint: Option<&str>,
+    query: Option<&str>,
+    ids: &[String],
+) -> Result<Filter> {
     let fingerprints: Vec<String> = fingerprint.map(str::to_string).into_iter().collect();
     let mut f = crate::settings::build_filter(FilterInput {
         class: &[],
@@ -185,7 +192,7 @@ fn filter(ctx: &Ctx, fingerprint: Option<&str>, query: Option<&str>) -> Result<F
         attrs: &[],
         older_than: None,
         newer_than: None,
-        ids: &[],
+        ids,
         ids_from: None,
         fingerprints: &fingerprints,
         query,
@@ -250,7 +257,7 @@ async fn groups(base: &Base, queue: QueueRef, query: Option<&str>) -> Result<Gro
     let (ctx, _) = base.ctx();
     let req = ClassifyRequest {
         queue,
-        filter: filter(&ctx, None, query)?,
+        filter: filter(&ctx, None, query, &[])?,
         classifier: base.classifier()?,
         dedupe: None,
         max: None,
@@ -293,7 +300,7 @@ async fn messages(
 ) -> Result<Vec<MessageItem>> {
     let (ctx, _) = base.ctx();
     let classifier = base.classifier()?;
-    let f = filter(&ctx, Some(fingerprint), query)?;
+    let f = filter(&ctx, Some(fingerprint), query, &[])?;
     let b = ctx.opener.open(&q.address, &q.source_options()).await?;
     let now = Utc::now();
     let mut out = Vec::new();
@@ -339,11 +346,13 @@ fn item(m: &crate::message::Message, c: &Classifier, now: DateTime<Utc>) -> Mess
     }
 }
 
-/// The messages an action takes: a queue's group under the view's filter.
+/// The messages an action takes: a queue's group under the view's filter; of those, the
+/// marked ones when there are any (by id, as `--id` selects them).
 struct Group {
     source: QueueRef,
     fingerprint: String,
     query: Option<String>,
+    ids: Vec<String>,
 }
 
 /// Redrive, replay or purge one group: the CLI's prepare (its plan and count), the UI's
@@ -361,6 +370,7 @@ async fn run(
         source,
         fingerprint,
         query,
+        ids,
     } = group;
     let to = to.map(|t| ctx.target(t, &source)).transpose()?;
     // The loop guard of the queue, as `redrive` and `replay` apply it (`purge` has none).
@@ -374,7 +384,7 @@ async fn run(
             RunKind::Replay => Mode::Replay,
             RunKind::Purge => Mode::Purge,
         },
-        filter: filter(&ctx, Some(&fingerprint), query.as_deref())?,
+        filter: filter(&ctx, Some(&fingerprint), query.as_deref(), &ids)?,
         classifier: base.classifier()?,
         source,
         to,

@@ -39,4 +39,5 @@ mod systems;
 mod terminal;
 mod triage;
 mod ui;
+mod ui_backends;
 mod widths;

@@ -19,7 +19,7 @@ struct Screen {
     closed: bool,
 }
 
-struct Tui {
+pub struct Tui {
     screen: Arc<(Mutex<Screen>, Condvar)>,
     keys: Box<dyn Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
@@ -28,12 +28,12 @@ struct Tui {
 
 impl Tui {
     /// `dlqctl ARGS` in an 80x24 pseudo-terminal, in the sandbox's clean environment.
-    fn start(sb: &Sandbox, args: &[&str]) -> Tui {
+    pub fn start(sb: &Sandbox, args: &[&str]) -> Tui {
         Tui::start_env(sb, args, &[])
     }
 
     /// The same, with `env` added to the environment.
-    fn start_env(sb: &Sandbox, args: &[&str], env: &[(String, String)]) -> Tui {
+    pub fn start_env(sb: &Sandbox, args: &[&str], env: &[(String, String)]) -> Tui {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: 24,
@@ -94,7 +94,7 @@ impl Tui {
 
     /// Wait until the screen shows `text`; the screen then. Fails with the screen as it is
     /// after [`PATIENCE`].
-    fn wait_for(&self, text: &str) -> String {
+    pub fn wait_for(&self, text: &str) -> String {
         let (lock, cv) = &*self.screen;
         let deadline = Instant::now() + PATIENCE;
         let mut sc = lock.lock().unwrap();
@@ -112,14 +112,14 @@ impl Tui {
         }
     }
 
-    fn press(&mut self, keys: &str) {
+    pub fn press(&mut self, keys: &str) {
         self.keys.write_all(keys.as_bytes()).unwrap();
         self.keys.flush().unwrap();
     }
 
     /// Wait for the program to end (it closes the terminal); its exit code. The terminal
     /// must be as it was given: off the alternate screen, the cursor shown.
-    fn exit_code(mut self) -> u32 {
+    pub fn exit_code(mut self) -> u32 {
         let (lock, cv) = &*self.screen;
         let deadline = Instant::now() + PATIENCE;
         let mut sc = lock.lock().unwrap();
@@ -139,7 +139,7 @@ impl Tui {
     }
 
     /// What the terminal shows (after the program ended: the main screen).
-    fn shown(&self) -> String {
+    pub fn shown(&self) -> String {
         text_of(self.screen.0.lock().unwrap().parser.screen())
     }
 
@@ -202,6 +202,36 @@ async fn a_group_redriven_in_the_ui_arrives_in_the_target() {
     let runs = runs.as_array().expect("runs");
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["command"], "redrive", "{runs:?}");
+}
+
+/// Two of the group's messages marked with space: the redrive takes those two, by id.
+#[tokio::test]
+async fn the_marked_messages_are_redriven_and_the_rest_stay() {
+    let db = seeded("ui_marked").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("\r");
+    ui.wait_for("── pay-1");
+    ui.press(" ");
+    ui.wait_for("*pay-1");
+    ui.press("jj ");
+    ui.wait_for("2 marked");
+    ui.press("R");
+    ui.wait_for("will move: 2 (2 of 17 pass the filter, counted now)");
+    ui.wait_for("y to start");
+    ui.press("y");
+    ui.wait_for("moved 2 · skipped 15 (filter) · failed 0");
+    ui.press("\r");
+    ui.wait_for("groups of 15 messages");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    let moved = db
+        .query_strings("SELECT message_id FROM {s}.queue_messages ORDER BY message_id")
+        .await;
+    assert_eq!(moved, ["pay-1", "pay-3"]);
 }
 
 #[tokio::test]
