@@ -9,7 +9,8 @@ use crate::settings::Ctx;
 /// detail of one; space marks messages. R redrives the selected group (or its marked messages),
 /// P replays them to a target, X purges them (archived first unless `none`): the same plan as
 /// the command, a question (typing the count above 100 messages), the same engine and audit
-/// trail. ? lists the keys.
+/// trail. E exports them to a file; e edits one message in $EDITOR as `dlqctl edit` does.
+/// ? lists the keys.
 /// Needs a terminal (exit 2 without one). docs/ui.md has the keys and what is not built yet.
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -124,7 +124,9 @@ impl App {
             Key::Char('R') if self.view != View::Queues => self.run(RunKind::Redrive, None),
             Key::Char('P') if self.view != View::Queues => self.ask_target(RunKind::Replay),
             Key::Char('X') if self.view != View::Queues => self.ask_target(RunKind::Purge),
+            Key::Char('E') if self.view != View::Queues => self.ask_target(RunKind::Export),
             Key::Char(' ') if self.view == View::Messages => self.mark(),
+            Key::Char('e') if self.view == View::Messages => self.edit(),
             Key::PageDown | Key::Char('J') if self.view == View::Messages => {
                 self.detail_scroll = self.detail_scroll.saturating_add(10);
                 Effect::None
@@ -219,6 +221,30 @@ impl App {
         Effect::Answer(true)
     }
 
+    /// `e`: edit the selected message as `dlqctl edit` does (refused in `--read-only`).
+    fn edit(&mut self) -> Effect {
+        if self.read_only {
+            self.status = "read-only: edit is disabled (started with --read-only)".into();
+            return Effect::None;
+        }
+        match self.message() {
+            Some(m) => Effect::Edit {
+                queue: self.queue_sel,
+                id: m.id.clone(),
+            },
+            None => Effect::None,
+        }
+    }
+
+    /// Back from `dlqctl edit` (its output was on the terminal): the groups, read again, as
+    /// after a run.
+    pub fn edited(&mut self, outcome: String) -> Effect {
+        self.view = View::Groups;
+        self.marked.clear();
+        self.status = outcome;
+        self.load_groups()
+    }
+
     /// Space: mark the selected message, or unmark it.
     fn mark(&mut self) -> Effect {
         if let Some(id) = self.message().map(|m| m.id.clone())
@@ -307,7 +333,8 @@ impl App {
     /// no fingerprint): said on the status line.
     fn target_group(&mut self, kind: RunKind) -> Option<String> {
         let name = kind.name();
-        if self.read_only {
+        // An export changes nothing: it is allowed in --read-only.
+        if self.read_only && kind != RunKind::Export {
             self.status = format!("read-only: {name} is disabled (started with --read-only)");
             return None;
         }
@@ -339,7 +366,11 @@ impl App {
             return Effect::None;
         };
         self.kind = kind;
-        self.action = Some(Action::Planning);
+        // An export has no plan and no question: it changes nothing.
+        self.action = Some(match kind {
+            RunKind::Export => Action::Running,
+            _ => Action::Planning,
+        });
         Effect::PlanRun {
             kind,
             queue: self.queue_sel,

@@ -12,8 +12,8 @@ use super::app::{Action, App, Load, TYPE_COUNT_ABOVE, View};
 /// The keys under each view (the help, `?`, lists them all).
 const KEYS: [&str; 3] = [
     "j/k move  enter groups  r refresh  ? help  q quit",
-    "j/k move  enter open  / filter  R redrive  P replay  X purge  esc back  ? help",
-    "j/k move  space mark  J/K scroll  R/P/X group or marked  esc back  ? help",
+    "j/k move  enter open  / filter  R redrive P replay X purge E export  esc  ? help",
+    "j/k  space mark  e edit  J/K scroll  R/P/X/E group or marked  esc back  ? help",
 ];
 
 pub fn draw(f: &mut Frame, app: &App) {
@@ -328,10 +328,12 @@ esc            back (and cancel a question)
 /              groups: set a --where jq filter (enter sets, empty clears)
 space          messages: mark or unmark one
 R, P, X        redrive, replay, purge the group, or its marked messages
+E              export them to a file (as export -o)
+e              messages: edit the selected one in $EDITOR (as edit)
 r              queues: refresh now
 ?              this help (any key closes it)
 q, Ctrl-C      quit";
-    let inner = popup(f, "keys", 12);
+    let inner = popup(f, "keys", 14);
     f.render_widget(Paragraph::new(text), inner);
 }
 

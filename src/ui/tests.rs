@@ -481,3 +481,48 @@ fn space_marks_messages_and_the_actions_take_the_marked() {
     assert!(a.marked.is_empty());
     assert!(matches!(a.on_key(Key::Char('R')), Effect::PlanRun { ids, .. } if ids.is_empty()));
 }
+
+#[test]
+fn export_is_allowed_in_read_only_and_edit_is_not() {
+    let mut a = in_messages(2);
+    a.read_only = true;
+    a.on_key(Key::Char(' '));
+    a.on_key(Key::Char('E'));
+    for c in "out.jsonl".chars() {
+        a.on_key(Key::Char(c));
+    }
+    assert!(screen(&a).contains("export to (a file, JSON Lines): out.jsonl_"));
+    assert_eq!(
+        a.on_key(Key::Enter),
+        Effect::PlanRun {
+            kind: RunKind::Export,
+            queue: 0,
+            fingerprint: "dfe35c88e1721244".into(),
+            query: None,
+            ids: vec!["pay-1".into()],
+            to: Some("out.jsonl".into()),
+        }
+    );
+    // Nothing to confirm: it runs at once.
+    assert_eq!(a.action, Some(Action::Running));
+    a.on_loaded(Loaded::Action(Action::Done {
+        summary: "exported 1 messages to out.jsonl".into(),
+        ok: true,
+    }));
+    assert!(screen(&a).contains("export: done"));
+    let mut a = in_messages(2);
+    a.read_only = true;
+    assert_eq!(a.on_key(Key::Char('e')), Effect::None);
+    assert_eq!(
+        a.status,
+        "read-only: edit is disabled (started with --read-only)"
+    );
+    a.read_only = false;
+    assert_eq!(
+        a.on_key(Key::Char('e')),
+        Effect::Edit {
+            queue: 0,
+            id: "pay-1".into()
+        }
+    );
+}

@@ -114,6 +114,8 @@ pub enum RunKind {
     Replay,
     /// `X`: removed, archived first to a target typed in (`none`: no copy kept).
     Purge,
+    /// `E`: written to a file typed in, as `export -o FILE` does; nothing removed.
+    Export,
 }
 
 impl RunKind {
@@ -122,6 +124,7 @@ impl RunKind {
             RunKind::Redrive => "redrive",
             RunKind::Replay => "replay",
             RunKind::Purge => "purge",
+            RunKind::Export => "export",
         }
     }
 }
@@ -148,6 +151,7 @@ impl Input {
         match self.purpose {
             Purpose::Where => "where",
             Purpose::Target(RunKind::Purge) => "archive to (a file or queue; none: no copy)",
+            Purpose::Target(RunKind::Export) => "export to (a file, JSON Lines)",
             Purpose::Target(_) => "replay to (a queue, table, topic or file)",
         }
     }
@@ -197,6 +201,11 @@ pub enum Effect {
     },
     /// The answer to the plan's question: start (true) or drop it.
     Answer(bool),
+    /// `e`: `dlqctl edit QUEUE --id ID`, on the terminal (the UI steps aside meanwhile).
+    Edit {
+        queue: usize,
+        id: String,
+    },
     /// Ctrl-C during a run: stop it after its current batch (as in the CLI), then quit.
     Stop,
 }

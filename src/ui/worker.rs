@@ -85,11 +85,16 @@ impl Worker {
         }
     }
 
-    /// Start the work an effect asks for (Quit and None are the caller's).
+    /// The queue at index `i` of the UI's list.
+    pub fn queue(&self, i: usize) -> Option<QueueRef> {
+        self.queues.get(i).cloned()
+    }
+
+    /// Start the work an effect asks for (Quit, Stop and Edit are the caller's).
     pub fn perform(&mut self, e: Effect) {
         let (base, tx) = (self.base.clone(), self.tx.clone());
         match e {
-            Effect::None | Effect::Quit | Effect::Stop => {}
+            Effect::None | Effect::Quit | Effect::Stop | Effect::Edit { .. } => {}
             Effect::LoadQueues => {
                 for (i, (q, reading)) in self.queues.iter().zip(&self.reading).enumerate() {
                     if reading.swap(true, Ordering::SeqCst) {
@@ -365,6 +370,9 @@ async fn run(
     tx: &mpsc::UnboundedSender<Loaded>,
     asked: oneshot::Receiver<bool>,
 ) -> Result<()> {
+    if kind == RunKind::Export {
+        return export(base, group, to.unwrap_or_default(), tx).await;
+    }
     let (ctx, captured) = base.ctx();
     let Group {
         source,
@@ -382,7 +390,7 @@ async fn run(
         mode: match kind {
             RunKind::Redrive => Mode::Redrive,
             RunKind::Replay => Mode::Replay,
-            RunKind::Purge => Mode::Purge,
+            RunKind::Purge | RunKind::Export => Mode::Purge,
         },
         filter: filter(&ctx, Some(&fingerprint), query.as_deref(), &ids)?,
         classifier: base.classifier()?,
@@ -413,6 +421,42 @@ async fn run(
         Ok(e) => Action::Done {
             summary: captured.screen(),
             ok: e.code == exit::OK,
+        },
+        Err(e) => Action::Failed(format!("{}\n{e}", captured.screen())),
+    }));
+    Ok(())
+}
+
+/// `E`: the group (or its marked messages) written to `path` by `export -o PATH`'s own code
+/// (nothing is asked: nothing changes; an existing file is refused as the command refuses it).
+async fn export(
+    base: &Base,
+    group: Group,
+    path: &str,
+    tx: &mpsc::UnboundedSender<Loaded>,
+) -> Result<()> {
+    let (ctx, captured) = base.ctx();
+    let req = crate::ops::read::ExportRequest {
+        read: crate::ops::read::ReadRequest {
+            filter: filter(
+                &ctx,
+                Some(&group.fingerprint),
+                group.query.as_deref(),
+                &group.ids,
+            )?,
+            queue: group.source,
+            classifier: base.classifier()?,
+            max: None,
+            explain: false,
+        },
+        output: Some(path.into()),
+        force: false,
+    };
+    let ended = crate::ops::read::export(&ctx, req).await;
+    let _ = tx.send(Loaded::Action(match ended {
+        Ok(code) => Action::Done {
+            summary: captured.screen(),
+            ok: code == exit::OK,
         },
         Err(e) => Action::Failed(format!("{}\n{e}", captured.screen())),
     }));

@@ -234,6 +234,82 @@ async fn the_marked_messages_are_redriven_and_the_rest_stay() {
     assert_eq!(moved, ["pay-1", "pay-3"]);
 }
 
+/// `E` writes the group as `export -o` does; it changes nothing, so `--read-only` allows it.
+#[tokio::test]
+async fn a_group_exported_in_the_ui_is_written_and_kept() {
+    let db = seeded("ui_export").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", "--read-only", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("E");
+    ui.wait_for("export to (a file, JSON Lines): _");
+    ui.press("group.jsonl\r");
+    ui.wait_for("export: done");
+    ui.wait_for("exported 5 messages to group.jsonl");
+    ui.press("\r");
+    ui.wait_for("groups of 17 messages");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    let file = std::fs::read_to_string(sb.path("group.jsonl")).expect("the export");
+    let mut ids: Vec<String> = file
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].to_string())
+        .collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            "\"pay-1\"",
+            "\"pay-2\"",
+            "\"pay-3\"",
+            "\"pay-4\"",
+            "\"pay-5\""
+        ]
+    );
+    assert_eq!(db.count("dead_letters").await, 17);
+}
+
+/// `e` steps aside for `dlqctl edit`: the editor (a script that changes the body), the
+/// command's question on the terminal, then the UI again; the edited copy is in the target.
+#[tokio::test]
+async fn a_message_edited_from_the_ui_is_sent_as_edited() {
+    let db = seeded("ui_edit").await;
+    let sb = Sandbox::new();
+    let fix = crate::terminal::editor_script(
+        &sb,
+        "fix.sh",
+        r#"sed -i 's/"order_id": 101/"order_id": 999/' "$1""#,
+    );
+    let env = [
+        ("EDITOR".to_string(), fix),
+        (
+            "DLQCTL_STATE_DIR".to_string(),
+            sb.path("state").to_string_lossy().into_owned(),
+        ),
+    ];
+    let mut ui = Tui::start_env(&sb, &["ui", &db.dlq()], &env);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("\r");
+    ui.wait_for("── pay-1");
+    ui.press("e");
+    ui.wait_for("Send the edited copy");
+    ui.press("y");
+    ui.wait_for("enter: back to dlqctl ui");
+    ui.press("\r");
+    ui.wait_for("edit of pay-1: done");
+    ui.wait_for("groups of 16 messages");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    let sent = db
+        .query_strings("SELECT message_id || ' ' || (payload->>'order_id') FROM {s}.queue_messages")
+        .await;
+    assert_eq!(sent, ["pay-1 999"]);
+}
+
 #[tokio::test]
 async fn a_group_purged_in_the_ui_is_archived_first() {
     let db = seeded("ui_purge").await;
