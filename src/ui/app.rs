@@ -30,6 +30,9 @@ pub struct App {
     pub action: Option<Action>,
     /// What the action is.
     pub kind: RunKind,
+    /// How far the groups' read is (shown while they load), and the run's (in its box).
+    pub read_progress: Option<String>,
+    pub run_progress: Option<String>,
     /// One line under the view: what just happened.
     pub status: String,
 }
@@ -59,6 +62,8 @@ impl App {
             help: false,
             action: None,
             kind: RunKind::Redrive,
+            read_progress: None,
+            run_progress: None,
             status: String::new(),
         }
     }
@@ -322,6 +327,7 @@ impl App {
 
     fn load_groups(&mut self) -> Effect {
         self.groups = Load::Loading;
+        self.read_progress = None;
         self.group_sel = 0;
         Effect::LoadGroups {
             queue: self.queue_sel,
@@ -366,6 +372,7 @@ impl App {
             return Effect::None;
         };
         self.kind = kind;
+        self.run_progress = None;
         // An export has no plan and no question: it changes nothing.
         self.action = Some(match kind {
             RunKind::Export => Action::Running,
@@ -409,6 +416,16 @@ impl App {
                 let same = self.group().map(|g| &g.fingerprint) == Some(&fingerprint);
                 if self.view == View::Messages && queue == self.queue_sel && same {
                     self.messages = messages;
+                }
+            }
+            Loaded::Progress { run: false, text } => {
+                if self.groups == Load::Loading {
+                    self.read_progress = Some(text);
+                }
+            }
+            Loaded::Progress { run: true, text } => {
+                if matches!(self.action, Some(Action::Planning | Action::Running)) {
+                    self.run_progress = Some(text);
                 }
             }
             Loaded::Action(a) => {

@@ -185,7 +185,11 @@ fn groups(f: &mut Frame, app: &App, area: Rect) {
         _ => "failure groups".into(),
     };
     let block = Block::new().borders(Borders::TOP).title(heading);
-    if let Some(p) = pending(&app.groups) {
+    let loading = match (&app.groups, &app.read_progress) {
+        (Load::Loading, Some(t)) => Some(t.clone()),
+        (g, _) => pending(g),
+    };
+    if let Some(p) = loading {
         f.render_widget(
             Paragraph::new(p).block(block).wrap(Wrap { trim: false }),
             list,
@@ -351,12 +355,17 @@ fn action(f: &mut Frame, app: &App, a: &Action) {
             name.to_string(),
             vec![
                 Line::from("preparing the plan: counting what it would take…"),
+                Line::from(app.run_progress.clone().unwrap_or_default()),
                 Line::from("esc cancels"),
             ],
         ),
         Action::Running => (
             name.to_string(),
-            vec![Line::from(format!("{name}: running…"))],
+            vec![
+                Line::from(format!("{name}: running…")),
+                Line::from(app.run_progress.clone().unwrap_or_default()),
+                Line::from("Ctrl-C stops it after its current batch"),
+            ],
         ),
         Action::Confirm { plan, count, typed } => (
             format!("{name}: the plan"),

@@ -526,3 +526,40 @@ fn export_is_allowed_in_read_only_and_edit_is_not() {
         }
     );
 }
+
+#[test]
+fn the_groups_read_and_a_run_show_their_progress() {
+    let mut a = app();
+    a.on_key(Key::Enter);
+    a.on_loaded(Loaded::Progress {
+        run: false,
+        text: "classifying: 120000 messages read…".into(),
+    });
+    assert!(screen(&a).contains("classifying: 120000 messages read…"));
+    // A run's progress is for its box only, and only while it is under way.
+    a.on_loaded(Loaded::Progress {
+        run: true,
+        text: "redriving: 3000 messages read…".into(),
+    });
+    assert_eq!(a.run_progress, None);
+    let mut a = in_groups();
+    a.on_key(Key::Char('R'));
+    a.on_loaded(Loaded::Progress {
+        run: true,
+        text: "counting what passes the filter: 2000 messages read…".into(),
+    });
+    assert!(screen(&a).contains("counting what passes the filter: 2000 messages read…"));
+    a.on_loaded(Loaded::Action(Action::Confirm {
+        plan: vec![],
+        count: Some(3),
+        typed: String::new(),
+    }));
+    a.on_key(Key::Char('y'));
+    a.on_loaded(Loaded::Progress {
+        run: true,
+        text: "redriving: 3000 of 3000 messages read…".into(),
+    });
+    let s = screen(&a);
+    assert!(s.contains("redriving: 3000 of 3000 messages read…"), "{s}");
+    assert!(s.contains("Ctrl-C stops it after its current batch"), "{s}");
+}

@@ -225,4 +225,9 @@ pub enum Loaded {
         messages: Load<Vec<MessageItem>>,
     },
     Action(Action),
+    /// How far a groups read (`run` false) or a run is, as its progress bar would say.
+    Progress {
+        run: bool,
+        text: String,
+    },
 }

@@ -21,7 +21,7 @@ use crate::filter::Filter;
 use crate::ops::classify::ClassifyRequest;
 use crate::ops::groups::GroupKey;
 use crate::ops::moves::{Mode, MoveRequest};
-use crate::output::{Captured, OutputFormat, Printer};
+use crate::output::{Captured, OutputFormat, Printer, ProgressWatch};
 use crate::settings::{Ctx, FilterInput, QueueRef};
 
 /// At most this many messages of a group are listed in the messages view.
@@ -42,16 +42,23 @@ impl Base {
     /// A context whose printer is a capture that can "ask" (so a plan counts what it will
     /// move, as it does before the CLI's question; the UI asks the question itself).
     fn ctx(&self) -> (Ctx, Captured) {
+        let (ctx, captured, _) = self.watched_ctx();
+        (ctx, captured)
+    }
+
+    /// The same, with the progress bars of its work left where [`reporting`] reads them.
+    fn watched_ctx(&self) -> (Ctx, Captured, ProgressWatch) {
         let (printer, captured) = Printer::capture(OutputFormat::Table);
+        let watch = ProgressWatch::default();
         let ctx = Ctx {
-            printer: printer.answering(&[]),
+            printer: printer.answering(&[]).watched(watch.clone()),
             config: self.config.clone(),
             aws: self.aws.clone(),
             interrupt: self.interrupt.clone(),
             opener: self.opener.clone(),
             reason: self.reason.clone(),
         };
-        (ctx, captured)
+        (ctx, captured, watch)
     }
 
     fn classifier(&self) -> Result<Classifier> {
@@ -114,7 +121,7 @@ impl Worker {
                     return;
                 };
                 tokio::spawn(async move {
-                    let groups = loaded(groups(&base, q, query.as_deref()).await);
+                    let groups = loaded(groups(&base, q, query.as_deref(), &tx).await);
                     let _ = tx.send(Loaded::Groups {
                         queue,
                         query,
@@ -258,8 +265,13 @@ fn seen(t: Option<DateTime<Utc>>) -> String {
 }
 
 /// The failure groups: `classify --by fingerprint` under the view's `--where`.
-async fn groups(base: &Base, queue: QueueRef, query: Option<&str>) -> Result<GroupList> {
-    let (ctx, _) = base.ctx();
+async fn groups(
+    base: &Base,
+    queue: QueueRef,
+    query: Option<&str>,
+    tx: &mpsc::UnboundedSender<Loaded>,
+) -> Result<GroupList> {
+    let (ctx, _, watch) = base.watched_ctx();
     let req = ClassifyRequest {
         queue,
         filter: filter(&ctx, None, query, &[])?,
@@ -269,7 +281,7 @@ async fn groups(base: &Base, queue: QueueRef, query: Option<&str>) -> Result<Gro
         explain: false,
         by: vec![GroupKey::Fingerprint],
     };
-    let r = crate::ops::classify::report(&ctx, &req).await?;
+    let r = reporting(&watch, false, tx, crate::ops::classify::report(&ctx, &req)).await?;
     let items = r
         .groups
         .unwrap_or_default()
@@ -373,7 +385,7 @@ async fn run(
     if kind == RunKind::Export {
         return export(base, group, to.unwrap_or_default(), tx).await;
     }
-    let (ctx, captured) = base.ctx();
+    let (ctx, captured, watch) = base.watched_ctx();
     let Group {
         source,
         fingerprint,
@@ -407,7 +419,7 @@ async fn run(
         park: None,
         transform: None,
     };
-    let prepared = crate::ops::moves::prepare(&ctx, &req).await?;
+    let prepared = reporting(&watch, true, tx, crate::ops::moves::prepare(&ctx, &req)).await?;
     let _ = tx.send(Loaded::Action(Action::Confirm {
         plan: prepared.plan(&req),
         count: prepared.count(&req),
@@ -416,7 +428,13 @@ async fn run(
     if asked.await != Ok(true) {
         return Ok(());
     }
-    let ended = crate::ops::moves::start(&ctx, req, prepared).await;
+    let ended = reporting(
+        &watch,
+        true,
+        tx,
+        crate::ops::moves::start(&ctx, req, prepared),
+    )
+    .await;
     let _ = tx.send(Loaded::Action(match ended {
         Ok(e) => Action::Done {
             summary: captured.screen(),
@@ -435,7 +453,7 @@ async fn export(
     path: &str,
     tx: &mpsc::UnboundedSender<Loaded>,
 ) -> Result<()> {
-    let (ctx, captured) = base.ctx();
+    let (ctx, captured, watch) = base.watched_ctx();
     let req = crate::ops::read::ExportRequest {
         read: crate::ops::read::ReadRequest {
             filter: filter(
@@ -452,7 +470,7 @@ async fn export(
         output: Some(path.into()),
         force: false,
     };
-    let ended = crate::ops::read::export(&ctx, req).await;
+    let ended = reporting(&watch, true, tx, crate::ops::read::export(&ctx, req)).await;
     let _ = tx.send(Loaded::Action(match ended {
         Ok(code) => Action::Done {
             summary: captured.screen(),
@@ -461,4 +479,28 @@ async fn export(
         Err(e) => Action::Failed(format!("{}\n{e}", captured.screen())),
     }));
     Ok(())
+}
+
+/// Await `work`, sending how far its progress bar is (the one the CLI would draw) every
+/// 250 ms: `run`, of a run (plan, redrive, export…), else of the groups' read.
+async fn reporting<T>(
+    watch: &ProgressWatch,
+    run: bool,
+    tx: &mpsc::UnboundedSender<Loaded>,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    let mut work = std::pin::pin!(work);
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            t = &mut work => return t,
+            _ = tick.tick() => {
+                if let Some((what, n, of)) = watch.now() {
+                    let of = of.map_or(String::new(), |t| format!(" of {t}"));
+                    let text = format!("{what}: {n}{of} messages read…");
+                    let _ = tx.send(Loaded::Progress { run, text });
+                }
+            }
+        }
+    }
 }

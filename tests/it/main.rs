@@ -40,4 +40,5 @@ mod terminal;
 mod triage;
 mod ui;
 mod ui_backends;
+mod ui_million;
 mod widths;

@@ -95,18 +95,23 @@ impl Tui {
     /// Wait until the screen shows `text`; the screen then. Fails with the screen as it is
     /// after [`PATIENCE`].
     pub fn wait_for(&self, text: &str) -> String {
+        self.wait_until(&format!("{text:?}"), |s| s.contains(text))
+    }
+
+    /// Wait until the screen is as `ok` wants it (`what` names that for the failure).
+    pub fn wait_until(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let (lock, cv) = &*self.screen;
         let deadline = Instant::now() + PATIENCE;
         let mut sc = lock.lock().unwrap();
         loop {
             let shown = text_of(sc.parser.screen());
-            if shown.contains(text) {
+            if ok(&shown) {
                 return shown;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             assert!(
                 !left.is_zero() && !sc.closed,
-                "the screen never showed {text:?}; it shows:\n{shown}"
+                "the screen never showed {what}; it shows:\n{shown}"
             );
             sc = cv.wait_timeout(sc, left).unwrap().0;
         }
@@ -141,6 +146,10 @@ impl Tui {
     /// What the terminal shows (after the program ended: the main screen).
     pub fn shown(&self) -> String {
         text_of(self.screen.0.lock().unwrap().parser.screen())
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.process_id().expect("a pid")
     }
 
     /// Send the program a signal.
