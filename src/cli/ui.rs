@@ -5,8 +5,8 @@ use crate::settings::Ctx;
 ///
 /// The queues view shows each queue's depth, oldest message and classes (SQS queues are not
 /// read there: a read counts as a receive); enter opens a queue's failure groups (`classify
-/// --by fingerprint`; / sets a --where jq filter), enter again a group's messages with the
-/// detail of one; space marks messages. R redrives the selected group (or its marked messages),
+/// --by fingerprint`; / sets a --where jq filter, c a class), enter again a group's messages
+/// with the detail of one; space marks messages. R redrives the selected group (or its marked messages),
 /// P replays them to a target, X purges them (archived first unless `none`): the same plan as
 /// the command, a question (typing the count above 100 messages), the same engine and audit
 /// trail. E exports them to a file; e edits one message in $EDITOR as `dlqctl edit` does.

@@ -15,6 +15,8 @@ pub struct App {
     pub queue_sel: usize,
     pub groups: Load<GroupList>,
     pub group_sel: usize,
+    /// The class the groups view shows (`c` cycles it), None: every class.
+    pub class: Option<&'static str>,
     /// The `--where` of the groups view (set with `/`).
     pub query: Option<String>,
     pub messages: Load<Vec<MessageItem>>,
@@ -54,6 +56,7 @@ impl App {
             groups: Load::Idle,
             group_sel: 0,
             query: None,
+            class: None,
             messages: Load::Idle,
             message_sel: 0,
             marked: Default::default(),
@@ -115,6 +118,11 @@ impl App {
             Key::Char('k') | Key::Up => self.step(-1),
             Key::Enter => self.enter(),
             Key::Esc => self.back(),
+            Key::Char('c') if self.view == View::Groups => {
+                let at = CLASSES.iter().position(|c| Some(*c) == self.class);
+                self.class = CLASSES.get(at.map_or(0, |i| i + 1)).copied();
+                self.load_groups()
+            }
             Key::Char('/') if self.view == View::Groups => {
                 self.input = Some(Input {
                     purpose: Purpose::Where,
@@ -285,6 +293,7 @@ impl App {
             View::Queues if !self.queues.is_empty() => {
                 self.view = View::Groups;
                 self.query = None;
+                self.class = None;
                 self.load_groups()
             }
             View::Groups => match self.group().map(|g| g.fingerprint.clone()) {
@@ -302,6 +311,7 @@ impl App {
                         queue: self.queue_sel,
                         fingerprint,
                         query: self.query.clone(),
+                        class: self.class,
                     }
                 }
                 None => Effect::None,
@@ -332,6 +342,7 @@ impl App {
         Effect::LoadGroups {
             queue: self.queue_sel,
             query: self.query.clone(),
+            class: self.class,
         }
     }
 
@@ -383,6 +394,7 @@ impl App {
             queue: self.queue_sel,
             fingerprint,
             query: self.query.clone(),
+            class: self.class,
             ids: match self.view {
                 View::Messages => self.marked.iter().cloned().collect(),
                 _ => Vec::new(),
@@ -402,9 +414,11 @@ impl App {
             Loaded::Groups {
                 queue,
                 query,
+                class,
                 groups,
             } => {
-                if self.view != View::Queues && queue == self.queue_sel && query == self.query {
+                let same = queue == self.queue_sel && query == self.query && class == self.class;
+                if self.view != View::Queues && same {
                     self.groups = groups;
                 }
             }

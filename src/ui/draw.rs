@@ -12,7 +12,7 @@ use super::app::{Action, App, Load, TYPE_COUNT_ABOVE, View};
 /// The keys under each view (the help, `?`, lists them all).
 const KEYS: [&str; 3] = [
     "j/k move  enter groups  r refresh  ? help  q quit",
-    "j/k move  enter open  / filter  R redrive P replay X purge E export  esc  ? help",
+    "j/k  enter open  / filter  c class  R redrive P replay X purge E export  esc back",
     "j/k  space mark  e edit  J/K scroll  R/P/X/E group or marked  esc back  ? help",
 ];
 
@@ -171,9 +171,10 @@ fn queues(f: &mut Frame, app: &App, area: Rect) {
 
 fn groups(f: &mut Frame, app: &App, area: Rect) {
     let [list, detail] = Layout::vertical([Constraint::Min(3), Constraint::Length(5)]).areas(area);
+    let class = app.class.map(|c| format!(" · {c}")).unwrap_or_default();
     let heading = match (&app.groups, &app.query) {
         (Load::Ready(g), q) => format!(
-            "{} groups of {} messages{}{}",
+            "{} groups of {} messages{}{class}{}",
             g.items.len(),
             g.total,
             if g.complete { "" } else { " (partial)" },
@@ -181,8 +182,8 @@ fn groups(f: &mut Frame, app: &App, area: Rect) {
                 .map(|q| format!(" · where {q}"))
                 .unwrap_or_default()
         ),
-        (_, Some(q)) => format!("where {q}"),
-        _ => "failure groups".into(),
+        (_, Some(q)) => format!("where {q}{class}"),
+        _ => format!("failure groups{class}"),
     };
     let block = Block::new().borders(Borders::TOP).title(heading);
     let loading = match (&app.groups, &app.read_progress) {
@@ -330,6 +331,7 @@ enter          open: a queue's failure groups, a group's messages
 J / K, PgDn/Up messages: scroll the message's detail
 esc            back (and cancel a question)
 /              groups: set a --where jq filter (enter sets, empty clears)
+c              groups: transient, permanent, unclassified, all (--class)
 space          messages: mark or unmark one
 R, P, X        redrive, replay, purge the group, or its marked messages
 E              export them to a file (as export -o)
@@ -337,7 +339,7 @@ e              messages: edit the selected one in $EDITOR (as edit)
 r              queues: refresh now
 ?              this help (any key closes it)
 q, Ctrl-C      quit";
-    let inner = popup(f, "keys", 14);
+    let inner = popup(f, "keys", 15);
     f.render_widget(Paragraph::new(text), inner);
 }
 

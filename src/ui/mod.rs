@@ -27,6 +27,8 @@ mod worker;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_actions;
 
 use app::{App, Effect, Key};
 

@@ -8,7 +8,7 @@ use super::app::*;
 use super::draw::draw;
 
 /// The screen an app draws at 80x24, a line per row, trailing blanks trimmed.
-fn screen(app: &App) -> String {
+pub(super) fn screen(app: &App) -> String {
     let mut t = Terminal::new(TestBackend::new(80, 24)).expect("test terminal");
     t.draw(|f| draw(f, app)).expect("draws");
     let buf = t.backend().buffer();
@@ -34,7 +34,7 @@ fn info(depth: &str, oldest: &str, classes: &str) -> QueueInfo {
 }
 
 /// Three queues: one read, one SQS (not scanned), one that failed to open.
-fn app() -> App {
+pub(super) fn app() -> App {
     let mut a = App::new(
         vec!["orders-dlq".into(), "payments-dlq".into(), "broken".into()],
         false,
@@ -50,7 +50,7 @@ fn app() -> App {
     a
 }
 
-fn group(fp: &str, class: &str, count: u64, error: &str) -> GroupItem {
+pub(super) fn group(fp: &str, class: &str, count: u64, error: &str) -> GroupItem {
     GroupItem {
         fingerprint: Some(fp.into()),
         class: class.into(),
@@ -62,18 +62,20 @@ fn group(fp: &str, class: &str, count: u64, error: &str) -> GroupItem {
 }
 
 /// The groups of orders-dlq, loaded.
-fn in_groups() -> App {
+pub(super) fn in_groups() -> App {
     let mut a = app();
     assert_eq!(
         a.on_key(Key::Enter),
         Effect::LoadGroups {
             queue: 0,
-            query: None
+            query: None,
+            class: None
         }
     );
     a.on_loaded(Loaded::Groups {
         queue: 0,
         query: None,
+        class: None,
         groups: Load::Ready(GroupList {
             items: vec![
                 group(
@@ -128,7 +130,8 @@ fn messages_view_with_the_detail_pane() {
         Effect::LoadMessages {
             queue: 0,
             fingerprint: "dfe35c88e1721244".into(),
-            query: None
+            query: None,
+            class: None
         }
     );
     let m = |id: &str| MessageItem {
@@ -215,7 +218,8 @@ fn a_filter_typed_after_slash_sets_the_groups_query() {
         a.on_key(Key::Enter),
         Effect::LoadGroups {
             queue: 0,
-            query: Some(".json.amount > 100".into())
+            query: Some(".json.amount > 100".into()),
+            class: None
         }
     );
     assert_eq!(a.query.as_deref(), Some(".json.amount > 100"));
@@ -224,6 +228,7 @@ fn a_filter_typed_after_slash_sets_the_groups_query() {
     a.on_loaded(Loaded::Groups {
         queue: 0,
         query: None,
+        class: None,
         groups: Load::Ready(GroupList::default()),
     });
     assert_eq!(a.groups, Load::Loading);
@@ -239,7 +244,8 @@ fn a_filter_typed_after_slash_sets_the_groups_query() {
         a.on_key(Key::Enter),
         Effect::LoadGroups {
             queue: 0,
-            query: None
+            query: None,
+            class: None
         }
     );
 }
@@ -265,6 +271,7 @@ fn a_small_redrive_is_confirmed_with_y() {
             queue: 0,
             fingerprint: "93a62330ca7b26b6".into(),
             query: None,
+            class: None,
             ids: vec![],
             to: None,
         }
@@ -300,6 +307,7 @@ fn replay_and_purge_ask_where_the_copies_go() {
             queue: 0,
             fingerprint: "dfe35c88e1721244".into(),
             query: Some(".json.x".into()),
+            class: None,
             ids: vec![],
             to: Some("orders-retry".into()),
         }
@@ -415,151 +423,4 @@ fn moving_stays_in_the_list_and_esc_goes_back() {
     assert_eq!(a.view, View::Queues);
     assert_eq!(a.on_key(Key::Char('q')), Effect::Quit);
     assert_eq!(a.on_key(Key::Interrupt), Effect::Quit);
-}
-
-/// The messages view of the first group, with `n` messages `pay-1 …` loaded.
-fn in_messages(n: usize) -> App {
-    let mut a = in_groups();
-    a.on_key(Key::Enter);
-    let m = |i: usize| MessageItem {
-        id: format!("pay-{i}"),
-        age: "2h".into(),
-        redrives: 0,
-        error: "payment declined: card expired".into(),
-        detail: String::new(),
-    };
-    a.on_loaded(Loaded::Messages {
-        queue: 0,
-        fingerprint: Some("dfe35c88e1721244".into()),
-        messages: Load::Ready((1..=n).map(m).collect()),
-    });
-    a
-}
-
-#[test]
-fn space_marks_messages_and_the_actions_take_the_marked() {
-    let mut a = in_messages(3);
-    a.on_key(Key::Char(' '));
-    a.on_key(Key::Down);
-    a.on_key(Key::Down);
-    a.on_key(Key::Char(' '));
-    let s = screen(&a);
-    assert!(
-        s.contains("250 messages of group dfe35c88 · 2 marked"),
-        "{s}"
-    );
-    assert!(
-        s.contains(" *pay-1") && s.contains(" pay-2") && s.contains("*pay-3"),
-        "{s}"
-    );
-    assert_eq!(
-        a.on_key(Key::Char('R')),
-        Effect::PlanRun {
-            kind: RunKind::Redrive,
-            queue: 0,
-            fingerprint: "dfe35c88e1721244".into(),
-            query: None,
-            ids: vec!["pay-1".into(), "pay-3".into()],
-            to: None,
-        }
-    );
-    // The summary's enter goes back to the groups, read again; the marks are gone.
-    a.on_loaded(Loaded::Action(Action::Done {
-        summary: "moved 2".into(),
-        ok: true,
-    }));
-    assert!(matches!(a.on_key(Key::Enter), Effect::LoadGroups { .. }));
-    assert_eq!(a.view, View::Groups);
-    assert!(a.marked.is_empty());
-    // Space again unmarks; esc drops the marks; the group's own R takes no ids.
-    let mut a = in_messages(2);
-    a.on_key(Key::Char(' '));
-    a.on_key(Key::Char(' '));
-    assert!(a.marked.is_empty(), "{:?}", a.marked);
-    a.on_key(Key::Char(' '));
-    a.on_key(Key::Esc);
-    assert!(a.marked.is_empty());
-    assert!(matches!(a.on_key(Key::Char('R')), Effect::PlanRun { ids, .. } if ids.is_empty()));
-}
-
-#[test]
-fn export_is_allowed_in_read_only_and_edit_is_not() {
-    let mut a = in_messages(2);
-    a.read_only = true;
-    a.on_key(Key::Char(' '));
-    a.on_key(Key::Char('E'));
-    for c in "out.jsonl".chars() {
-        a.on_key(Key::Char(c));
-    }
-    assert!(screen(&a).contains("export to (a file, JSON Lines): out.jsonl_"));
-    assert_eq!(
-        a.on_key(Key::Enter),
-        Effect::PlanRun {
-            kind: RunKind::Export,
-            queue: 0,
-            fingerprint: "dfe35c88e1721244".into(),
-            query: None,
-            ids: vec!["pay-1".into()],
-            to: Some("out.jsonl".into()),
-        }
-    );
-    // Nothing to confirm: it runs at once.
-    assert_eq!(a.action, Some(Action::Running));
-    a.on_loaded(Loaded::Action(Action::Done {
-        summary: "exported 1 messages to out.jsonl".into(),
-        ok: true,
-    }));
-    assert!(screen(&a).contains("export: done"));
-    let mut a = in_messages(2);
-    a.read_only = true;
-    assert_eq!(a.on_key(Key::Char('e')), Effect::None);
-    assert_eq!(
-        a.status,
-        "read-only: edit is disabled (started with --read-only)"
-    );
-    a.read_only = false;
-    assert_eq!(
-        a.on_key(Key::Char('e')),
-        Effect::Edit {
-            queue: 0,
-            id: "pay-1".into()
-        }
-    );
-}
-
-#[test]
-fn the_groups_read_and_a_run_show_their_progress() {
-    let mut a = app();
-    a.on_key(Key::Enter);
-    a.on_loaded(Loaded::Progress {
-        run: false,
-        text: "classifying: 120000 messages read…".into(),
-    });
-    assert!(screen(&a).contains("classifying: 120000 messages read…"));
-    // A run's progress is for its box only, and only while it is under way.
-    a.on_loaded(Loaded::Progress {
-        run: true,
-        text: "redriving: 3000 messages read…".into(),
-    });
-    assert_eq!(a.run_progress, None);
-    let mut a = in_groups();
-    a.on_key(Key::Char('R'));
-    a.on_loaded(Loaded::Progress {
-        run: true,
-        text: "counting what passes the filter: 2000 messages read…".into(),
-    });
-    assert!(screen(&a).contains("counting what passes the filter: 2000 messages read…"));
-    a.on_loaded(Loaded::Action(Action::Confirm {
-        plan: vec![],
-        count: Some(3),
-        typed: String::new(),
-    }));
-    a.on_key(Key::Char('y'));
-    a.on_loaded(Loaded::Progress {
-        run: true,
-        text: "redriving: 3000 of 3000 messages read…".into(),
-    });
-    let s = screen(&a);
-    assert!(s.contains("redriving: 3000 of 3000 messages read…"), "{s}");
-    assert!(s.contains("Ctrl-C stops it after its current batch"), "{s}");
 }

@@ -162,6 +162,10 @@ impl Input {
 pub(super) const OTHER_GROUPS: &str =
     "the groups past the first 10,000 are counted together: narrow them with / first";
 
+/// What `c` cycles through in the groups view (after them: every class again), as `--class`
+/// takes them (a rule of kind `ambiguous` counts as unclassified).
+pub const CLASSES: [&str; 3] = ["transient", "permanent", "unclassified"];
+
 /// Above this many messages a run is confirmed by typing the count, not `y`.
 pub const TYPE_COUNT_ABOVE: u64 = 100;
 
@@ -182,11 +186,14 @@ pub enum Effect {
     LoadGroups {
         queue: usize,
         query: Option<String>,
+        /// `c`: the class the groups view shows (`--class`), None: all.
+        class: Option<&'static str>,
     },
     LoadMessages {
         queue: usize,
         fingerprint: String,
         query: Option<String>,
+        class: Option<&'static str>,
     },
     /// Prepare a run on a group (its fingerprint under the view's filter) and show its plan.
     PlanRun {
@@ -194,6 +201,7 @@ pub enum Effect {
         queue: usize,
         fingerprint: String,
         query: Option<String>,
+        class: Option<&'static str>,
         /// The marked messages (none: the whole group), by id as `--id` takes them.
         ids: Vec<String>,
         /// Replay: the target; purge: the archive (None: none).
@@ -217,6 +225,7 @@ pub enum Loaded {
     Groups {
         queue: usize,
         query: Option<String>,
+        class: Option<&'static str>,
         groups: Load<GroupList>,
     },
     Messages {

@@ -116,15 +116,20 @@ impl Worker {
                     });
                 }
             }
-            Effect::LoadGroups { queue, query } => {
+            Effect::LoadGroups {
+                queue,
+                query,
+                class,
+            } => {
                 let Some(q) = self.queues.get(queue).cloned() else {
                     return;
                 };
                 tokio::spawn(async move {
-                    let groups = loaded(groups(&base, q, query.as_deref(), &tx).await);
+                    let groups = loaded(groups(&base, q, query.as_deref(), class, &tx).await);
                     let _ = tx.send(Loaded::Groups {
                         queue,
                         query,
+                        class,
                         groups,
                     });
                 });
@@ -133,12 +138,13 @@ impl Worker {
                 queue,
                 fingerprint,
                 query,
+                class,
             } => {
                 let Some(q) = self.queues.get(queue).cloned() else {
                     return;
                 };
                 tokio::spawn(async move {
-                    let r = messages(&base, q, &fingerprint, query.as_deref()).await;
+                    let r = messages(&base, q, &fingerprint, query.as_deref(), class).await;
                     let _ = tx.send(Loaded::Messages {
                         queue,
                         fingerprint: Some(fingerprint),
@@ -151,6 +157,7 @@ impl Worker {
                 queue,
                 fingerprint,
                 query,
+                class,
                 ids,
                 to,
             } => {
@@ -165,6 +172,7 @@ impl Worker {
                         source: q,
                         fingerprint,
                         query,
+                        class,
                         ids,
                     };
                     let r = run(&base, kind, group, to.as_deref(), &tx, asked).await;
@@ -195,10 +203,12 @@ fn filter(
     fingerprint: Option<&str>,
     query: Option<&str>,
     ids: &[String],
+    class: Option<&str>,
 ) -> Result<Filter> {
     let fingerprints: Vec<String> = fingerprint.map(str::to_string).into_iter().collect();
+    let class: Vec<String> = class.map(str::to_string).into_iter().collect();
     let mut f = crate::settings::build_filter(FilterInput {
-        class: &[],
+        class: &class,
         body: None,
         error: None,
         attrs: &[],
@@ -269,12 +279,13 @@ async fn groups(
     base: &Base,
     queue: QueueRef,
     query: Option<&str>,
+    class: Option<&str>,
     tx: &mpsc::UnboundedSender<Loaded>,
 ) -> Result<GroupList> {
     let (ctx, _, watch) = base.watched_ctx();
     let req = ClassifyRequest {
         queue,
-        filter: filter(&ctx, None, query, &[])?,
+        filter: filter(&ctx, None, query, &[], class)?,
         classifier: base.classifier()?,
         dedupe: None,
         max: None,
@@ -314,10 +325,11 @@ async fn messages(
     q: QueueRef,
     fingerprint: &str,
     query: Option<&str>,
+    class: Option<&str>,
 ) -> Result<Vec<MessageItem>> {
     let (ctx, _) = base.ctx();
     let classifier = base.classifier()?;
-    let f = filter(&ctx, Some(fingerprint), query, &[])?;
+    let f = filter(&ctx, Some(fingerprint), query, &[], class)?;
     let b = ctx.opener.open(&q.address, &q.source_options()).await?;
     let now = Utc::now();
     let mut out = Vec::new();
@@ -369,6 +381,7 @@ struct Group {
     source: QueueRef,
     fingerprint: String,
     query: Option<String>,
+    class: Option<&'static str>,
     ids: Vec<String>,
 }
 
@@ -390,6 +403,7 @@ async fn run(
         source,
         fingerprint,
         query,
+        class,
         ids,
     } = group;
     let to = to.map(|t| ctx.target(t, &source)).transpose()?;
@@ -404,7 +418,7 @@ async fn run(
             RunKind::Replay => Mode::Replay,
             RunKind::Purge | RunKind::Export => Mode::Purge,
         },
-        filter: filter(&ctx, Some(&fingerprint), query.as_deref(), &ids)?,
+        filter: filter(&ctx, Some(&fingerprint), query.as_deref(), &ids, class)?,
         classifier: base.classifier()?,
         source,
         to,
@@ -461,6 +475,7 @@ async fn export(
                 Some(&group.fingerprint),
                 group.query.as_deref(),
                 &group.ids,
+                group.class,
             )?,
             queue: group.source,
             classifier: base.classifier()?,

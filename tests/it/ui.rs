@@ -319,6 +319,28 @@ async fn a_message_edited_from_the_ui_is_sent_as_edited() {
     assert_eq!(sent, ["pay-1 999"]);
 }
 
+/// `c` shows the transient groups only (`--class transient`), and a run on one takes that class.
+#[tokio::test]
+async fn c_narrows_the_groups_to_a_class() {
+    let db = seeded("ui_class").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("groups of 17 messages");
+    ui.press("c");
+    ui.wait_for("2 groups of 6 messages · transient");
+    ui.press("R");
+    ui.wait_for("will move: 3 (3 of 17 pass the filter, counted now)");
+    ui.press("y");
+    ui.wait_for("moved 3 · skipped 14 (filter) · failed 0");
+    ui.press("\r");
+    ui.wait_for("1 groups of 3 messages · transient");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    assert_eq!(db.count("queue_messages").await, 3);
+}
+
 #[tokio::test]
 async fn a_group_purged_in_the_ui_is_archived_first() {
     let db = seeded("ui_purge").await;
