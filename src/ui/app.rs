@@ -35,6 +35,11 @@ pub struct App {
     /// How far the groups' read is (shown while they load), and the run's (in its box).
     pub read_progress: Option<String>,
     pub run_progress: Option<String>,
+    /// `[audit] require_reason` without `--reason`: a run asks for one first.
+    pub needs_reason: bool,
+    /// The reason typed for the run being asked for, and its target meanwhile.
+    reason: Option<String>,
+    pending_to: Option<String>,
     /// One line under the view: what just happened.
     pub status: String,
 }
@@ -67,6 +72,9 @@ impl App {
             kind: RunKind::Redrive,
             read_progress: None,
             run_progress: None,
+            needs_reason: false,
+            reason: None,
+            pending_to: None,
             status: String::new(),
         }
     }
@@ -178,6 +186,19 @@ impl App {
                         self.run(RunKind::Purge, None)
                     }
                     Purpose::Target(kind) => self.run(kind, Some(text)),
+                    Purpose::Reason(kind) if text.is_empty() => {
+                        self.pending_to = None;
+                        self.status = format!(
+                            "{}: a reason is required ([audit] require_reason); nothing done",
+                            kind.name()
+                        );
+                        Effect::None
+                    }
+                    Purpose::Reason(kind) => {
+                        self.reason = Some(text);
+                        let to = self.pending_to.take();
+                        self.run(kind, to)
+                    }
                 };
             }
             _ => {}
@@ -238,6 +259,11 @@ impl App {
     fn edit(&mut self) -> Effect {
         if self.read_only {
             self.status = "read-only: edit is disabled (started with --read-only)".into();
+            return Effect::None;
+        }
+        if self.needs_reason {
+            self.status =
+                "edit: the audit trail requires a reason: start dlqctl ui --reason TEXT".into();
             return Effect::None;
         }
         match self.message() {
@@ -382,6 +408,14 @@ impl App {
         let Some(fingerprint) = self.target_group(kind) else {
             return Effect::None;
         };
+        if kind != RunKind::Export && self.needs_reason && self.reason.is_none() {
+            self.pending_to = to;
+            self.input = Some(Input {
+                purpose: Purpose::Reason(kind),
+                text: String::new(),
+            });
+            return Effect::None;
+        }
         self.kind = kind;
         self.run_progress = None;
         // An export has no plan and no question: it changes nothing.
@@ -395,6 +429,7 @@ impl App {
             fingerprint,
             query: self.query.clone(),
             class: self.class,
+            reason: self.reason.take(),
             ids: match self.view {
                 View::Messages => self.marked.iter().cloned().collect(),
                 _ => Vec::new(),

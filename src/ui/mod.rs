@@ -54,6 +54,7 @@ pub async fn run(ctx: &Ctx, req: UiRequest) -> Result<i32> {
     }
     let mut app = App::new(req.queues.iter().map(label).collect(), req.read_only);
     app.color = req.color;
+    app.needs_reason = ctx.config.audit.require_reason && ctx.reason.is_none();
     let (tx, rx) = mpsc::unbounded_channel();
     let mut worker = worker::Worker::new(
         worker::Base {

@@ -272,6 +272,7 @@ fn a_small_redrive_is_confirmed_with_y() {
             fingerprint: "93a62330ca7b26b6".into(),
             query: None,
             class: None,
+            reason: None,
             ids: vec![],
             to: None,
         }
@@ -308,6 +309,7 @@ fn replay_and_purge_ask_where_the_copies_go() {
             fingerprint: "dfe35c88e1721244".into(),
             query: Some(".json.x".into()),
             class: None,
+            reason: None,
             ids: vec![],
             to: Some("orders-retry".into()),
         }

@@ -47,6 +47,7 @@ fn space_marks_messages_and_the_actions_take_the_marked() {
             fingerprint: "dfe35c88e1721244".into(),
             query: None,
             class: None,
+            reason: None,
             ids: vec!["pay-1".into(), "pay-3".into()],
             to: None,
         }
@@ -88,6 +89,7 @@ fn export_is_allowed_in_read_only_and_edit_is_not() {
             fingerprint: "dfe35c88e1721244".into(),
             query: None,
             class: None,
+            reason: None,
             ids: vec!["pay-1".into()],
             to: Some("out.jsonl".into()),
         }
@@ -204,6 +206,43 @@ fn c_cycles_the_class_of_the_groups_and_the_actions_take_it() {
         a.on_key(Key::Char('R')),
         Effect::PlanRun {
             class: Some("transient"),
+            ..
+        }
+    ));
+}
+
+#[test]
+fn a_reason_is_asked_first_where_the_audit_requires_one() {
+    let mut a = in_groups();
+    a.needs_reason = true;
+    a.on_key(Key::Char('X'));
+    for c in "arch.jsonl".chars() {
+        a.on_key(Key::Char(c));
+    }
+    assert_eq!(a.on_key(Key::Enter), Effect::None);
+    assert!(screen(&a).contains("reason (the audit trail requires one): _"));
+    for c in "INC-1".chars() {
+        a.on_key(Key::Char(c));
+    }
+    assert!(matches!(
+        a.on_key(Key::Enter),
+        Effect::PlanRun { kind: RunKind::Purge, reason: Some(r), to: Some(t), .. }
+            if r == "INC-1" && t == "arch.jsonl"
+    ));
+    // Asked again for the next run; an export needs none.
+    a.on_key(Key::Esc);
+    a.on_key(Key::Char('R'));
+    assert!(a.input.is_some());
+    a.on_key(Key::Esc);
+    a.on_key(Key::Char('E'));
+    for c in "x.jsonl".chars() {
+        a.on_key(Key::Char(c));
+    }
+    assert!(matches!(
+        a.on_key(Key::Enter),
+        Effect::PlanRun {
+            kind: RunKind::Export,
+            reason: None,
             ..
         }
     ));

@@ -136,6 +136,8 @@ pub enum Purpose {
     Where,
     /// The target of a replay, or the archive of a purge.
     Target(RunKind),
+    /// Why: `[audit] require_reason` is set and `dlqctl ui` was not given `--reason`.
+    Reason(RunKind),
 }
 
 /// A line being typed at the bottom of the screen.
@@ -153,6 +155,7 @@ impl Input {
             Purpose::Target(RunKind::Purge) => "archive to (a file or queue; none: no copy)",
             Purpose::Target(RunKind::Export) => "export to (a file, JSON Lines)",
             Purpose::Target(_) => "replay to (a queue, table, topic or file)",
+            Purpose::Reason(_) => "reason (the audit trail requires one)",
         }
     }
 }
@@ -202,6 +205,8 @@ pub enum Effect {
         fingerprint: String,
         query: Option<String>,
         class: Option<&'static str>,
+        /// `--reason`, typed in when the audit requires one (None: `dlqctl ui --reason`'s).
+        reason: Option<String>,
         /// The marked messages (none: the whole group), by id as `--id` takes them.
         ids: Vec<String>,
         /// Replay: the target; purge: the archive (None: none).

@@ -158,6 +158,7 @@ impl Worker {
                 fingerprint,
                 query,
                 class,
+                reason,
                 ids,
                 to,
             } => {
@@ -174,6 +175,7 @@ impl Worker {
                         query,
                         class,
                         ids,
+                        reason,
                     };
                     let r = run(&base, kind, group, to.as_deref(), &tx, asked).await;
                     if let Err(e) = r {
@@ -383,6 +385,8 @@ struct Group {
     query: Option<String>,
     class: Option<&'static str>,
     ids: Vec<String>,
+    /// Typed in the UI where the audit requires one (None: `dlqctl ui --reason`'s).
+    reason: Option<String>,
 }
 
 /// Redrive, replay or purge one group: the CLI's prepare (its plan and count), the UI's
@@ -398,14 +402,18 @@ async fn run(
     if kind == RunKind::Export {
         return export(base, group, to.unwrap_or_default(), tx).await;
     }
-    let (ctx, captured, watch) = base.watched_ctx();
+    let (mut ctx, captured, watch) = base.watched_ctx();
     let Group {
         source,
         fingerprint,
         query,
         class,
         ids,
+        reason,
     } = group;
+    if reason.is_some() {
+        ctx.reason = reason;
+    }
     let to = to.map(|t| ctx.target(t, &source)).transpose()?;
     // The loop guard of the queue, as `redrive` and `replay` apply it (`purge` has none).
     let max_redrives = match kind {

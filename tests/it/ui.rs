@@ -341,6 +341,34 @@ async fn c_narrows_the_groups_to_a_class() {
     assert_eq!(db.count("queue_messages").await, 3);
 }
 
+/// `[audit] require_reason` without `--reason`: the UI asks for one before the plan; it is
+/// recorded in the audit trail; an empty one does nothing.
+#[tokio::test]
+async fn a_reason_is_asked_where_the_audit_requires_one() {
+    let db = seeded("ui_reason").await;
+    let sb = Sandbox::new();
+    sb.write("dlqctl.toml", "[audit]\nrequire_reason = true\n");
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("R");
+    ui.wait_for("reason (the audit trail requires one): _");
+    ui.press("\r");
+    ui.wait_for("redrive: a reason is required ([audit] require_reason); nothing done");
+    ui.press("R");
+    ui.wait_for("reason (the audit trail requires one): _");
+    ui.press("INC-31 card expiry fixed\r");
+    ui.wait_for("y to start");
+    ui.press("y");
+    ui.wait_for("moved 5 · skipped 12 (filter) · failed 0");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    let runs = sb.run(&["audit", "--output", "json"]).ok().json();
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+    assert_eq!(runs[0]["reason"], "INC-31 card expiry fixed", "{runs}");
+}
+
 #[tokio::test]
 async fn a_group_purged_in_the_ui_is_archived_first() {
     let db = seeded("ui_purge").await;
