@@ -17,7 +17,7 @@ pub struct Args {
     /// Queue URLs or names from dlqctl.toml [default: every queue in dlqctl.toml]
     #[arg(value_name = "QUEUE")]
     pub queues: Vec<String>,
-    /// Change nothing: the keys that would (R, P, X) say they are disabled
+    /// Change nothing: the keys that would (R, P, X, e) say they are disabled; E still exports
     #[arg(long)]
     pub read_only: bool,
     /// Read the queues view again every SECS seconds
