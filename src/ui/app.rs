@@ -52,6 +52,7 @@ impl App {
                 .map(|label| QueueRow {
                     label,
                     info: Load::Loading,
+                    depths: Vec::new(),
                 })
                 .collect(),
             read_only,
@@ -443,6 +444,18 @@ impl App {
         match l {
             Loaded::Queue(i, info) => {
                 if let Some(q) = self.queues.get_mut(i) {
+                    // The depth as a number (`~240` on SQS is approximate, still a depth).
+                    let depth = match &info {
+                        Load::Ready(QueueInfo { depth: Some(d), .. }) => {
+                            d.trim_start_matches('~').replace(',', "").parse().ok()
+                        }
+                        _ => None,
+                    };
+                    if let Some(d) = depth {
+                        q.depths.push(d);
+                        let over = q.depths.len().saturating_sub(DEPTH_SAMPLES);
+                        q.depths.drain(..over);
+                    }
                     q.info = info;
                 }
             }

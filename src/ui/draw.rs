@@ -5,7 +5,9 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::widgets::{
+    Block, Borders, Cell, Clear, Paragraph, Row, Sparkline, Table, TableState, Wrap,
+};
 
 use super::app::{Action, App, Load, TYPE_COUNT_ABOVE, View};
 
@@ -163,10 +165,29 @@ fn queues(f: &mut Frame, app: &App, area: Rect) {
         _ => String::new(),
     };
     let b = Block::new().borders(Borders::TOP).title("selected queue");
-    f.render_widget(
-        Paragraph::new(text).block(b).wrap(Wrap { trim: false }),
-        detail,
-    );
+    let inner = b.inner(detail);
+    f.render_widget(b, detail);
+    let depths = app
+        .queues
+        .get(app.queue_sel)
+        .map_or(&[][..], |q| &q.depths[..]);
+    // The depth at each refresh, once there are two to compare.
+    let [text_area, spark_area] = if depths.len() >= 2 {
+        Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(inner)
+    } else {
+        [inner, Rect::default()]
+    };
+    f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), text_area);
+    if depths.len() >= 2 {
+        let label = format!("depth, {} refreshes ", depths.len());
+        let [l, s] = Layout::horizontal([
+            Constraint::Length(label.len() as u16),
+            Constraint::Length(depths.len() as u16),
+        ])
+        .areas(spark_area);
+        f.render_widget(Paragraph::new(label), l);
+        f.render_widget(Sparkline::default().data(depths), s);
+    }
 }
 
 fn groups(f: &mut Frame, app: &App, area: Rect) {

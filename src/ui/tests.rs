@@ -23,7 +23,7 @@ pub(super) fn screen(app: &App) -> String {
         .join("\n")
 }
 
-fn info(depth: &str, oldest: &str, classes: &str) -> QueueInfo {
+pub(super) fn info(depth: &str, oldest: &str, classes: &str) -> QueueInfo {
     QueueInfo {
         backend: "postgres".into(),
         depth: Some(depth.into()),

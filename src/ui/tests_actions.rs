@@ -247,3 +247,25 @@ fn a_reason_is_asked_first_where_the_audit_requires_one() {
         }
     ));
 }
+
+#[test]
+fn the_queues_view_draws_the_depth_at_each_refresh() {
+    let mut a = app();
+    let at = |d: &str| Loaded::Queue(0, Load::Ready(super::tests::info(d, "1h", "1 trans")));
+    a.on_loaded(at("10"));
+    assert!(!screen(&a).contains("refreshes"), "one sample: no line yet");
+    for d in ["20", "40", "80"] {
+        a.on_loaded(at(d));
+    }
+    assert_eq!(a.queues[0].depths, [10, 20, 40, 80]);
+    let s = screen(&a);
+    let line = s
+        .lines()
+        .find(|l| l.contains("depth, 4 refreshes"))
+        .expect(&s);
+    assert!(line.ends_with("refreshes ▁▂▄█"), "{line}");
+    for _ in 0..DEPTH_SAMPLES {
+        a.on_loaded(at("5"));
+    }
+    assert_eq!(a.queues[0].depths.len(), DEPTH_SAMPLES);
+}

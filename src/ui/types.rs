@@ -32,7 +32,12 @@ pub struct QueueRow {
     /// The name in dlqctl.toml, else the address as shown.
     pub label: String,
     pub info: Load<QueueInfo>,
+    /// The depth read at each refresh, oldest first (the last [`DEPTH_SAMPLES`]).
+    pub depths: Vec<u64>,
 }
+
+/// How many refreshes' depths the queues view keeps for its sparkline.
+pub const DEPTH_SAMPLES: usize = 60;
 
 /// What `inspect` says of a queue, as the row shows it.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -369,6 +369,19 @@ async fn a_reason_is_asked_where_the_audit_requires_one() {
     assert_eq!(runs[0]["reason"], "INC-31 card expiry fixed", "{runs}");
 }
 
+/// Each refresh (`r` here) adds the queue's depth to the sparkline under the queues.
+#[tokio::test]
+async fn the_queues_view_draws_the_depth_of_each_refresh() {
+    let db = seeded("ui_spark").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("r");
+    ui.wait_for("depth, 2 refreshes ██");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+}
+
 #[tokio::test]
 async fn a_group_purged_in_the_ui_is_archived_first() {
     let db = seeded("ui_purge").await;
