@@ -452,7 +452,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --dedup-id 'How copies sent to a FIFO queue get their MessageDeduplicationId'
             cand --visibility-timeout 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]'
             cand --parallel 'SQS requests in flight at once'
-            cand --read-only 'Change nothing: the keys that would (R, P, X) say they are disabled'
+            cand --read-only 'Change nothing: the keys that would (R, P, X, e) say they are disabled; E still exports'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'
             cand -v 'More diagnostics on stderr (-v, -vv)'

@@ -5,17 +5,19 @@ use crate::settings::Ctx;
 ///
 /// The queues view shows each queue's depth, oldest message and classes (SQS queues are not
 /// read there: a read counts as a receive); enter opens a queue's failure groups (`classify
-/// --by fingerprint`; / sets a --where jq filter), enter again a group's messages with the
-/// detail of one. R redrives the selected group, P replays it to a target, X purges it (archived
-/// first unless `none`): the same plan as the command, a question (typing the count above 100
-/// messages), the same engine and audit trail. ? lists the keys.
+/// --by fingerprint`; / sets a --where jq filter, c a class), enter again a group's messages
+/// with the detail of one; space marks messages. R redrives the selected group (or its marked messages),
+/// P replays them to a target, X purges them (archived first unless `none`): the same plan as
+/// the command, a question (typing the count above 100 messages), the same engine and audit
+/// trail. E exports them to a file; e edits one message in $EDITOR as `dlqctl edit` does.
+/// ? lists the keys.
 /// Needs a terminal (exit 2 without one). docs/ui.md has the keys and what is not built yet.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Queue URLs or names from dlqctl.toml [default: every queue in dlqctl.toml]
     #[arg(value_name = "QUEUE")]
     pub queues: Vec<String>,
-    /// Change nothing: the keys that would (R, P, X) say they are disabled
+    /// Change nothing: the keys that would (R, P, X, e) say they are disabled; E still exports
     #[arg(long)]
     pub read_only: bool,
     /// Read the queues view again every SECS seconds

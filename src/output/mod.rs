@@ -87,6 +87,22 @@ pub struct Printer {
     err_width: usize,
     /// A captured printer's answers to its questions, in order (none left: no terminal).
     answers: Option<Mutex<VecDeque<bool>>>,
+    /// `dlqctl ui`: the last progress bar made, where the UI reads how far its work is.
+    watch: Option<ProgressWatch>,
+}
+
+/// Where a printer leaves the progress bar its work makes (hidden: the UI shows the count in
+/// its own view instead; see [`Printer::watched`]).
+#[derive(Clone, Default)]
+pub struct ProgressWatch(std::sync::Arc<Mutex<Option<ProgressBar>>>);
+
+impl ProgressWatch {
+    /// The current bar's message, position and length (None: no bar yet, or it finished).
+    pub fn now(&self) -> Option<(String, u64, Option<u64>)> {
+        let bar = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let b = bar.as_ref().filter(|b| !b.is_finished())?;
+        Some((b.message(), b.position(), b.length()))
+    }
 }
 
 pub struct PrinterOptions {
@@ -138,6 +154,7 @@ impl Printer {
             err_tty: stderr_tty,
             err_width: width_of(&io::stderr()),
             answers: None,
+            watch: None,
         }
     }
 
@@ -161,6 +178,7 @@ impl Printer {
             err_tty: false,
             err_width: DEFAULT_WIDTH,
             answers: None,
+            watch: None,
         };
         (p, buf)
     }
@@ -170,6 +188,12 @@ impl Printer {
     pub fn answering(mut self, answers: &[bool]) -> Printer {
         self.interactive = true;
         self.answers = Some(Mutex::new(answers.iter().copied().collect()));
+        self
+    }
+
+    /// The same printer, whose progress bars are left in `watch` for the caller to read.
+    pub fn watched(mut self, watch: ProgressWatch) -> Printer {
+        self.watch = Some(watch);
         self
     }
 
@@ -391,6 +415,9 @@ impl Printer {
             bar.set_message(what.to_string());
             if let Some(every) = self.progress_lines {
                 progress::report_lines(&bar, every, self.err.clone());
+            }
+            if let Some(w) = &self.watch {
+                *w.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(bar.clone());
             }
             return bar;
         }

@@ -2,220 +2,7 @@
 //! [`Effect`] (work for the worker, `mod.rs` starts it); a result of that work comes back as a
 //! [`Loaded`] (see [`App::on_loaded`]). Everything here is tested without a terminal (tests.rs).
 
-/// A key, as the state machine sees it (crossterm's events are mapped in `mod.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Key {
-    Char(char),
-    Enter,
-    Esc,
-    Up,
-    Down,
-    Backspace,
-    PageDown,
-    PageUp,
-    /// Ctrl-C: quits from anywhere (raw mode turns it into a key, not a signal).
-    Interrupt,
-}
-
-/// Something that arrives later: nothing yet, on its way, here, or an error (shown, never fatal).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub enum Load<T> {
-    #[default]
-    Idle,
-    Loading,
-    Ready(T),
-    Failed(String),
-}
-
-/// One row of the queues view.
-#[derive(Clone, Debug, PartialEq)]
-pub struct QueueRow {
-    /// The name in dlqctl.toml, else the address as shown.
-    pub label: String,
-    pub info: Load<QueueInfo>,
-}
-
-/// What `inspect` says of a queue, as the row shows it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct QueueInfo {
-    pub backend: String,
-    /// Messages (the backend's own count), as a person reads it.
-    pub depth: Option<String>,
-    /// Age of the oldest message read.
-    pub oldest: Option<String>,
-    /// Counts per kind of the messages read: `3 trans · 1 perm · 0 uncl`.
-    pub classes: Option<String>,
-    /// Why the messages were not read (SQS: a read counts as a receive).
-    pub note: Option<String>,
-}
-
-/// One failure group (`classify --by fingerprint`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct GroupItem {
-    /// None: the row of the groups past the first 10,000, counted together.
-    pub fingerprint: Option<String>,
-    /// `kind/rule`.
-    pub class: String,
-    pub count: u64,
-    pub first_seen: String,
-    pub last_seen: String,
-    /// The normalised error, else a sample error.
-    pub error: String,
-}
-
-/// The groups of one queue under one `--where`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct GroupList {
-    pub items: Vec<GroupItem>,
-    /// Messages that passed the filter.
-    pub total: u64,
-    /// Whether the whole queue was read.
-    pub complete: bool,
-}
-
-/// One message of a group: the list's columns and the detail pane's text.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MessageItem {
-    pub id: String,
-    pub age: String,
-    pub redrives: u32,
-    pub error: String,
-    /// The detail pane: what `peek --explain` shows of it (facts, error, classification,
-    /// headers, body pretty-printed).
-    pub detail: String,
-}
-
-/// A run (redrive, replay, purge) on the selected group, step by step.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Action {
-    /// Opening the queue, resolving the target, counting.
-    Planning,
-    /// The plan, and the question. `count`: how many will move, where known; above
-    /// [`TYPE_COUNT_ABOVE`] the answer is that number typed, below it `y`.
-    Confirm {
-        plan: Vec<(String, String)>,
-        count: Option<u64>,
-        typed: String,
-    },
-    Running,
-    /// The summary as the CLI prints it, and whether everything moved.
-    Done {
-        summary: String,
-        ok: bool,
-    },
-    Failed(String),
-}
-
-/// What an action on a group does: the commands of the same names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunKind {
-    /// `R`: back to each message's source.
-    Redrive,
-    /// `P`: copies to a target typed in; nothing removed.
-    Replay,
-    /// `X`: removed, archived first to a target typed in (`none`: no copy kept).
-    Purge,
-}
-
-impl RunKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            RunKind::Redrive => "redrive",
-            RunKind::Replay => "replay",
-            RunKind::Purge => "purge",
-        }
-    }
-}
-
-/// What a line typed at the bottom is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Purpose {
-    /// `/`: the groups' `--where`.
-    Where,
-    /// The target of a replay, or the archive of a purge.
-    Target(RunKind),
-}
-
-/// A line being typed at the bottom of the screen.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Input {
-    pub purpose: Purpose,
-    pub text: String,
-}
-
-impl Input {
-    /// What the line says before the text.
-    pub fn prompt(&self) -> &'static str {
-        match self.purpose {
-            Purpose::Where => "where",
-            Purpose::Target(RunKind::Purge) => "archive to (a file or queue; none: no copy)",
-            Purpose::Target(_) => "replay to (a queue, table, topic or file)",
-        }
-    }
-}
-
-/// What the row of the groups past the first 10,000 (`classify`'s "(other groups)") says when
-/// opened or acted on: it has no fingerprint of its own.
-const OTHER_GROUPS: &str =
-    "the groups past the first 10,000 are counted together: narrow them with / first";
-
-/// Above this many messages a run is confirmed by typing the count, not `y`.
-pub const TYPE_COUNT_ABOVE: u64 = 100;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum View {
-    Queues,
-    Groups,
-    Messages,
-}
-
-/// Work for the worker. Queue indices are into [`App::queues`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Effect {
-    None,
-    Quit,
-    /// Inspect every queue again.
-    LoadQueues,
-    LoadGroups {
-        queue: usize,
-        query: Option<String>,
-    },
-    LoadMessages {
-        queue: usize,
-        fingerprint: String,
-        query: Option<String>,
-    },
-    /// Prepare a run on a group (its fingerprint under the view's filter) and show its plan.
-    PlanRun {
-        kind: RunKind,
-        queue: usize,
-        fingerprint: String,
-        query: Option<String>,
-        /// Replay: the target; purge: the archive (None: none).
-        to: Option<String>,
-    },
-    /// The answer to the plan's question: start (true) or drop it.
-    Answer(bool),
-    /// Ctrl-C during a run: stop it after its current batch (as in the CLI), then quit.
-    Stop,
-}
-
-/// What the worker sends back.
-#[derive(Debug)]
-pub enum Loaded {
-    Queue(usize, Load<QueueInfo>),
-    Groups {
-        queue: usize,
-        query: Option<String>,
-        groups: Load<GroupList>,
-    },
-    Messages {
-        queue: usize,
-        fingerprint: Option<String>,
-        messages: Load<Vec<MessageItem>>,
-    },
-    Action(Action),
-}
+pub use super::types::*;
 
 /// The whole state of the UI.
 #[derive(Debug)]
@@ -228,10 +15,15 @@ pub struct App {
     pub queue_sel: usize,
     pub groups: Load<GroupList>,
     pub group_sel: usize,
+    /// The class the groups view shows (`c` cycles it), None: every class.
+    pub class: Option<&'static str>,
     /// The `--where` of the groups view (set with `/`).
     pub query: Option<String>,
     pub messages: Load<Vec<MessageItem>>,
     pub message_sel: usize,
+    /// The ids of the messages marked with space in the messages view: R, P and X act on
+    /// them (within the group) when there are any.
+    pub marked: std::collections::BTreeSet<String>,
     /// Lines of the detail pane scrolled past (PgDn/PgUp, J/K).
     pub detail_scroll: u16,
     /// A filter or a target being typed.
@@ -240,6 +32,14 @@ pub struct App {
     pub action: Option<Action>,
     /// What the action is.
     pub kind: RunKind,
+    /// How far the groups' read is (shown while they load), and the run's (in its box).
+    pub read_progress: Option<String>,
+    pub run_progress: Option<String>,
+    /// `[audit] require_reason` without `--reason`: a run asks for one first.
+    pub needs_reason: bool,
+    /// The reason typed for the run being asked for, and its target meanwhile.
+    reason: Option<String>,
+    pending_to: Option<String>,
     /// One line under the view: what just happened.
     pub status: String,
 }
@@ -252,6 +52,7 @@ impl App {
                 .map(|label| QueueRow {
                     label,
                     info: Load::Loading,
+                    depths: Vec::new(),
                 })
                 .collect(),
             read_only,
@@ -261,13 +62,20 @@ impl App {
             groups: Load::Idle,
             group_sel: 0,
             query: None,
+            class: None,
             messages: Load::Idle,
             message_sel: 0,
+            marked: Default::default(),
             detail_scroll: 0,
             input: None,
             help: false,
             action: None,
             kind: RunKind::Redrive,
+            read_progress: None,
+            run_progress: None,
+            needs_reason: false,
+            reason: None,
+            pending_to: None,
             status: String::new(),
         }
     }
@@ -319,6 +127,11 @@ impl App {
             Key::Char('k') | Key::Up => self.step(-1),
             Key::Enter => self.enter(),
             Key::Esc => self.back(),
+            Key::Char('c') if self.view == View::Groups => {
+                let at = CLASSES.iter().position(|c| Some(*c) == self.class);
+                self.class = CLASSES.get(at.map_or(0, |i| i + 1)).copied();
+                self.load_groups()
+            }
             Key::Char('/') if self.view == View::Groups => {
                 self.input = Some(Input {
                     purpose: Purpose::Where,
@@ -333,6 +146,9 @@ impl App {
             Key::Char('R') if self.view != View::Queues => self.run(RunKind::Redrive, None),
             Key::Char('P') if self.view != View::Queues => self.ask_target(RunKind::Replay),
             Key::Char('X') if self.view != View::Queues => self.ask_target(RunKind::Purge),
+            Key::Char('E') if self.view != View::Queues => self.ask_target(RunKind::Export),
+            Key::Char(' ') if self.view == View::Messages => self.mark(),
+            Key::Char('e') if self.view == View::Messages => self.edit(),
             Key::PageDown | Key::Char('J') if self.view == View::Messages => {
                 self.detail_scroll = self.detail_scroll.saturating_add(10);
                 Effect::None
@@ -371,6 +187,19 @@ impl App {
                         self.run(RunKind::Purge, None)
                     }
                     Purpose::Target(kind) => self.run(kind, Some(text)),
+                    Purpose::Reason(kind) if text.is_empty() => {
+                        self.pending_to = None;
+                        self.status = format!(
+                            "{}: a reason is required ([audit] require_reason); nothing done",
+                            kind.name()
+                        );
+                        Effect::None
+                    }
+                    Purpose::Reason(kind) => {
+                        self.reason = Some(text);
+                        let to = self.pending_to.take();
+                        self.run(kind, to)
+                    }
                 };
             }
             _ => {}
@@ -412,6 +241,9 @@ impl App {
             (Some(Action::Done { .. } | Action::Failed(_)), Key::Char('q')) => Effect::Quit,
             (Some(Action::Done { .. } | Action::Failed(_)), Key::Esc | Key::Enter) => {
                 self.action = None;
+                // Back to the groups: the messages and the marks are of before the run.
+                self.view = self.view.min(View::Groups);
+                self.marked.clear();
                 // The counts changed: read them again.
                 self.load_groups()
             }
@@ -422,6 +254,49 @@ impl App {
     fn start(&mut self) -> Effect {
         self.action = Some(Action::Running);
         Effect::Answer(true)
+    }
+
+    /// `e`: edit the selected message as `dlqctl edit` does (refused in `--read-only`).
+    fn edit(&mut self) -> Effect {
+        if self.read_only {
+            self.status = "read-only: edit is disabled (started with --read-only)".into();
+            return Effect::None;
+        }
+        if self.needs_reason {
+            self.status =
+                "edit: the audit trail requires a reason: start dlqctl ui --reason TEXT".into();
+            return Effect::None;
+        }
+        match self.message() {
+            Some(m) => Effect::Edit {
+                queue: self.queue_sel,
+                id: m.id.clone(),
+            },
+            None => Effect::None,
+        }
+    }
+
+    /// Back from `dlqctl edit` (its output was on the terminal): the groups, read again, as
+    /// after a run.
+    pub fn edited(&mut self, outcome: String) -> Effect {
+        self.view = View::Groups;
+        self.marked.clear();
+        self.status = outcome;
+        self.load_groups()
+    }
+
+    /// Space: mark the selected message, or unmark it.
+    fn mark(&mut self) -> Effect {
+        if let Some(id) = self.message().map(|m| m.id.clone())
+            && !self.marked.remove(&id)
+        {
+            self.marked.insert(id);
+        }
+        self.status = match self.marked.len() {
+            0 => "no message marked: R, P and X act on the group".into(),
+            n => format!("{n} marked: R, P and X act on them; space unmarks"),
+        };
+        Effect::None
     }
 
     fn step(&mut self, by: isize) -> Effect {
@@ -445,6 +320,7 @@ impl App {
             View::Queues if !self.queues.is_empty() => {
                 self.view = View::Groups;
                 self.query = None;
+                self.class = None;
                 self.load_groups()
             }
             View::Groups => match self.group().map(|g| g.fingerprint.clone()) {
@@ -456,11 +332,13 @@ impl App {
                     self.view = View::Messages;
                     self.messages = Load::Loading;
                     self.message_sel = 0;
+                    self.marked.clear();
                     self.detail_scroll = 0;
                     Effect::LoadMessages {
                         queue: self.queue_sel,
                         fingerprint,
                         query: self.query.clone(),
+                        class: self.class,
                     }
                 }
                 None => Effect::None,
@@ -471,7 +349,10 @@ impl App {
 
     fn back(&mut self) -> Effect {
         match self.view {
-            View::Messages => self.view = View::Groups,
+            View::Messages => {
+                self.view = View::Groups;
+                self.marked.clear();
+            }
             View::Groups => {
                 self.view = View::Queues;
                 self.groups = Load::Idle;
@@ -483,10 +364,12 @@ impl App {
 
     fn load_groups(&mut self) -> Effect {
         self.groups = Load::Loading;
+        self.read_progress = None;
         self.group_sel = 0;
         Effect::LoadGroups {
             queue: self.queue_sel,
             query: self.query.clone(),
+            class: self.class,
         }
     }
 
@@ -494,7 +377,8 @@ impl App {
     /// no fingerprint): said on the status line.
     fn target_group(&mut self, kind: RunKind) -> Option<String> {
         let name = kind.name();
-        if self.read_only {
+        // An export changes nothing: it is allowed in --read-only.
+        if self.read_only && kind != RunKind::Export {
             self.status = format!("read-only: {name} is disabled (started with --read-only)");
             return None;
         }
@@ -525,13 +409,32 @@ impl App {
         let Some(fingerprint) = self.target_group(kind) else {
             return Effect::None;
         };
+        if kind != RunKind::Export && self.needs_reason && self.reason.is_none() {
+            self.pending_to = to;
+            self.input = Some(Input {
+                purpose: Purpose::Reason(kind),
+                text: String::new(),
+            });
+            return Effect::None;
+        }
         self.kind = kind;
-        self.action = Some(Action::Planning);
+        self.run_progress = None;
+        // An export has no plan and no question: it changes nothing.
+        self.action = Some(match kind {
+            RunKind::Export => Action::Running,
+            _ => Action::Planning,
+        });
         Effect::PlanRun {
             kind,
             queue: self.queue_sel,
             fingerprint,
             query: self.query.clone(),
+            class: self.class,
+            reason: self.reason.take(),
+            ids: match self.view {
+                View::Messages => self.marked.iter().cloned().collect(),
+                _ => Vec::new(),
+            },
             to,
         }
     }
@@ -541,15 +444,29 @@ impl App {
         match l {
             Loaded::Queue(i, info) => {
                 if let Some(q) = self.queues.get_mut(i) {
+                    // The depth as a number (`~240` on SQS is approximate, still a depth).
+                    let depth = match &info {
+                        Load::Ready(QueueInfo { depth: Some(d), .. }) => {
+                            d.trim_start_matches('~').replace(',', "").parse().ok()
+                        }
+                        _ => None,
+                    };
+                    if let Some(d) = depth {
+                        q.depths.push(d);
+                        let over = q.depths.len().saturating_sub(DEPTH_SAMPLES);
+                        q.depths.drain(..over);
+                    }
                     q.info = info;
                 }
             }
             Loaded::Groups {
                 queue,
                 query,
+                class,
                 groups,
             } => {
-                if self.view != View::Queues && queue == self.queue_sel && query == self.query {
+                let same = queue == self.queue_sel && query == self.query && class == self.class;
+                if self.view != View::Queues && same {
                     self.groups = groups;
                 }
             }
@@ -561,6 +478,16 @@ impl App {
                 let same = self.group().map(|g| &g.fingerprint) == Some(&fingerprint);
                 if self.view == View::Messages && queue == self.queue_sel && same {
                     self.messages = messages;
+                }
+            }
+            Loaded::Progress { run: false, text } => {
+                if self.groups == Load::Loading {
+                    self.read_progress = Some(text);
+                }
+            }
+            Loaded::Progress { run: true, text } => {
+                if matches!(self.action, Some(Action::Planning | Action::Running)) {
+                    self.run_progress = Some(text);
                 }
             }
             Loaded::Action(a) => {

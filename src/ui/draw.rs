@@ -5,15 +5,17 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::widgets::{
+    Block, Borders, Cell, Clear, Paragraph, Row, Sparkline, Table, TableState, Wrap,
+};
 
 use super::app::{Action, App, Load, TYPE_COUNT_ABOVE, View};
 
 /// The keys under each view (the help, `?`, lists them all).
 const KEYS: [&str; 3] = [
     "j/k move  enter groups  r refresh  ? help  q quit",
-    "j/k move  enter open  / filter  R redrive  P replay  X purge  esc back  ? help",
-    "j/k move  J/K scroll  R/P/X redrive/replay/purge group  esc back  ? help",
+    "j/k  enter open  / filter  c class  R redrive P replay X purge E export  esc back",
+    "j/k  space mark  e edit  J/K scroll  R/P/X/E group or marked  esc back  ? help",
 ];
 
 pub fn draw(f: &mut Frame, app: &App) {
@@ -163,17 +165,37 @@ fn queues(f: &mut Frame, app: &App, area: Rect) {
         _ => String::new(),
     };
     let b = Block::new().borders(Borders::TOP).title("selected queue");
-    f.render_widget(
-        Paragraph::new(text).block(b).wrap(Wrap { trim: false }),
-        detail,
-    );
+    let inner = b.inner(detail);
+    f.render_widget(b, detail);
+    let depths = app
+        .queues
+        .get(app.queue_sel)
+        .map_or(&[][..], |q| &q.depths[..]);
+    // The depth at each refresh, once there are two to compare.
+    let [text_area, spark_area] = if depths.len() >= 2 {
+        Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(inner)
+    } else {
+        [inner, Rect::default()]
+    };
+    f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), text_area);
+    if depths.len() >= 2 {
+        let label = format!("depth, {} refreshes ", depths.len());
+        let [l, s] = Layout::horizontal([
+            Constraint::Length(label.len() as u16),
+            Constraint::Length(depths.len() as u16),
+        ])
+        .areas(spark_area);
+        f.render_widget(Paragraph::new(label), l);
+        f.render_widget(Sparkline::default().data(depths), s);
+    }
 }
 
 fn groups(f: &mut Frame, app: &App, area: Rect) {
     let [list, detail] = Layout::vertical([Constraint::Min(3), Constraint::Length(5)]).areas(area);
+    let class = app.class.map(|c| format!(" · {c}")).unwrap_or_default();
     let heading = match (&app.groups, &app.query) {
         (Load::Ready(g), q) => format!(
-            "{} groups of {} messages{}{}",
+            "{} groups of {} messages{}{class}{}",
             g.items.len(),
             g.total,
             if g.complete { "" } else { " (partial)" },
@@ -181,11 +203,15 @@ fn groups(f: &mut Frame, app: &App, area: Rect) {
                 .map(|q| format!(" · where {q}"))
                 .unwrap_or_default()
         ),
-        (_, Some(q)) => format!("where {q}"),
-        _ => "failure groups".into(),
+        (_, Some(q)) => format!("where {q}{class}"),
+        _ => format!("failure groups{class}"),
     };
     let block = Block::new().borders(Borders::TOP).title(heading);
-    if let Some(p) = pending(&app.groups) {
+    let loading = match (&app.groups, &app.read_progress) {
+        (Load::Loading, Some(t)) => Some(t.clone()),
+        (g, _) => pending(g),
+    };
+    if let Some(p) = loading {
         f.render_widget(
             Paragraph::new(p).block(block).wrap(Wrap { trim: false }),
             list,
@@ -242,7 +268,7 @@ fn groups(f: &mut Frame, app: &App, area: Rect) {
 
 fn messages(f: &mut Frame, app: &App, area: Rect) {
     let [list, detail] = Layout::vertical([Constraint::Length(7), Constraint::Min(3)]).areas(area);
-    let block = Block::new().borders(Borders::TOP).title(match app.group() {
+    let mut title = match app.group() {
         Some(g) => format!(
             "{} messages of group {}",
             g.count,
@@ -251,7 +277,11 @@ fn messages(f: &mut Frame, app: &App, area: Rect) {
                 .map_or("(other)", |f| &f[..f.len().min(8)])
         ),
         None => "messages".into(),
-    });
+    };
+    if !app.marked.is_empty() {
+        title.push_str(&format!(" · {} marked", app.marked.len()));
+    }
+    let block = Block::new().borders(Borders::TOP).title(title);
     if let Some(p) = pending(&app.messages) {
         f.render_widget(
             Paragraph::new(p).block(block).wrap(Wrap { trim: false }),
@@ -265,8 +295,9 @@ fn messages(f: &mut Frame, app: &App, area: Rect) {
     let rows: Vec<Row> = ms
         .iter()
         .map(|m| {
+            let mark = if app.marked.contains(&m.id) { "*" } else { " " };
             Row::new(vec![
-                m.id.clone(),
+                format!("{mark}{}", m.id),
                 m.age.clone(),
                 m.redrives.to_string(),
                 m.error.clone(),
@@ -321,11 +352,15 @@ enter          open: a queue's failure groups, a group's messages
 J / K, PgDn/Up messages: scroll the message's detail
 esc            back (and cancel a question)
 /              groups: set a --where jq filter (enter sets, empty clears)
-R, P, X        redrive, replay, purge the selected group (asks first)
+c              groups: transient, permanent, unclassified, all (--class)
+space          messages: mark or unmark one
+R, P, X        redrive, replay, purge the group, or its marked messages
+E              export them to a file (as export -o)
+e              messages: edit the selected one in $EDITOR (as edit)
 r              queues: refresh now
 ?              this help (any key closes it)
 q, Ctrl-C      quit";
-    let inner = popup(f, "keys", 11);
+    let inner = popup(f, "keys", 15);
     f.render_widget(Paragraph::new(text), inner);
 }
 
@@ -343,12 +378,17 @@ fn action(f: &mut Frame, app: &App, a: &Action) {
             name.to_string(),
             vec![
                 Line::from("preparing the plan: counting what it would take…"),
+                Line::from(app.run_progress.clone().unwrap_or_default()),
                 Line::from("esc cancels"),
             ],
         ),
         Action::Running => (
             name.to_string(),
-            vec![Line::from(format!("{name}: running…"))],
+            vec![
+                Line::from(format!("{name}: running…")),
+                Line::from(app.run_progress.clone().unwrap_or_default()),
+                Line::from("Ctrl-C stops it after its current batch"),
+            ],
         ),
         Action::Confirm { plan, count, typed } => (
             format!("{name}: the plan"),

@@ -20,11 +20,15 @@ use crate::error::{Error, Result, exit};
 use crate::settings::{Ctx, QueueRef};
 
 pub mod app;
+mod aside;
 pub mod draw;
+pub mod types;
 mod worker;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_actions;
 
 use app::{App, Effect, Key};
 
@@ -50,6 +54,7 @@ pub async fn run(ctx: &Ctx, req: UiRequest) -> Result<i32> {
     }
     let mut app = App::new(req.queues.iter().map(label).collect(), req.read_only);
     app.color = req.color;
+    app.needs_reason = ctx.config.audit.require_reason && ctx.reason.is_none();
     let (tx, rx) = mpsc::unbounded_channel();
     let mut worker = worker::Worker::new(
         worker::Base {
@@ -67,11 +72,20 @@ pub async fn run(ctx: &Ctx, req: UiRequest) -> Result<i32> {
     // after (a line written on the screen would break it).
     let held = Held::default();
     let stderr = ctx.printer.stderr();
-    let terminal_stderr = stderr.swap(Box::new(held.clone()));
+    let mut terminal_stderr = stderr.swap(Box::new(held.clone()));
     let entered = Terminal::enter();
     let r = match entered {
         Ok(mut guard) => {
-            let r = event_loop(&mut guard.0, &mut app, &mut worker, rx, req.refresh, ctx).await;
+            let r = event_loop(
+                &mut guard.0,
+                &mut app,
+                &mut worker,
+                rx,
+                req.refresh,
+                ctx,
+                &mut terminal_stderr,
+            )
+            .await;
             drop(guard);
             r
         }
@@ -165,12 +179,34 @@ fn restore() {
     );
 }
 
-/// Keys from a thread that blocks on the terminal, to the loop.
-fn spawn_keys() -> mpsc::UnboundedReceiver<Key> {
+/// Keys from a thread that blocks on the terminal, to the loop; stopped (and waited for)
+/// before another program is given the terminal (`e`: the editor), so that none of its keys
+/// are taken.
+struct Keys {
+    rx: mpsc::UnboundedReceiver<Key>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Keys {
+    fn stop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn spawn_keys() -> Keys {
     let (tx, rx) = mpsc::unbounded_channel();
-    std::thread::spawn(move || {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = stop.clone();
+    let thread = std::thread::spawn(move || {
         loop {
             // Polled, so that the thread ends soon after the loop stops listening.
+            if stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
             match event::poll(Duration::from_millis(100)) {
                 Ok(false) if tx.is_closed() => return,
                 Ok(false) => continue,
@@ -185,7 +221,11 @@ fn spawn_keys() -> mpsc::UnboundedReceiver<Key> {
             }
         }
     });
-    rx
+    Keys {
+        rx,
+        stop,
+        thread: Some(thread),
+    }
 }
 
 /// A crossterm event as the state machine's key (None: not one it knows).
@@ -218,6 +258,7 @@ async fn event_loop(
     mut results: mpsc::UnboundedReceiver<app::Loaded>,
     refresh: Duration,
     ctx: &Ctx,
+    terminal_stderr: &mut Box<dyn std::io::Write + Send>,
 ) -> Result<()> {
     let mut keys = spawn_keys();
     let mut tick = tokio::time::interval(refresh);
@@ -228,7 +269,7 @@ async fn event_loop(
             .map_err(|e| Error::io("terminal", e))?;
         let running = app.action == Some(app::Action::Running);
         let effect = tokio::select! {
-            k = keys.recv() => match k {
+            k = keys.rx.recv() => match k {
                 Some(k) => app.on_key(k),
                 None => Effect::Quit,
             },
@@ -245,6 +286,16 @@ async fn event_loop(
         match effect {
             Effect::Quit => return Ok(()),
             Effect::Stop => ctx.interrupt.trigger(),
+            Effect::Edit { queue, id } => {
+                let Some(queue) = worker.queue(queue) else {
+                    continue;
+                };
+                keys.stop();
+                let outcome = aside::edit(screen, ctx, terminal_stderr, queue, id).await;
+                keys = spawn_keys();
+                let e = app.edited(outcome?);
+                worker.perform(e);
+            }
             e => worker.perform(e),
         }
     }

@@ -8,7 +8,7 @@ use super::app::*;
 use super::draw::draw;
 
 /// The screen an app draws at 80x24, a line per row, trailing blanks trimmed.
-fn screen(app: &App) -> String {
+pub(super) fn screen(app: &App) -> String {
     let mut t = Terminal::new(TestBackend::new(80, 24)).expect("test terminal");
     t.draw(|f| draw(f, app)).expect("draws");
     let buf = t.backend().buffer();
@@ -23,7 +23,7 @@ fn screen(app: &App) -> String {
         .join("\n")
 }
 
-fn info(depth: &str, oldest: &str, classes: &str) -> QueueInfo {
+pub(super) fn info(depth: &str, oldest: &str, classes: &str) -> QueueInfo {
     QueueInfo {
         backend: "postgres".into(),
         depth: Some(depth.into()),
@@ -34,7 +34,7 @@ fn info(depth: &str, oldest: &str, classes: &str) -> QueueInfo {
 }
 
 /// Three queues: one read, one SQS (not scanned), one that failed to open.
-fn app() -> App {
+pub(super) fn app() -> App {
     let mut a = App::new(
         vec!["orders-dlq".into(), "payments-dlq".into(), "broken".into()],
         false,
@@ -50,7 +50,7 @@ fn app() -> App {
     a
 }
 
-fn group(fp: &str, class: &str, count: u64, error: &str) -> GroupItem {
+pub(super) fn group(fp: &str, class: &str, count: u64, error: &str) -> GroupItem {
     GroupItem {
         fingerprint: Some(fp.into()),
         class: class.into(),
@@ -62,18 +62,20 @@ fn group(fp: &str, class: &str, count: u64, error: &str) -> GroupItem {
 }
 
 /// The groups of orders-dlq, loaded.
-fn in_groups() -> App {
+pub(super) fn in_groups() -> App {
     let mut a = app();
     assert_eq!(
         a.on_key(Key::Enter),
         Effect::LoadGroups {
             queue: 0,
-            query: None
+            query: None,
+            class: None
         }
     );
     a.on_loaded(Loaded::Groups {
         queue: 0,
         query: None,
+        class: None,
         groups: Load::Ready(GroupList {
             items: vec![
                 group(
@@ -128,7 +130,8 @@ fn messages_view_with_the_detail_pane() {
         Effect::LoadMessages {
             queue: 0,
             fingerprint: "dfe35c88e1721244".into(),
-            query: None
+            query: None,
+            class: None
         }
     );
     let m = |id: &str| MessageItem {
@@ -215,7 +218,8 @@ fn a_filter_typed_after_slash_sets_the_groups_query() {
         a.on_key(Key::Enter),
         Effect::LoadGroups {
             queue: 0,
-            query: Some(".json.amount > 100".into())
+            query: Some(".json.amount > 100".into()),
+            class: None
         }
     );
     assert_eq!(a.query.as_deref(), Some(".json.amount > 100"));
@@ -224,6 +228,7 @@ fn a_filter_typed_after_slash_sets_the_groups_query() {
     a.on_loaded(Loaded::Groups {
         queue: 0,
         query: None,
+        class: None,
         groups: Load::Ready(GroupList::default()),
     });
     assert_eq!(a.groups, Load::Loading);
@@ -239,7 +244,8 @@ fn a_filter_typed_after_slash_sets_the_groups_query() {
         a.on_key(Key::Enter),
         Effect::LoadGroups {
             queue: 0,
-            query: None
+            query: None,
+            class: None
         }
     );
 }
@@ -265,6 +271,9 @@ fn a_small_redrive_is_confirmed_with_y() {
             queue: 0,
             fingerprint: "93a62330ca7b26b6".into(),
             query: None,
+            class: None,
+            reason: None,
+            ids: vec![],
             to: None,
         }
     );
@@ -299,6 +308,9 @@ fn replay_and_purge_ask_where_the_copies_go() {
             queue: 0,
             fingerprint: "dfe35c88e1721244".into(),
             query: Some(".json.x".into()),
+            class: None,
+            reason: None,
+            ids: vec![],
             to: Some("orders-retry".into()),
         }
     );

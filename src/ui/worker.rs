@@ -21,7 +21,7 @@ use crate::filter::Filter;
 use crate::ops::classify::ClassifyRequest;
 use crate::ops::groups::GroupKey;
 use crate::ops::moves::{Mode, MoveRequest};
-use crate::output::{Captured, OutputFormat, Printer};
+use crate::output::{Captured, OutputFormat, Printer, ProgressWatch};
 use crate::settings::{Ctx, FilterInput, QueueRef};
 
 /// At most this many messages of a group are listed in the messages view.
@@ -42,16 +42,23 @@ impl Base {
     /// A context whose printer is a capture that can "ask" (so a plan counts what it will
     /// move, as it does before the CLI's question; the UI asks the question itself).
     fn ctx(&self) -> (Ctx, Captured) {
+        let (ctx, captured, _) = self.watched_ctx();
+        (ctx, captured)
+    }
+
+    /// The same, with the progress bars of its work left where [`reporting`] reads them.
+    fn watched_ctx(&self) -> (Ctx, Captured, ProgressWatch) {
         let (printer, captured) = Printer::capture(OutputFormat::Table);
+        let watch = ProgressWatch::default();
         let ctx = Ctx {
-            printer: printer.answering(&[]),
+            printer: printer.answering(&[]).watched(watch.clone()),
             config: self.config.clone(),
             aws: self.aws.clone(),
             interrupt: self.interrupt.clone(),
             opener: self.opener.clone(),
             reason: self.reason.clone(),
         };
-        (ctx, captured)
+        (ctx, captured, watch)
     }
 
     fn classifier(&self) -> Result<Classifier> {
@@ -85,11 +92,16 @@ impl Worker {
         }
     }
 
-    /// Start the work an effect asks for (Quit and None are the caller's).
+    /// The queue at index `i` of the UI's list.
+    pub fn queue(&self, i: usize) -> Option<QueueRef> {
+        self.queues.get(i).cloned()
+    }
+
+    /// Start the work an effect asks for (Quit, Stop and Edit are the caller's).
     pub fn perform(&mut self, e: Effect) {
         let (base, tx) = (self.base.clone(), self.tx.clone());
         match e {
-            Effect::None | Effect::Quit | Effect::Stop => {}
+            Effect::None | Effect::Quit | Effect::Stop | Effect::Edit { .. } => {}
             Effect::LoadQueues => {
                 for (i, (q, reading)) in self.queues.iter().zip(&self.reading).enumerate() {
                     if reading.swap(true, Ordering::SeqCst) {
@@ -104,15 +116,20 @@ impl Worker {
                     });
                 }
             }
-            Effect::LoadGroups { queue, query } => {
+            Effect::LoadGroups {
+                queue,
+                query,
+                class,
+            } => {
                 let Some(q) = self.queues.get(queue).cloned() else {
                     return;
                 };
                 tokio::spawn(async move {
-                    let groups = loaded(groups(&base, q, query.as_deref()).await);
+                    let groups = loaded(groups(&base, q, query.as_deref(), class, &tx).await);
                     let _ = tx.send(Loaded::Groups {
                         queue,
                         query,
+                        class,
                         groups,
                     });
                 });
@@ -121,12 +138,13 @@ impl Worker {
                 queue,
                 fingerprint,
                 query,
+                class,
             } => {
                 let Some(q) = self.queues.get(queue).cloned() else {
                     return;
                 };
                 tokio::spawn(async move {
-                    let r = messages(&base, q, &fingerprint, query.as_deref()).await;
+                    let r = messages(&base, q, &fingerprint, query.as_deref(), class).await;
                     let _ = tx.send(Loaded::Messages {
                         queue,
                         fingerprint: Some(fingerprint),
@@ -139,6 +157,9 @@ impl Worker {
                 queue,
                 fingerprint,
                 query,
+                class,
+                reason,
+                ids,
                 to,
             } => {
                 let Some(q) = self.queues.get(queue).cloned() else {
@@ -152,6 +173,9 @@ impl Worker {
                         source: q,
                         fingerprint,
                         query,
+                        class,
+                        ids,
+                        reason,
                     };
                     let r = run(&base, kind, group, to.as_deref(), &tx, asked).await;
                     if let Err(e) = r {
@@ -176,16 +200,23 @@ fn loaded<T>(r: Result<T>) -> Load<T> {
 }
 
 /// The filter of a group: its fingerprint and the view's `--where` (the commands' parser).
-fn filter(ctx: &Ctx, fingerprint: Option<&str>, query: Option<&str>) -> Result<Filter> {
+fn filter(
+    ctx: &Ctx,
+    fingerprint: Option<&str>,
+    query: Option<&str>,
+    ids: &[String],
+    class: Option<&str>,
+) -> Result<Filter> {
     let fingerprints: Vec<String> = fingerprint.map(str::to_string).into_iter().collect();
+    let class: Vec<String> = class.map(str::to_string).into_iter().collect();
     let mut f = crate::settings::build_filter(FilterInput {
-        class: &[],
+        class: &class,
         body: None,
         error: None,
         attrs: &[],
         older_than: None,
         newer_than: None,
-        ids: &[],
+        ids,
         ids_from: None,
         fingerprints: &fingerprints,
         query,
@@ -246,18 +277,24 @@ fn seen(t: Option<DateTime<Utc>>) -> String {
 }
 
 /// The failure groups: `classify --by fingerprint` under the view's `--where`.
-async fn groups(base: &Base, queue: QueueRef, query: Option<&str>) -> Result<GroupList> {
-    let (ctx, _) = base.ctx();
+async fn groups(
+    base: &Base,
+    queue: QueueRef,
+    query: Option<&str>,
+    class: Option<&str>,
+    tx: &mpsc::UnboundedSender<Loaded>,
+) -> Result<GroupList> {
+    let (ctx, _, watch) = base.watched_ctx();
     let req = ClassifyRequest {
         queue,
-        filter: filter(&ctx, None, query)?,
+        filter: filter(&ctx, None, query, &[], class)?,
         classifier: base.classifier()?,
         dedupe: None,
         max: None,
         explain: false,
         by: vec![GroupKey::Fingerprint],
     };
-    let r = crate::ops::classify::report(&ctx, &req).await?;
+    let r = reporting(&watch, false, tx, crate::ops::classify::report(&ctx, &req)).await?;
     let items = r
         .groups
         .unwrap_or_default()
@@ -290,10 +327,11 @@ async fn messages(
     q: QueueRef,
     fingerprint: &str,
     query: Option<&str>,
+    class: Option<&str>,
 ) -> Result<Vec<MessageItem>> {
     let (ctx, _) = base.ctx();
     let classifier = base.classifier()?;
-    let f = filter(&ctx, Some(fingerprint), query)?;
+    let f = filter(&ctx, Some(fingerprint), query, &[], class)?;
     let b = ctx.opener.open(&q.address, &q.source_options()).await?;
     let now = Utc::now();
     let mut out = Vec::new();
@@ -339,11 +377,16 @@ fn item(m: &crate::message::Message, c: &Classifier, now: DateTime<Utc>) -> Mess
     }
 }
 
-/// The messages an action takes: a queue's group under the view's filter.
+/// The messages an action takes: a queue's group under the view's filter; of those, the
+/// marked ones when there are any (by id, as `--id` selects them).
 struct Group {
     source: QueueRef,
     fingerprint: String,
     query: Option<String>,
+    class: Option<&'static str>,
+    ids: Vec<String>,
+    /// Typed in the UI where the audit requires one (None: `dlqctl ui --reason`'s).
+    reason: Option<String>,
 }
 
 /// Redrive, replay or purge one group: the CLI's prepare (its plan and count), the UI's
@@ -356,12 +399,21 @@ async fn run(
     tx: &mpsc::UnboundedSender<Loaded>,
     asked: oneshot::Receiver<bool>,
 ) -> Result<()> {
-    let (ctx, captured) = base.ctx();
+    if kind == RunKind::Export {
+        return export(base, group, to.unwrap_or_default(), tx).await;
+    }
+    let (mut ctx, captured, watch) = base.watched_ctx();
     let Group {
         source,
         fingerprint,
         query,
+        class,
+        ids,
+        reason,
     } = group;
+    if reason.is_some() {
+        ctx.reason = reason;
+    }
     let to = to.map(|t| ctx.target(t, &source)).transpose()?;
     // The loop guard of the queue, as `redrive` and `replay` apply it (`purge` has none).
     let max_redrives = match kind {
@@ -372,9 +424,9 @@ async fn run(
         mode: match kind {
             RunKind::Redrive => Mode::Redrive,
             RunKind::Replay => Mode::Replay,
-            RunKind::Purge => Mode::Purge,
+            RunKind::Purge | RunKind::Export => Mode::Purge,
         },
-        filter: filter(&ctx, Some(&fingerprint), query.as_deref())?,
+        filter: filter(&ctx, Some(&fingerprint), query.as_deref(), &ids, class)?,
         classifier: base.classifier()?,
         source,
         to,
@@ -389,7 +441,7 @@ async fn run(
         park: None,
         transform: None,
     };
-    let prepared = crate::ops::moves::prepare(&ctx, &req).await?;
+    let prepared = reporting(&watch, true, tx, crate::ops::moves::prepare(&ctx, &req)).await?;
     let _ = tx.send(Loaded::Action(Action::Confirm {
         plan: prepared.plan(&req),
         count: prepared.count(&req),
@@ -398,7 +450,13 @@ async fn run(
     if asked.await != Ok(true) {
         return Ok(());
     }
-    let ended = crate::ops::moves::start(&ctx, req, prepared).await;
+    let ended = reporting(
+        &watch,
+        true,
+        tx,
+        crate::ops::moves::start(&ctx, req, prepared),
+    )
+    .await;
     let _ = tx.send(Loaded::Action(match ended {
         Ok(e) => Action::Done {
             summary: captured.screen(),
@@ -407,4 +465,65 @@ async fn run(
         Err(e) => Action::Failed(format!("{}\n{e}", captured.screen())),
     }));
     Ok(())
+}
+
+/// `E`: the group (or its marked messages) written to `path` by `export -o PATH`'s own code
+/// (nothing is asked: nothing changes; an existing file is refused as the command refuses it).
+async fn export(
+    base: &Base,
+    group: Group,
+    path: &str,
+    tx: &mpsc::UnboundedSender<Loaded>,
+) -> Result<()> {
+    let (ctx, captured, watch) = base.watched_ctx();
+    let req = crate::ops::read::ExportRequest {
+        read: crate::ops::read::ReadRequest {
+            filter: filter(
+                &ctx,
+                Some(&group.fingerprint),
+                group.query.as_deref(),
+                &group.ids,
+                group.class,
+            )?,
+            queue: group.source,
+            classifier: base.classifier()?,
+            max: None,
+            explain: false,
+        },
+        output: Some(path.into()),
+        force: false,
+    };
+    let ended = reporting(&watch, true, tx, crate::ops::read::export(&ctx, req)).await;
+    let _ = tx.send(Loaded::Action(match ended {
+        Ok(code) => Action::Done {
+            summary: captured.screen(),
+            ok: code == exit::OK,
+        },
+        Err(e) => Action::Failed(format!("{}\n{e}", captured.screen())),
+    }));
+    Ok(())
+}
+
+/// Await `work`, sending how far its progress bar is (the one the CLI would draw) every
+/// 250 ms: `run`, of a run (plan, redrive, export…), else of the groups' read.
+async fn reporting<T>(
+    watch: &ProgressWatch,
+    run: bool,
+    tx: &mpsc::UnboundedSender<Loaded>,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    let mut work = std::pin::pin!(work);
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            t = &mut work => return t,
+            _ = tick.tick() => {
+                if let Some((what, n, of)) = watch.now() {
+                    let of = of.map_or(String::new(), |t| format!(" of {t}"));
+                    let text = format!("{what}: {n}{of} messages read…");
+                    let _ = tx.send(Loaded::Progress { run, text });
+                }
+            }
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::harness::{Db, Kafka, Rec, Sandbox, java_partition};
 
 /// Spring's DeadLetterPublishingRecoverer: names as text, numbers big-endian binary.
-async fn spring_dlt(k: &Kafka, dlt: &str, n: i64) {
+pub async fn spring_dlt(k: &Kafka, dlt: &str, n: i64) {
     for i in 0..n {
         let (cause, msg) = if i % 2 == 0 {
             ("java.net.SocketTimeoutException", "Read timed out")

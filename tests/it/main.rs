@@ -39,4 +39,6 @@ mod systems;
 mod terminal;
 mod triage;
 mod ui;
+mod ui_backends;
+mod ui_million;
 mod widths;

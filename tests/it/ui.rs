@@ -19,7 +19,7 @@ struct Screen {
     closed: bool,
 }
 
-struct Tui {
+pub struct Tui {
     screen: Arc<(Mutex<Screen>, Condvar)>,
     keys: Box<dyn Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
@@ -28,12 +28,12 @@ struct Tui {
 
 impl Tui {
     /// `dlqctl ARGS` in an 80x24 pseudo-terminal, in the sandbox's clean environment.
-    fn start(sb: &Sandbox, args: &[&str]) -> Tui {
+    pub fn start(sb: &Sandbox, args: &[&str]) -> Tui {
         Tui::start_env(sb, args, &[])
     }
 
     /// The same, with `env` added to the environment.
-    fn start_env(sb: &Sandbox, args: &[&str], env: &[(String, String)]) -> Tui {
+    pub fn start_env(sb: &Sandbox, args: &[&str], env: &[(String, String)]) -> Tui {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: 24,
@@ -94,32 +94,37 @@ impl Tui {
 
     /// Wait until the screen shows `text`; the screen then. Fails with the screen as it is
     /// after [`PATIENCE`].
-    fn wait_for(&self, text: &str) -> String {
+    pub fn wait_for(&self, text: &str) -> String {
+        self.wait_until(&format!("{text:?}"), |s| s.contains(text))
+    }
+
+    /// Wait until the screen is as `ok` wants it (`what` names that for the failure).
+    pub fn wait_until(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let (lock, cv) = &*self.screen;
         let deadline = Instant::now() + PATIENCE;
         let mut sc = lock.lock().unwrap();
         loop {
             let shown = text_of(sc.parser.screen());
-            if shown.contains(text) {
+            if ok(&shown) {
                 return shown;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             assert!(
                 !left.is_zero() && !sc.closed,
-                "the screen never showed {text:?}; it shows:\n{shown}"
+                "the screen never showed {what}; it shows:\n{shown}"
             );
             sc = cv.wait_timeout(sc, left).unwrap().0;
         }
     }
 
-    fn press(&mut self, keys: &str) {
+    pub fn press(&mut self, keys: &str) {
         self.keys.write_all(keys.as_bytes()).unwrap();
         self.keys.flush().unwrap();
     }
 
     /// Wait for the program to end (it closes the terminal); its exit code. The terminal
     /// must be as it was given: off the alternate screen, the cursor shown.
-    fn exit_code(mut self) -> u32 {
+    pub fn exit_code(mut self) -> u32 {
         let (lock, cv) = &*self.screen;
         let deadline = Instant::now() + PATIENCE;
         let mut sc = lock.lock().unwrap();
@@ -139,8 +144,12 @@ impl Tui {
     }
 
     /// What the terminal shows (after the program ended: the main screen).
-    fn shown(&self) -> String {
+    pub fn shown(&self) -> String {
         text_of(self.screen.0.lock().unwrap().parser.screen())
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.process_id().expect("a pid")
     }
 
     /// Send the program a signal.
@@ -202,6 +211,175 @@ async fn a_group_redriven_in_the_ui_arrives_in_the_target() {
     let runs = runs.as_array().expect("runs");
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["command"], "redrive", "{runs:?}");
+}
+
+/// Two of the group's messages marked with space: the redrive takes those two, by id.
+#[tokio::test]
+async fn the_marked_messages_are_redriven_and_the_rest_stay() {
+    let db = seeded("ui_marked").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("\r");
+    ui.wait_for("── pay-1");
+    ui.press(" ");
+    ui.wait_for("*pay-1");
+    ui.press("jj ");
+    ui.wait_for("2 marked");
+    ui.press("R");
+    ui.wait_for("will move: 2 (2 of 17 pass the filter, counted now)");
+    ui.wait_for("y to start");
+    ui.press("y");
+    ui.wait_for("moved 2 · skipped 15 (filter) · failed 0");
+    ui.press("\r");
+    ui.wait_for("groups of 15 messages");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    let moved = db
+        .query_strings("SELECT message_id FROM {s}.queue_messages ORDER BY message_id")
+        .await;
+    assert_eq!(moved, ["pay-1", "pay-3"]);
+}
+
+/// `E` writes the group as `export -o` does; it changes nothing, so `--read-only` allows it.
+#[tokio::test]
+async fn a_group_exported_in_the_ui_is_written_and_kept() {
+    let db = seeded("ui_export").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", "--read-only", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("E");
+    ui.wait_for("export to (a file, JSON Lines): _");
+    ui.press("group.jsonl\r");
+    ui.wait_for("export: done");
+    ui.wait_for("exported 5 messages to group.jsonl");
+    ui.press("\r");
+    ui.wait_for("groups of 17 messages");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    let file = std::fs::read_to_string(sb.path("group.jsonl")).expect("the export");
+    let mut ids: Vec<String> = file
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].to_string())
+        .collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            "\"pay-1\"",
+            "\"pay-2\"",
+            "\"pay-3\"",
+            "\"pay-4\"",
+            "\"pay-5\""
+        ]
+    );
+    assert_eq!(db.count("dead_letters").await, 17);
+}
+
+/// `e` steps aside for `dlqctl edit`: the editor (a script that changes the body), the
+/// command's question on the terminal, then the UI again; the edited copy is in the target.
+#[tokio::test]
+async fn a_message_edited_from_the_ui_is_sent_as_edited() {
+    let db = seeded("ui_edit").await;
+    let sb = Sandbox::new();
+    let fix = crate::terminal::editor_script(
+        &sb,
+        "fix.sh",
+        r#"sed -i 's/"order_id": 101/"order_id": 999/' "$1""#,
+    );
+    let env = [
+        ("EDITOR".to_string(), fix),
+        (
+            "DLQCTL_STATE_DIR".to_string(),
+            sb.path("state").to_string_lossy().into_owned(),
+        ),
+    ];
+    let mut ui = Tui::start_env(&sb, &["ui", &db.dlq()], &env);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("\r");
+    ui.wait_for("── pay-1");
+    ui.press("e");
+    ui.wait_for("Send the edited copy");
+    ui.press("y");
+    ui.wait_for("enter: back to dlqctl ui");
+    ui.press("\r");
+    ui.wait_for("edit of pay-1: done");
+    ui.wait_for("groups of 16 messages");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    let sent = db
+        .query_strings("SELECT message_id || ' ' || (payload->>'order_id') FROM {s}.queue_messages")
+        .await;
+    assert_eq!(sent, ["pay-1 999"]);
+}
+
+/// `c` shows the transient groups only (`--class transient`), and a run on one takes that class.
+#[tokio::test]
+async fn c_narrows_the_groups_to_a_class() {
+    let db = seeded("ui_class").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("groups of 17 messages");
+    ui.press("c");
+    ui.wait_for("2 groups of 6 messages · transient");
+    ui.press("R");
+    ui.wait_for("will move: 3 (3 of 17 pass the filter, counted now)");
+    ui.press("y");
+    ui.wait_for("moved 3 · skipped 14 (filter) · failed 0");
+    ui.press("\r");
+    ui.wait_for("1 groups of 3 messages · transient");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    assert_eq!(db.count("queue_messages").await, 3);
+}
+
+/// `[audit] require_reason` without `--reason`: the UI asks for one before the plan; it is
+/// recorded in the audit trail; an empty one does nothing.
+#[tokio::test]
+async fn a_reason_is_asked_where_the_audit_requires_one() {
+    let db = seeded("ui_reason").await;
+    let sb = Sandbox::new();
+    sb.write("dlqctl.toml", "[audit]\nrequire_reason = true\n");
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("R");
+    ui.wait_for("reason (the audit trail requires one): _");
+    ui.press("\r");
+    ui.wait_for("redrive: a reason is required ([audit] require_reason); nothing done");
+    ui.press("R");
+    ui.wait_for("reason (the audit trail requires one): _");
+    ui.press("INC-31 card expiry fixed\r");
+    ui.wait_for("y to start");
+    ui.press("y");
+    ui.wait_for("moved 5 · skipped 12 (filter) · failed 0");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    let runs = sb.run(&["audit", "--output", "json"]).ok().json();
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+    assert_eq!(runs[0]["reason"], "INC-31 card expiry fixed", "{runs}");
+}
+
+/// Each refresh (`r` here) adds the queue's depth to the sparkline under the queues.
+#[tokio::test]
+async fn the_queues_view_draws_the_depth_of_each_refresh() {
+    let db = seeded("ui_spark").await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
+    ui.wait_for("5 uncl");
+    ui.press("r");
+    ui.wait_for("depth, 2 refreshes ██");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
 }
 
 #[tokio::test]

@@ -1,0 +1,104 @@
+//! `dlqctl ui` on the other backends, driven in a pseudo-terminal as in ui.rs: the largest
+//! failure group of a Kafka dead-letter topic, a RabbitMQ dead-letter queue and Sidekiq's dead
+//! set is redriven from the UI, and arrives where the CLI's redrive sends it.
+
+use lapin::BasicProperties;
+
+use crate::amqp::{Kind, Rabbit, s, table};
+use crate::harness::{Kafka, Sandbox};
+use crate::redis_harness::RedisDb;
+use crate::ui::Tui;
+
+/// Open the only queue's groups, redrive the first (the largest: `count` messages of `total`;
+/// `left` after it), quit; what the summary said.
+fn redrive_first_group(ui: &mut Tui, backend: &str, count: u64, total: u64, left: u64) -> String {
+    ui.wait_for("dlqctl ui · queues");
+    ui.wait_for(backend);
+    ui.press("\r");
+    ui.wait_for(&format!("groups of {total} messages"));
+    ui.wait_for("selected group");
+    ui.press("R");
+    ui.wait_for("y to start");
+    ui.press("y");
+    ui.wait_for("redrive: done");
+    let summary = ui.wait_for(&format!("moved {count} · "));
+    ui.press("\r");
+    ui.wait_for(&format!("groups of {left} messages"));
+    ui.press("q");
+    summary
+}
+
+/// A Spring dead-letter topic of 9: 5 time-outs (the first group), 4 parse errors; the
+/// time-outs go back to their original topic.
+#[tokio::test(flavor = "multi_thread")]
+async fn kafka_a_group_redriven_in_the_ui_arrives_in_the_original_topic() {
+    let k = Kafka::new("ui");
+    k.create("orders", 1, &[]).await;
+    k.create("dlt", 1, &[]).await;
+    crate::kafka::spring_dlt(&k, "dlt", 9).await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start_env(&sb, &["ui", &k.url("dlt")], &k.env());
+    // A topic is a log: the records redriven stay in it (the redrive group's offsets say
+    // they were), and the groups read the topic whole, as `classify` does.
+    redrive_first_group(&mut ui, "kafka", 5, 9, 9);
+    assert_eq!(ui.exit_code(), 0);
+    let back = k.read_until("orders", |r| r.len() >= 5).await;
+    let bodies: Vec<String> = back
+        .iter()
+        .map(|r| String::from_utf8_lossy(r.3.as_deref().unwrap()).into_owned())
+        .collect();
+    assert_eq!(
+        bodies,
+        (0..9)
+            .step_by(2)
+            .map(|i| format!("{{\"order\": {i}}}"))
+            .collect::<Vec<_>>(),
+        "the time-outs, in order"
+    );
+    let runs = sb.run(&["audit", "--output", "json"]).ok().json();
+    assert_eq!(runs[0]["command"], "redrive", "{runs}");
+}
+
+/// Three messages rejected by a work queue (the first group) and one a framework wrote with
+/// its own error: the three go back to the work queue, the other stays.
+#[tokio::test(flavor = "multi_thread")]
+async fn rabbitmq_a_group_redriven_in_the_ui_goes_back_to_its_queue() {
+    let r = Rabbit::new("ui").await;
+    r.pair(Kind::Classic, "orders", "dlq").await;
+    let ids = r.dead_letters("orders", "dlq", "m", 3).await;
+    r.publish(
+        "dlq",
+        b"{}",
+        BasicProperties::default()
+            .with_message_id("other-1".into())
+            .with_headers(table(&[("x-exception-message", s("boom"))])),
+    )
+    .await;
+    r.wait_ready("dlq", 4).await;
+    let sb = Sandbox::new();
+    let mut ui = Tui::start_env(&sb, &["ui", &r.url("dlq")], &r.env());
+    redrive_first_group(&mut ui, "rabbitmq", 3, 4, 1);
+    assert_eq!(ui.exit_code(), 0);
+    let mut back: Vec<String> = r.drain_ids("orders").await.into_iter().flatten().collect();
+    back.sort();
+    assert_eq!(back, ids);
+    let left: Vec<Option<String>> = r.drain_ids("dlq").await;
+    assert_eq!(left, [Some("other-1".to_string())]);
+}
+
+/// Sidekiq's own processor kills 5 jobs: 3 time out (the first group), 2 are invalid; the
+/// time-outs are retried in their queue, the others stay dead.
+#[tokio::test(flavor = "multi_thread")]
+async fn sidekiq_a_group_redriven_in_the_ui_is_retried_in_its_queue() {
+    let db = RedisDb::new().await;
+    db.sidekiq_worker(&["seed", "5", "ord"]);
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.sidekiq()]);
+    redrive_first_group(&mut ui, "sidekiq", 3, 5, 2);
+    assert_eq!(ui.exit_code(), 0);
+    assert_eq!(db.sidekiq_queue_jids("default").await.len(), 3);
+    assert_eq!(db.sidekiq_dead_jids().await.len(), 2);
+    // Sidekiq runs them: the retried are the time-outs (orders 0, 2, 4).
+    db.sidekiq_worker(&["work", "3"]);
+    assert_eq!(db.lrange("fixture:done").await.len(), 3);
+}
