@@ -402,6 +402,31 @@ mod tests {
         assert_eq!(c.classify(&Message::default()).rule, "no-error-recorded");
     }
 
+    /// The set and a rule's own regex are both ASCII-only (rule.rs): on a text with non-ASCII
+    /// letters around the match, `classify` and `--explain` still agree, and the span slices the
+    /// text at character boundaries.
+    #[test]
+    fn non_ascii_texts_are_classified_alike_with_and_without_explain() {
+        let c = Classifier::builtin();
+        for (text, rule) in [
+            (
+                "Zeitüberschreitung: Connection refused (Größe 503 €)",
+                "socket-error-text",
+            ),
+            ("Ошибка: KeyError: 'тайм-аут'", "argument-error"),
+            ("注文 88213: deadlock detected", "lock-conflict"),
+            ("ünknöwn fäilure", "unrecognised-error"),
+        ] {
+            let e = c.explain_text(text);
+            let got = c.classify(&with_error(text));
+            assert_eq!((got.kind, got.rule.as_str()), (e.kind, rule), "{text}");
+            assert_eq!(e.rule, rule, "{text}");
+            if let Some(span) = e.span {
+                assert_eq!(&text[span.start..span.end], span.text, "{text}");
+            }
+        }
+    }
+
     #[test]
     fn the_innermost_cause_decides() {
         let c = Classifier::builtin();

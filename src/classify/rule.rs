@@ -7,7 +7,8 @@
 
 use std::sync::{LazyLock, OnceLock};
 
-use regex::{Regex, RegexSet, RegexSetBuilder};
+use regex::Regex;
+use regex::bytes::{Regex as BytesRegex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde::Deserialize;
 
 use super::{Kind, Span};
@@ -33,19 +34,30 @@ pub struct Rule {
 /// A rule's error regex. A built-in rule's is compiled on first use: `classify` decides with
 /// the set alone, and only `--explain` needs a rule's own regex (for the span). Compiling the
 /// 50-odd of them up front cost 8 MiB of memory that plain classification never used.
+///
+/// A built-in rule's regex is ASCII-only (`unicode(false)`, as in the set): its patterns are
+/// ASCII, and Unicode `(?i)`, `\b` and `\s` made the set's automaton larger and slower (see
+/// [`SET_DFA_BYTES`]). A user rule's keeps the regex crate's Unicode defaults.
 #[derive(Clone)]
 struct ErrorRegex {
     pattern: String,
-    re: OnceLock<Regex>,
+    unicode: bool,
+    re: OnceLock<BytesRegex>,
 }
 
 impl ErrorRegex {
-    fn get(&self) -> &Regex {
+    fn get(&self) -> &BytesRegex {
         self.re.get_or_init(|| {
             // The same pattern already compiled, as part of the set or on its own.
-            Regex::new(&self.pattern).expect("a rule's regex compiles")
+            compile_error_regex(&self.pattern, self.unicode).expect("a rule's regex compiles")
         })
     }
+}
+
+/// An error regex; the error text is matched as bytes, so that an ASCII-only regex (the
+/// built-in rules') may use `.`, `\S` and `[^…]` like a Unicode one.
+fn compile_error_regex(pattern: &str, unicode: bool) -> Result<BytesRegex, regex::Error> {
+    RegexBuilder::new(pattern).unicode(unicode).build()
 }
 
 /// The built-in rules, in order: `match` has exactly the shape of a `[[rules]]` entry in
@@ -73,12 +85,18 @@ pub(super) struct Builtin {
 /// for the 74 rules with 32; peak RSS 12 MiB above that run). A queue's texts repeat, so
 /// it usually fills a fraction of this: the cache only grows as states are built, and the cap
 /// is the worst case.
+///
+/// The set is ASCII-only (`unicode(false)`: the patterns are ASCII; `(?i)` no longer adds the
+/// Kelvin sign and the long s to every k and s, and `\b` no longer makes the lazy DFA give up on
+/// non-ASCII text). `examples/classify_bench.rs` (release, the 839 texts of the third round
+/// cycled to 1,000,000 messages): 14.96 s and 57.3 MiB peak RSS with Unicode, 2.03 s and
+/// 46.9 MiB ASCII-only. The cap still matters: 32 MiB or less thrashes (over 30 s).
 const SET_DFA_BYTES: usize = 48 << 20;
 
 impl Builtin {
     /// The index of the first rule whose regex matches `text`.
     pub fn first(&self, text: &str) -> Option<usize> {
-        self.set.matches(text).iter().next()
+        self.set.matches(text.as_bytes()).iter().next()
     }
 }
 
@@ -100,6 +118,7 @@ pub(super) fn builtin() -> &'static Builtin {
                 .expect("every built-in rule matches the error text")
         });
         let set = RegexSetBuilder::new(patterns)
+            .unicode(false)
             .dfa_size_limit(SET_DFA_BYTES)
             .build()
             .expect("built-in rules compile as one set");
@@ -144,10 +163,17 @@ impl Rule {
                     // `--explain` needs it.
                     let compiled = OnceLock::new();
                     if !builtin {
-                        let _ = compiled.set(compile("match.error", re)?);
+                        let user = compile_error_regex(re, true).map_err(|e| {
+                            format!(
+                                "rule `{name}`: match.error is not a valid regex ({})",
+                                one_line(&e.to_string())
+                            )
+                        })?;
+                        let _ = compiled.set(user);
                     }
                     Ok::<_, String>(ErrorRegex {
                         pattern: re.to_string(),
+                        unicode: !builtin,
                         re: compiled,
                     })
                 })
@@ -173,7 +199,7 @@ impl Rule {
     /// Whether every condition of this rule holds for `m` (`error`: its error text).
     pub(super) fn holds(&self, m: &Message, error: Option<&str>, body: &str) -> bool {
         if let Some(re) = &self.error
-            && !error.is_some_and(|e| re.get().is_match(e))
+            && !error.is_some_and(|e| re.get().is_match(e.as_bytes()))
         {
             return false;
         }
@@ -200,13 +226,13 @@ impl Rule {
         let mut span = None;
         if let Some(re) = &self.error {
             let (error, part) = (error?, part?);
-            let found = re.get().find(part)?;
+            let found = re.get().find(part.as_bytes())?;
             let base = part.as_ptr() as usize - error.as_ptr() as usize;
             span = Some(Span {
                 field: "error".into(),
                 start: base + found.start(),
                 end: base + found.end(),
-                text: found.as_str().to_string(),
+                text: String::from_utf8_lossy(found.as_bytes()).into_owned(),
             });
         }
         if let Some(re) = &self.body {
