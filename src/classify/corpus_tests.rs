@@ -249,10 +249,11 @@ fn builtin_rules_against_the_held_out_corpus() {
 /// reach it yet (docs/classification.md, "The held-out measure"). What they reached is held here
 /// so that a rule change cannot go back: raise these as the rules improve, never lower them.
 /// (The second round of taxonomy rules, 2026-12-05, took it from 216 right, 7 wrong and 7
-/// ambiguous classified to 240, 6 and 9; the third, the same day, to 254, 4 and 8.)
-const HELD_OUT_RIGHT_AT_LEAST: usize = 254;
+/// ambiguous classified to 240, 6 and 9; the third, the same day, to 254, 4 and 8; the fourth,
+/// later that day, to 256, 4 and 6.)
+const HELD_OUT_RIGHT_AT_LEAST: usize = 256;
 const HELD_OUT_WRONG_DIRECTION_AT_MOST: usize = 4;
-const HELD_OUT_AMBIGUOUS_CLASSIFIED_AT_MOST: usize = 8;
+const HELD_OUT_AMBIGUOUS_CLASSIFIED_AT_MOST: usize = 6;
 
 fn hold_the_floor(tallies: &BTreeMap<String, Tally>) {
     let sum = |f: fn(&Tally) -> usize| tallies.values().map(f).sum::<usize>();
