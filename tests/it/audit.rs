@@ -319,6 +319,25 @@ async fn a_run_stopped_by_a_second_ctrl_c_says_how_many_moved() {
     .execute(&mut *tx)
     .await
     .unwrap();
+    // Wait until the run's next batch is blocked on that lock. Then the first Ctrl-C cannot
+    // end the run between two batches (it would stop cleanly and write its outcome), and the
+    // run has counted every batch before it (it sends the next one only after counting the
+    // last), so the copies counted now are what its progress must say.
+    let schema = table.split('.').next().unwrap().to_string();
+    wait_until(Duration::from_secs(60), "the run's next batch to wait on the lock", || {
+        let (pool, schema) = (&pool, &schema);
+        async move {
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dlqctl' AND wait_event_type = 'Lock' AND position($1 in query) > 0",
+            )
+            .bind(schema)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+            waiting > 0
+        }
+    })
+    .await;
     let moved = p.copies().await;
     let mut stderr = child.stderr.take().unwrap();
     let interrupt = || {
