@@ -80,30 +80,17 @@ impl RedisDb {
 
     /// The jids of the jobs waiting in Sidekiq's `queue:NAME`.
     pub async fn sidekiq_queue_jids(&self, queue: &str) -> Vec<String> {
-        self.lrange(&format!("queue:{queue}"))
-            .await
-            .iter()
-            .map(|j| {
-                serde_json::from_str::<serde_json::Value>(j).unwrap()["jid"]
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
+        jids(&self.lrange(&format!("queue:{queue}")).await)
     }
 
     /// The jids in Sidekiq's dead set.
     pub async fn sidekiq_dead_jids(&self) -> Vec<String> {
-        self.zrange("dead")
-            .await
-            .iter()
-            .map(|j| {
-                serde_json::from_str::<serde_json::Value>(j).unwrap()["jid"]
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect()
+        self.sidekiq_set_jids("dead").await
+    }
+
+    /// The jids of the jobs in a sorted set of Sidekiq's (`dead`, `retry`, `NS:dead`).
+    pub async fn sidekiq_set_jids(&self, key: &str) -> Vec<String> {
+        jids(&self.zrange(key).await)
     }
 
     /// Run Sidekiq's processor (tests/fixtures/sidekiq_worker.rb) on this database.
@@ -222,4 +209,16 @@ pub async fn seed_bullmq(db: &RedisDb, q: &str, n: usize) -> Vec<String> {
     let mut con = db.con.clone();
     let _: redis::Value = pipe.query_async(&mut con).await.unwrap();
     ids
+}
+
+/// The `jid` of each Sidekiq job (its JSON).
+fn jids(jobs: &[String]) -> Vec<String> {
+    jobs.iter()
+        .map(|j| {
+            serde_json::from_str::<serde_json::Value>(j).unwrap()["jid"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
 }

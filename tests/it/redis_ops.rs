@@ -119,17 +119,7 @@ async fn a_dead_set_sidekiq_wrote_under_a_namespace_is_retried_and_worked_by_it(
         0,
         "Sidekiq wrote outside its namespace"
     );
-    let dead: Vec<String> = db
-        .q::<Vec<String>>(redis::cmd("ZRANGE").arg("shop:dead").arg(0).arg(-1))
-        .await
-        .iter()
-        .map(|j| {
-            serde_json::from_str::<serde_json::Value>(j).unwrap()["jid"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let dead = db.sidekiq_set_jids("shop:dead").await;
     assert_eq!(dead.len(), 4, "{dead:?}");
     let url = format!("{}&namespace=shop", db.sidekiq());
     let sb = Sandbox::new();

@@ -323,18 +323,22 @@ async fn every_command_works_on_every_job_system() {
     }
 }
 
+/// A database of its own with River's tables and the first case's seeded jobs.
+async fn river(name: &str) -> Db {
+    let case = cases().into_iter().next().unwrap();
+    let db = Db::new(name).await;
+    for sql in [case.ddl, case.seed] {
+        sqlx::raw_sql(AssertSqlSafe(fill(sql, &db)))
+            .execute(&db.pool)
+            .await
+            .unwrap();
+    }
+    db
+}
+
 #[tokio::test]
 async fn a_river_retry_that_meets_an_active_twin_is_skipped_not_fatal() {
-    let case = cases().into_iter().next().unwrap();
-    let db = Db::new("twin_river").await;
-    sqlx::raw_sql(AssertSqlSafe(fill(case.ddl, &db)))
-        .execute(&db.pool)
-        .await
-        .unwrap();
-    sqlx::raw_sql(AssertSqlSafe(fill(case.seed, &db)))
-        .execute(&db.pool)
-        .await
-        .unwrap();
+    let db = river("twin_river").await;
     db.exec("UPDATE {s}.river_job SET unique_key = '\\x01' WHERE id IN (2, 6)")
         .await;
     let url = format!("{}?system=river&schema={}", pg_url(), db.schema);
@@ -369,16 +373,8 @@ async fn a_river_retry_that_meets_an_active_twin_is_skipped_not_fatal() {
 /// reported, the twin left and failed), while the first range's retry is counted.
 #[tokio::test]
 async fn ranges_retried_side_by_side_skip_held_jobs_and_twins() {
-    let case = cases().into_iter().next().unwrap();
-    let db = Db::new("pair_river").await;
-    sqlx::raw_sql(AssertSqlSafe(fill(case.ddl, &db)))
-        .execute(&db.pool)
-        .await
-        .unwrap();
-    sqlx::raw_sql(AssertSqlSafe(fill(case.seed, &db)))
-        .execute(&db.pool)
-        .await
-        .unwrap();
+    let db = river("pair_river").await;
+    let retried = cases().into_iter().next().unwrap().retried;
     db.exec("UPDATE {s}.river_job SET unique_key = '\\x01' WHERE id IN (4, 6)")
         .await;
     let mut tx = db.pool.begin().await.unwrap();
@@ -420,7 +416,7 @@ async fn ranges_retried_side_by_side_skip_held_jobs_and_twins() {
         .await,
         2
     );
-    assert_eq!(count(&db, case.retried).await, 3);
+    assert_eq!(count(&db, retried).await, 3);
 }
 
 #[tokio::test]
