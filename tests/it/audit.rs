@@ -363,8 +363,30 @@ async fn a_run_stopped_by_a_second_ctrl_c_says_how_many_moved() {
     }
     interrupt();
     let status = child.wait().unwrap();
-    tx.rollback().await.unwrap();
     assert_eq!(status.code(), Some(130));
+    // The server notices that the run is gone and cancels its waiting batch (dlqctl asks it to
+    // check, `client_connection_check_interval`): released now, the lock lets nothing more move
+    // after the run's last progress record.
+    wait_until(Duration::from_secs(60), "the server to cancel the run's waiting batch", || {
+        let (pool, schema) = (&pool, &schema);
+        async move {
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dlqctl' AND position($1 in query) > 0",
+            )
+            .bind(schema)
+            .fetch_one(pool)
+            .await
+            .unwrap();
+            waiting == 0
+        }
+    })
+    .await;
+    tx.rollback().await.unwrap();
+    assert_eq!(
+        p.copies().await,
+        moved,
+        "a batch moved after the run was stopped"
+    );
     let r = runs(&sb);
     assert_eq!(r.len(), 1, "{r:?}");
     assert!(r[0]["outcome"].is_null(), "stopped at once: {}", r[0]);

@@ -100,10 +100,34 @@ pub async fn connect(c: &PgConn) -> Result<PgPool> {
         })?
         .map_err(|e| auth(pg_err(&shown, e)))?;
     drop(first);
+    let behind_a_pooler = c.no_statement_cache;
     PgPoolOptions::new()
         .max_connections(4)
         .acquire_timeout(Duration::from_secs(15))
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if !behind_a_pooler {
+                    notice_a_vanished_client(conn).await;
+                }
+                Ok(())
+            })
+        })
         .connect_with(opts)
         .await
         .map_err(|e| auth(pg_err(&shown, e)))
+}
+
+/// Ask the server (PostgreSQL 14 and later) to check every second, while a statement runs,
+/// that dlqctl is still connected, and to cancel the statement if it is not. Without it, a
+/// batch statement waiting on a lock when dlqctl is stopped (a second Ctrl-C, a kill) would
+/// still run and commit once the lock is released, after the run's last progress record: the
+/// audit trail's "moved" would be a batch short. Older servers do not know the setting; a
+/// server that refuses it only loses this check. Not sent through a pooler
+/// (`no_statement_cache`), whose server sessions other clients share.
+async fn notice_a_vanished_client(conn: &mut sqlx::PgConnection) {
+    if conn.server_version_num().is_some_and(|v| v >= 140_000) {
+        let _ = sqlx::query("SET client_connection_check_interval = '1s'")
+            .execute(conn)
+            .await;
+    }
 }
