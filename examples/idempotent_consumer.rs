@@ -22,7 +22,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("usage: idempotent_consumer DATABASE_URL [SCHEMA] [QUEUE]")?;
     let schema = args.next().unwrap_or_else(|| "public".into());
     let queue = args.next().unwrap_or_else(|| "payments".into());
-    let opts = PgConnectOptions::from_str(&url)?.options([("search_path", schema.as_str())]);
+    println!("{}", drain(&url, &schema, &queue).await?);
+    Ok(())
+}
+
+/// Drain `queue` until it is empty; what happened, as one line. (tests/it/exactly_once.rs
+/// calls this function directly.)
+pub async fn drain(
+    url: &str,
+    schema: &str,
+    queue: &str,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let opts = PgConnectOptions::from_str(url)?.options([("search_path", schema)]);
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .connect_with(opts)
@@ -35,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "SELECT id, message_id, payload, headers, attempts, enqueued_at FROM queue_messages
               WHERE queue = $1 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
         )
-        .bind(&queue)
+        .bind(queue)
         .fetch_optional(&mut *tx)
         .await?
         else {
@@ -97,6 +108,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tx.commit().await?;
         processed += 1;
     }
-    println!("processed {processed}, duplicates {duplicates}, dead-lettered {dead}");
-    Ok(())
+    Ok(format!(
+        "processed {processed}, duplicates {duplicates}, dead-lettered {dead}"
+    ))
 }

@@ -279,6 +279,11 @@ async fn a_run_stopped_by_a_second_ctrl_c_says_how_many_moved() {
     p.fresh(400).await;
     let (dlq, _) = p.urls();
     let sb = Sandbox::new();
+    // Connected before the run starts, and the run slow enough (8 s for the 400) that the
+    // lock below is taken long before it could finish, however loaded the machine.
+    let pool = sqlx::PgPool::connect(&crate::harness::pg_url())
+        .await
+        .unwrap();
     let mut child = sb
         .cmd(&[
             "redrive",
@@ -286,7 +291,7 @@ async fn a_run_stopped_by_a_second_ctrl_c_says_how_many_moved() {
             "--batch-size",
             "5",
             "--rate",
-            "200/s",
+            "50/s",
             "--yes",
             "--output",
             "json",
@@ -302,9 +307,6 @@ async fn a_run_stopped_by_a_second_ctrl_c_says_how_many_moved() {
     .await;
     // Hold the queue table against writes (reads go on): the run's next batch waits, so the
     // first Ctrl-C cannot finish it, and the count below is what had moved.
-    let pool = sqlx::PgPool::connect(&crate::harness::pg_url())
-        .await
-        .unwrap();
     let mut tx = pool.begin().await.unwrap();
     let table = dlq
         .split("source=")

@@ -4,55 +4,21 @@
 //! balance must be credited exactly once.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::OnceLock;
 
 use sqlx::AssertSqlSafe;
 
 use crate::harness::{Db, Sandbox, pg_url};
 
-/// The example consumer. `cargo test --all-targets` builds examples only as test harnesses,
-/// so the test builds the plain binary itself, once, with the cargo that runs the suite (the
-/// build lock is free while tests run) and into the same target directory.
-fn consumer() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().expect("test binary path");
-            let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let mut build = Command::new(cargo);
-            build.args(["build", "--locked", "--example", "idempotent_consumer"]);
-            if profile_dir.file_name().is_some_and(|n| n == "release") {
-                build.arg("--release");
-            }
-            let out = build.output().expect("run cargo build --example");
-            assert!(
-                out.status.success(),
-                "cargo build --example idempotent_consumer failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let path = profile_dir.join("examples").join("idempotent_consumer");
-            assert!(path.exists(), "{} missing after the build", path.display());
-            path
-        })
-        .clone()
-}
+/// The example consumer, compiled into this test (its `main` only reads the arguments): the
+/// suite then needs no second build of it as a program.
+#[path = "../../examples/idempotent_consumer.rs"]
+#[allow(dead_code)]
+mod idempotent_consumer;
 
-fn consume(db: &Db) -> String {
-    let out = Command::new(consumer())
-        .arg(pg_url())
-        .arg(&db.schema)
-        .arg("payments")
-        .output()
-        .expect("run consumer");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+async fn consume(db: &Db) -> String {
+    idempotent_consumer::drain(&pg_url(), &db.schema, "payments")
+        .await
+        .expect("the example consumer drains the queue")
 }
 
 #[tokio::test]
@@ -67,7 +33,10 @@ async fn every_balance_is_credited_exactly_once() {
     )
     .await;
     // acc-3 does not exist yet: its 10 payments fail and are dead-lettered.
-    assert_eq!(consume(&db), "processed 30, duplicates 0, dead-lettered 10");
+    assert_eq!(
+        consume(&db).await,
+        "processed 30, duplicates 0, dead-lettered 10"
+    );
     assert_eq!(db.count("dead_letters").await, 10);
     // pay-1 took effect, but its handler timed out after the commit and it was dead-lettered
     // anyway: a real at-least-once duplicate.
@@ -101,7 +70,10 @@ async fn every_balance_is_credited_exactly_once() {
         .ok()
         .json();
     assert_eq!(j["moved"], 11);
-    assert_eq!(consume(&db), "processed 10, duplicates 1, dead-lettered 0");
+    assert_eq!(
+        consume(&db).await,
+        "processed 10, duplicates 1, dead-lettered 0"
+    );
     // Redrive again: nothing left, nothing happens.
     assert_eq!(
         sb.run(&["redrive", &db.dlq(), "--yes", "--output", "json"])
@@ -123,7 +95,10 @@ async fn every_balance_is_credited_exactly_once() {
         .ok()
         .json();
     assert_eq!(j["moved"], 11);
-    assert_eq!(consume(&db), "processed 0, duplicates 11, dead-lettered 0");
+    assert_eq!(
+        consume(&db).await,
+        "processed 0, duplicates 11, dead-lettered 0"
+    );
 
     let balances: Vec<(String, i64)> = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT id, balance FROM {}.accounts ORDER BY id",
