@@ -42,6 +42,7 @@ fn families_decide_for_their_members() {
         NOT_JSON_AT_ALL,
         MORE_FAMILIES,
         THIRD_ROUND,
+        FIFTH_ROUND,
     ]
     .concat()
     {
@@ -277,6 +278,50 @@ const THIRD_ROUND: &[(&str, Kind)] = &[
     ("States.Permissions", Kind::Permanent),
     (
         "java.lang.OutOfMemoryError: Java heap space",
+        Kind::Unclassified,
+    ),
+];
+
+/// The fifth round's families, by members the corpus does not spell out: WebExceptionStatus
+/// texts, the AWS and Google client error codes, the older Azure SDKs' class names, SQLite's and
+/// the PHP engine's messages, modules the deployed code lacks. Several name a `timeout` that is
+/// not a timeout.
+const FIFTH_ROUND: &[(&str, Kind)] = &[
+    (
+        "System.Net.WebSockets.WebSocketException (0x80004005): Unable to connect to the remote server",
+        Kind::Transient,
+    ),
+    (
+        "An error occurred (MissingParameter) when calling the SendMessage operation: The request must contain the parameter MessageBody.",
+        Kind::Permanent,
+    ),
+    (
+        "operation error Lambda: UpdateFunctionConfiguration, https response error StatusCode: 400, RequestID: 5b1c, InvalidParameterValueException: Timeout value of 1000 seconds exceeds the maximum",
+        Kind::Permanent,
+    ),
+    (
+        "googleapi: Error 400: Required parameter: timeoutMs, required",
+        Kind::Permanent,
+    ),
+    (
+        "azure.servicebus.exceptions.SessionLockLostError: The lock on the session has expired.",
+        Kind::Transient,
+    ),
+    (
+        "SQLSTATE[23000]: Integrity constraint violation: 19 NOT NULL constraint failed: jobs.timeout",
+        Kind::Permanent,
+    ),
+    ("ErrorException: Undefined index: timeout", Kind::Permanent),
+    (
+        "System.Net.Mail.SmtpException: Transaction failed. The server response was: 5.7.1 Message rejected as spam",
+        Kind::Permanent,
+    ),
+    (
+        "SQLSTATE[HY000] [2002] SSL error: certificate verify failed",
+        Kind::Permanent,
+    ),
+    (
+        "ModuleNotFoundError: No module named 'timeout'",
         Kind::Unclassified,
     ),
 ];
