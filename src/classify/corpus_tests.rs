@@ -251,8 +251,8 @@ fn builtin_rules_against_the_held_out_corpus() {
 /// (The second round of taxonomy rules, 2026-12-05, took it from 216 right, 7 wrong and 7
 /// ambiguous classified to 240, 6 and 9; the third, the same day, to 254, 4 and 8; the fourth,
 /// later that day, to 256, 4 and 6.)
-const HELD_OUT_RIGHT_AT_LEAST: usize = 256;
-const HELD_OUT_WRONG_DIRECTION_AT_MOST: usize = 4;
+const HELD_OUT_RIGHT_AT_LEAST: usize = 260;
+const HELD_OUT_WRONG_DIRECTION_AT_MOST: usize = 2;
 const HELD_OUT_AMBIGUOUS_CLASSIFIED_AT_MOST: usize = 6;
 
 fn hold_the_floor(tallies: &BTreeMap<String, Tally>) {
