@@ -22,6 +22,7 @@ use crate::settings::{Ctx, QueueRef};
 pub mod app;
 mod aside;
 pub mod draw;
+mod limits;
 pub mod types;
 mod worker;
 
@@ -54,6 +55,9 @@ pub async fn run(ctx: &Ctx, req: UiRequest) -> Result<i32> {
     }
     let mut app = App::new(req.queues.iter().map(label).collect(), req.read_only);
     app.color = req.color;
+    for (row, q) in app.queues.iter_mut().zip(&req.queues) {
+        row.limited = crate::ops::check::has_limits(&q.cfg.limits);
+    }
     app.needs_reason = ctx.config.audit.require_reason && ctx.reason.is_none();
     let (tx, rx) = mpsc::unbounded_channel();
     let mut worker = worker::Worker::new(
