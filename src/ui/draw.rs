@@ -400,8 +400,12 @@ e              messages: edit the selected one in $EDITOR (as edit)
 r              queues: refresh now
 ?              this help (any key closes it)
 q, Ctrl-C      quit";
-    let inner = popup(f, "keys", 16);
-    f.render_widget(Paragraph::new(text), inner);
+    // Over the whole of the view, edge to edge: a box within it would cut its titles.
+    let a = f.area();
+    let r = Rect::new(a.x, a.y + 1, a.width, a.height.saturating_sub(3));
+    f.render_widget(Clear, r);
+    let b = Block::bordered().title("keys");
+    f.render_widget(Paragraph::new(text).block(b), r);
 }
 
 fn action(f: &mut Frame, app: &App, a: &Action) {
