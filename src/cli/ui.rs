@@ -30,7 +30,7 @@ pub struct Args {
     pub scan_max: u64,
 }
 
-pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
+pub async fn run(ctx: &mut Ctx, a: Args) -> Result<i32> {
     let names: Vec<String> = if a.queues.is_empty() {
         ctx.config.queues.keys().cloned().collect()
     } else {

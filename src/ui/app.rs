@@ -193,6 +193,13 @@ impl App {
                         self.run(RunKind::Purge, None)
                     }
                     Purpose::Target(kind) => self.run(kind, Some(text)),
+                    Purpose::EditReason if text.is_empty() => {
+                        self.status =
+                            "edit: a reason is required ([audit] require_reason); nothing done"
+                                .into();
+                        Effect::None
+                    }
+                    Purpose::EditReason => self.edit_with(Some(text)),
                     Purpose::Reason(kind) if text.is_empty() => {
                         self.pending_to = None;
                         self.status = format!(
@@ -268,15 +275,26 @@ impl App {
             self.status = "read-only: edit is disabled (started with --read-only)".into();
             return Effect::None;
         }
-        if self.needs_reason {
-            self.status =
-                "edit: the audit trail requires a reason: start dlqctl ui --reason TEXT".into();
+        if self.message().is_none() {
             return Effect::None;
         }
+        if self.needs_reason {
+            self.input = Some(Input {
+                purpose: Purpose::EditReason,
+                text: String::new(),
+            });
+            return Effect::None;
+        }
+        self.edit_with(None)
+    }
+
+    /// `dlqctl edit` of the selected message, with the reason typed for it.
+    fn edit_with(&mut self, reason: Option<String>) -> Effect {
         match self.message() {
             Some(m) => Effect::Edit {
                 queue: self.queue_sel,
                 id: m.id.clone(),
+                reason,
             },
             None => Effect::None,
         }

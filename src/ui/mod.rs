@@ -46,7 +46,8 @@ pub struct UiRequest {
     pub color: bool,
 }
 
-pub async fn run(ctx: &Ctx, req: UiRequest) -> Result<i32> {
+/// `ctx` is lent to `dlqctl edit` (`e`) with the reason typed for it.
+pub async fn run(ctx: &mut Ctx, req: UiRequest) -> Result<i32> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(Error::invalid_arg(
             "ui",
@@ -261,7 +262,7 @@ async fn event_loop(
     worker: &mut worker::Worker,
     mut results: mpsc::UnboundedReceiver<app::Loaded>,
     refresh: Duration,
-    ctx: &Ctx,
+    ctx: &mut Ctx,
     terminal_stderr: &mut Box<dyn std::io::Write + Send>,
 ) -> Result<()> {
     let mut keys = spawn_keys();
@@ -290,12 +291,19 @@ async fn event_loop(
         match effect {
             Effect::Quit => return Ok(()),
             Effect::Stop => ctx.interrupt.trigger(),
-            Effect::Edit { queue, id } => {
+            Effect::Edit { queue, id, reason } => {
                 let Some(queue) = worker.queue(queue) else {
                     continue;
                 };
                 keys.stop();
+                // The reason typed for this edit, for it alone.
+                let given = reason
+                    .is_some()
+                    .then(|| std::mem::replace(&mut ctx.reason, reason));
                 let outcome = aside::edit(screen, ctx, terminal_stderr, queue, id).await;
+                if let Some(given) = given {
+                    ctx.reason = given;
+                }
                 keys = spawn_keys();
                 let e = app.edited(outcome?);
                 worker.perform(e);

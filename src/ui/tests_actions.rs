@@ -113,7 +113,8 @@ fn export_is_allowed_in_read_only_and_edit_is_not() {
         a.on_key(Key::Char('e')),
         Effect::Edit {
             queue: 0,
-            id: "pay-1".into()
+            id: "pay-1".into(),
+            reason: None
         }
     );
 }
@@ -348,5 +349,32 @@ fn m_lists_the_messages_of_the_filter_and_r_acts_on_it() {
         a.status.starts_with("read-only: redrive is disabled"),
         "{}",
         a.status
+    );
+}
+
+/// `e` where the audit requires a reason: asked first (an empty one does nothing), then the
+/// edit is asked for with it.
+#[test]
+fn e_asks_for_a_reason_where_the_audit_requires_one() {
+    let mut a = in_messages(2);
+    a.needs_reason = true;
+    assert_eq!(a.on_key(Key::Char('e')), Effect::None);
+    assert!(screen(&a).contains("reason (the audit trail requires one): _"));
+    assert_eq!(a.on_key(Key::Enter), Effect::None);
+    assert_eq!(
+        a.status,
+        "edit: a reason is required ([audit] require_reason); nothing done"
+    );
+    a.on_key(Key::Char('e'));
+    for c in "INC-9".chars() {
+        a.on_key(Key::Char(c));
+    }
+    assert_eq!(
+        a.on_key(Key::Enter),
+        Effect::Edit {
+            queue: 0,
+            id: "pay-1".into(),
+            reason: Some("INC-9".into())
+        }
     );
 }

@@ -159,6 +159,8 @@ pub enum Purpose {
     Target(RunKind),
     /// Why: `[audit] require_reason` is set and `dlqctl ui` was not given `--reason`.
     Reason(RunKind),
+    /// The same, for `e` (an edit of the selected message).
+    EditReason,
 }
 
 /// A line being typed at the bottom of the screen.
@@ -176,7 +178,7 @@ impl Input {
             Purpose::Target(RunKind::Purge) => "archive to (a file or queue; none: no copy)",
             Purpose::Target(RunKind::Export) => "export to (a file, JSON Lines)",
             Purpose::Target(_) => "replay to (a queue, table, topic or file)",
-            Purpose::Reason(_) => "reason (the audit trail requires one)",
+            Purpose::Reason(_) | Purpose::EditReason => "reason (the audit trail requires one)",
         }
     }
 }
@@ -241,6 +243,8 @@ pub enum Effect {
     Edit {
         queue: usize,
         id: String,
+        /// `--reason`, typed in when the audit requires one (None: `dlqctl ui --reason`'s).
+        reason: Option<String>,
     },
     /// Ctrl-C during a run: stop it after its current batch (as in the CLI), then quit.
     Stop,

@@ -1,5 +1,6 @@
-//! `dlqctl ui`'s views beyond ui.rs, driven in a pseudo-terminal as there: the queues view's
-//! CHECK column (each queue held to its `[queues.NAME.limits]` as `dlqctl check` holds it).
+//! `dlqctl ui` beyond ui.rs, driven in a pseudo-terminal as there: the queues view's CHECK
+//! column (each queue held to its `[queues.NAME.limits]` as `dlqctl check` holds it), a redrive
+//! of a `/` filter's messages (no group), and the reason an edit is asked for.
 
 use crate::harness::{Sandbox, Sqs};
 use crate::ui::{Tui, receive_counts, seeded};
@@ -122,4 +123,51 @@ async fn the_messages_of_a_filter_are_redriven_without_a_group() {
     assert_eq!(runs[0]["command"], "redrive", "{runs}");
     let args = runs[0].to_string();
     assert!(args.contains(".json.amount > 60"), "{runs}");
+}
+
+/// `[audit] require_reason` without `--reason`: `e` asks for one, and `dlqctl edit` records it.
+#[tokio::test]
+async fn an_edit_from_the_ui_asks_for_the_reason_the_audit_requires() {
+    let db = seeded("ui_edit_reason").await;
+    let sb = Sandbox::new();
+    sb.write("dlqctl.toml", "[audit]\nrequire_reason = true\n");
+    let fix = crate::terminal::editor_script(
+        &sb,
+        "fix.sh",
+        r#"sed -i 's/"order_id": 101/"order_id": 999/' "$1""#,
+    );
+    let env = [
+        ("EDITOR".to_string(), fix),
+        (
+            "DLQCTL_STATE_DIR".to_string(),
+            sb.path("state").to_string_lossy().into_owned(),
+        ),
+    ];
+    let mut ui = Tui::start_env(&sb, &["ui", &db.dlq()], &env);
+    ui.wait_for("6/6/5");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("\r");
+    ui.wait_for("── pay-1");
+    ui.press("e");
+    ui.wait_for("reason (the audit trail requires one): _");
+    ui.press("INC-31 amount typo\r");
+    ui.wait_for("Send the edited copy");
+    ui.press("y");
+    ui.wait_for("enter: back to dlqctl ui");
+    ui.press("\r");
+    ui.wait_for("edit of pay-1: done");
+    ui.press("q");
+    assert_eq!(ui.exit_code(), 0);
+    let sent = db
+        .query_strings("SELECT message_id || ' ' || (payload->>'order_id') FROM {s}.queue_messages")
+        .await;
+    assert_eq!(sent, ["pay-1 999"]);
+    let runs = sb
+        .run_with(&["audit", "--output", "json"], &env)
+        .ok()
+        .json();
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+    assert_eq!(runs[0]["command"], "edit", "{runs}");
+    assert_eq!(runs[0]["reason"], "INC-31 amount typo", "{runs}");
 }
