@@ -457,7 +457,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
         }
         'dlqctl;ui' {
             [CompletionResult]::new('--refresh', '--refresh', [CompletionResultType]::ParameterName, 'Read the queues view again every SECS seconds')
-            [CompletionResult]::new('--scan-max', '--scan-max', [CompletionResultType]::ParameterName, 'Read at most N messages per queue for the queues view''s classes and oldest age (0: none)')
+            [CompletionResult]::new('--scan-max', '--scan-max', [CompletionResultType]::ParameterName, 'Read at most N messages per queue for the queues view''s classes, oldest age and class limits (0: none)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
             [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
             [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')

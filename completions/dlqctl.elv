@@ -441,7 +441,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
         }
         &'dlqctl;ui'= {
             cand --refresh 'Read the queues view again every SECS seconds'
-            cand --scan-max 'Read at most N messages per queue for the queues view''s classes and oldest age (0: none)'
+            cand --scan-max 'Read at most N messages per queue for the queues view''s classes, oldest age and class limits (0: none)'
             cand --output 'Output format [default: table at a terminal, json otherwise]'
             cand --config 'Config file [default: ./dlqctl.toml, then the user config dir]'
             cand --reason 'Why this run changes something: recorded in the audit trail (docs/audit.md)'

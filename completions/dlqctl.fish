@@ -492,7 +492,7 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l no-progress -d '
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -l allow-onward-redrive -d 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand audit" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand ui" -l refresh -d 'Read the queues view again every SECS seconds' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand ui" -l scan-max -d 'Read at most N messages per queue for the queues view\'s classes and oldest age (0: none)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand ui" -l scan-max -d 'Read at most N messages per queue for the queues view\'s classes, oldest age and class limits (0: none)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand ui" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
 wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'

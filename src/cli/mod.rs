@@ -478,7 +478,7 @@ async fn run(cli: Cli, printer: Printer) -> i32 {
         ..AwsOptions::default()
     };
     crate::settings::from_environment(&mut aws, &mut config);
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         printer,
         config,
         aws,
@@ -500,7 +500,7 @@ async fn run(cli: Cli, printer: Printer) -> i32 {
         Command::Verify(a) => verify::run(&ctx, a).await,
         Command::Check(a) => check::run(&ctx, a).await,
         Command::Audit(a) => audit::run(&ctx, a).await,
-        Command::Ui(a) => ui::run(&ctx, a).await,
+        Command::Ui(a) => ui::run(&mut ctx, a).await,
         Command::Completions(a) => completions::run(&ctx, a),
         Command::Version(a) => version::run(&ctx, a),
         Command::GenerateArtifacts(a) => generate::run(&ctx, a),

@@ -3,10 +3,12 @@ use crate::settings::Ctx;
 
 /// Browse dead-letter queues in a terminal UI: queues, failure groups, messages; redrive a group
 ///
-/// The queues view shows each queue's depth, oldest message and classes (SQS queues are not
-/// read there: a read counts as a receive); enter opens a queue's failure groups (`classify
-/// --by fingerprint`; / sets a --where jq filter, c a class), enter again a group's messages
-/// with the detail of one; space marks messages. R redrives the selected group (or its marked messages),
+/// The queues view shows each queue's depth, oldest message, classes and, where
+/// [queues.NAME.limits] are set, what `dlqctl check` says of it (SQS queues are not read
+/// there: a read counts as a receive); enter opens a queue's failure groups (`classify --by
+/// fingerprint`; / sets a --where jq filter, c a class, m lists the filter's messages), enter
+/// again a group's messages with the detail of one; space marks messages. R redrives the
+/// selected group (or the filter's messages, or the marked ones),
 /// P replays them to a target, X purges them (archived first unless `none`): the same plan as
 /// the command, a question (typing the count above 100 messages), the same engine and audit
 /// trail. E exports them to a file; e edits one message in $EDITOR as `dlqctl edit` does.
@@ -23,12 +25,12 @@ pub struct Args {
     /// Read the queues view again every SECS seconds
     #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86400))]
     pub refresh: u64,
-    /// Read at most N messages per queue for the queues view's classes and oldest age (0: none)
+    /// Read at most N messages per queue for the queues view's classes, oldest age and class limits (0: none)
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub scan_max: u64,
 }
 
-pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
+pub async fn run(ctx: &mut Ctx, a: Args) -> Result<i32> {
     let names: Vec<String> = if a.queues.is_empty() {
         ctx.config.queues.keys().cloned().collect()
     } else {

@@ -20,6 +20,9 @@ pub struct App {
     /// The `--where` of the groups view (set with `/`).
     pub query: Option<String>,
     pub messages: Load<Vec<MessageItem>>,
+    /// The messages view is of the filter (`/`, `c`) alone, every group's (`m`), not of the
+    /// selected group: R, P, X and E act on the filter.
+    pub whole_filter: bool,
     pub message_sel: usize,
     /// The ids of the messages marked with space in the messages view: R, P and X act on
     /// them (within the group) when there are any.
@@ -53,6 +56,7 @@ impl App {
                     label,
                     info: Load::Loading,
                     depths: Vec::new(),
+                    limited: false,
                 })
                 .collect(),
             read_only,
@@ -64,6 +68,7 @@ impl App {
             query: None,
             class: None,
             messages: Load::Idle,
+            whole_filter: false,
             message_sel: 0,
             marked: Default::default(),
             detail_scroll: 0,
@@ -139,6 +144,7 @@ impl App {
                 });
                 Effect::None
             }
+            Key::Char('m') if self.view == View::Groups => self.open_filter(),
             Key::Char('r') if self.view == View::Queues => {
                 self.status = "refreshing".into();
                 Effect::LoadQueues
@@ -187,6 +193,13 @@ impl App {
                         self.run(RunKind::Purge, None)
                     }
                     Purpose::Target(kind) => self.run(kind, Some(text)),
+                    Purpose::EditReason if text.is_empty() => {
+                        self.status =
+                            "edit: a reason is required ([audit] require_reason); nothing done"
+                                .into();
+                        Effect::None
+                    }
+                    Purpose::EditReason => self.edit_with(Some(text)),
                     Purpose::Reason(kind) if text.is_empty() => {
                         self.pending_to = None;
                         self.status = format!(
@@ -262,15 +275,26 @@ impl App {
             self.status = "read-only: edit is disabled (started with --read-only)".into();
             return Effect::None;
         }
-        if self.needs_reason {
-            self.status =
-                "edit: the audit trail requires a reason: start dlqctl ui --reason TEXT".into();
+        if self.message().is_none() {
             return Effect::None;
         }
+        if self.needs_reason {
+            self.input = Some(Input {
+                purpose: Purpose::EditReason,
+                text: String::new(),
+            });
+            return Effect::None;
+        }
+        self.edit_with(None)
+    }
+
+    /// `dlqctl edit` of the selected message, with the reason typed for it.
+    fn edit_with(&mut self, reason: Option<String>) -> Effect {
         match self.message() {
             Some(m) => Effect::Edit {
                 queue: self.queue_sel,
                 id: m.id.clone(),
+                reason,
             },
             None => Effect::None,
         }
@@ -328,22 +352,37 @@ impl App {
                     self.status = format!("{OTHER_GROUPS}; then open one");
                     Effect::None
                 }
-                Some(Some(fingerprint)) => {
-                    self.view = View::Messages;
-                    self.messages = Load::Loading;
-                    self.message_sel = 0;
-                    self.marked.clear();
-                    self.detail_scroll = 0;
-                    Effect::LoadMessages {
-                        queue: self.queue_sel,
-                        fingerprint,
-                        query: self.query.clone(),
-                        class: self.class,
-                    }
-                }
+                Some(Some(fingerprint)) => self.open_messages(Some(fingerprint)),
                 None => Effect::None,
             },
             _ => Effect::None,
+        }
+    }
+
+    /// `m`: the messages view of the `/` filter (and `c` class) alone, every group's; R, P, X
+    /// and E there act on the filter. Without a filter it would be the whole queue: refused.
+    fn open_filter(&mut self) -> Effect {
+        if self.query.is_none() && self.class.is_none() {
+            self.status =
+                "m lists the messages of a filter: set one with / (or a class with c) first".into();
+            return Effect::None;
+        }
+        self.open_messages(None)
+    }
+
+    /// The messages view of a group (None: of the filter alone).
+    fn open_messages(&mut self, fingerprint: Option<String>) -> Effect {
+        self.view = View::Messages;
+        self.whole_filter = fingerprint.is_none();
+        self.messages = Load::Loading;
+        self.message_sel = 0;
+        self.marked.clear();
+        self.detail_scroll = 0;
+        Effect::LoadMessages {
+            queue: self.queue_sel,
+            fingerprint,
+            query: self.query.clone(),
+            class: self.class,
         }
     }
 
@@ -373,14 +412,18 @@ impl App {
         }
     }
 
-    /// The group an action would act on, or why there is none (read-only, nothing selected,
-    /// no fingerprint): said on the status line.
-    fn target_group(&mut self, kind: RunKind) -> Option<String> {
+    /// The group an action would act on (Some(None): the filter alone, in its messages view),
+    /// or why there is none (read-only, nothing selected, no fingerprint): said on the status
+    /// line.
+    fn target_group(&mut self, kind: RunKind) -> Option<Option<String>> {
         let name = kind.name();
         // An export changes nothing: it is allowed in --read-only.
         if self.read_only && kind != RunKind::Export {
             self.status = format!("read-only: {name} is disabled (started with --read-only)");
             return None;
+        }
+        if self.view == View::Messages && self.whole_filter {
+            return Some(None);
         }
         let Some(g) = self.group() else {
             self.status = "no group selected".into();
@@ -390,7 +433,7 @@ impl App {
         if fingerprint.is_none() {
             self.status = format!("{OTHER_GROUPS}; then {name} one");
         }
-        fingerprint
+        fingerprint.map(Some)
     }
 
     /// `P`, `X`: ask where the copies go, then [`App::run`].
@@ -475,7 +518,13 @@ impl App {
                 fingerprint,
                 messages,
             } => {
-                let same = self.group().map(|g| &g.fingerprint) == Some(&fingerprint);
+                let same = match &fingerprint {
+                    None => self.whole_filter,
+                    Some(_) => {
+                        !self.whole_filter
+                            && self.group().map(|g| &g.fingerprint) == Some(&fingerprint)
+                    }
+                };
                 if self.view == View::Messages && queue == self.queue_sel && same {
                     self.messages = messages;
                 }

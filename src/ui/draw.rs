@@ -9,13 +9,14 @@ use ratatui::widgets::{
     Block, Borders, Cell, Clear, Paragraph, Row, Sparkline, Table, TableState, Wrap,
 };
 
-use super::app::{Action, App, Load, TYPE_COUNT_ABOVE, View};
+use super::app::{Action, App, Load, QueueInfo, QueueRow, TYPE_COUNT_ABOVE, View};
 
 /// The keys under each view (the help, `?`, lists them all).
-const KEYS: [&str; 3] = [
+const KEYS: [&str; 4] = [
     "j/k move  enter groups  r refresh  ? help  q quit",
-    "j/k  enter open  / filter  c class  R redrive P replay X purge E export  esc back",
+    "j/k  enter open  / filter  m msgs  c class  R redrive P replay X purge E export",
     "j/k  space mark  e edit  J/K scroll  R/P/X/E group or marked  esc back  ? help",
+    "j/k  space mark  e edit  J/K scroll  R/P/X/E filter or marked  esc back  ? help",
 ];
 
 pub fn draw(f: &mut Frame, app: &App) {
@@ -40,6 +41,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     let k = match app.view {
         View::Queues => KEYS[0],
         View::Groups => KEYS[1],
+        View::Messages if app.whole_filter => KEYS[3],
         View::Messages => KEYS[2],
     };
     f.render_widget(Paragraph::new(k).style(dim(app)), keys);
@@ -105,58 +107,37 @@ fn pending<T>(l: &Load<T>) -> Option<String> {
 }
 
 fn queues(f: &mut Frame, app: &App, area: Rect) {
-    let rows: Vec<Row> = app
-        .queues
-        .iter()
-        .map(|q| {
-            let (backend, depth, oldest, classes) = match &q.info {
-                Load::Ready(i) => (
-                    i.backend.clone(),
-                    i.depth.clone().unwrap_or("?".into()),
-                    i.oldest.clone().unwrap_or("-".into()),
-                    // The note in full is under the table.
-                    match &i.note {
-                        Some(_) => "not scanned (see below)".into(),
-                        None => i.classes.clone().unwrap_or_default(),
-                    },
-                ),
-                other => (
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    pending(other).unwrap_or_default(),
-                ),
-            };
-            Row::new(vec![
-                Cell::new(q.label.clone()),
-                Cell::new(backend),
-                Cell::new(depth),
-                Cell::new(oldest),
-                Cell::new(classes),
-            ])
-        })
-        .collect();
+    let rows: Vec<Row> = app.queues.iter().map(queue_row).collect();
     let t = table(
         app,
-        vec!["QUEUE", "BACKEND", "DEPTH", "OLDEST", "CLASSES"],
+        vec![
+            "QUEUE",
+            "BACKEND",
+            "DEPTH",
+            "OLDEST",
+            "CLASSES t/p/u",
+            "CHECK",
+        ],
         rows,
         vec![
-            Constraint::Percentage(30),
+            Constraint::Length(14),
             Constraint::Length(8),
             Constraint::Length(7),
-            Constraint::Length(8),
+            Constraint::Length(7),
             Constraint::Fill(1),
+            Constraint::Length(20),
         ],
     );
-    let [list, detail] = Layout::vertical([Constraint::Min(3), Constraint::Length(4)]).areas(area);
+    let [list, detail] = Layout::vertical([Constraint::Min(3), Constraint::Length(6)]).areas(area);
     let mut state = TableState::new().with_selected(Some(app.queue_sel));
     f.render_stateful_widget(
         t.block(Block::new().borders(Borders::TOP).title("queues")),
         list,
         &mut state,
     );
-    // The selected queue's note or error in full (its row has room for the start of it).
-    let text = match app.queues.get(app.queue_sel).map(|q| (&q.label, &q.info)) {
+    // The selected queue's note or error in full (its row has room for the start of it), and
+    // each of its limits as `check` reports it.
+    let mut text = match app.queues.get(app.queue_sel).map(|q| (&q.label, &q.info)) {
         Some((l, Load::Failed(e))) => format!("{l}: error: {e}"),
         Some((l, Load::Ready(i))) => match &i.note {
             Some(n) => format!("{l}: {n}"),
@@ -164,6 +145,14 @@ fn queues(f: &mut Frame, app: &App, area: Rect) {
         },
         _ => String::new(),
     };
+    if let Some(Load::Ready(QueueInfo { check: Some(c), .. })) =
+        app.queues.get(app.queue_sel).map(|q| &q.info)
+    {
+        for l in &c.lines {
+            text.push('\n');
+            text.push_str(l);
+        }
+    }
     let b = Block::new().borders(Borders::TOP).title("selected queue");
     let inner = b.inner(detail);
     f.render_widget(b, detail);
@@ -188,6 +177,46 @@ fn queues(f: &mut Frame, app: &App, area: Rect) {
         f.render_widget(Paragraph::new(label), l);
         f.render_widget(Sparkline::default().data(depths), s);
     }
+}
+
+/// A queue's row: what was read of it, or why nothing was.
+fn queue_row(q: &QueueRow) -> Row<'_> {
+    let (backend, depth, oldest, classes, check) = match &q.info {
+        Load::Ready(i) => (
+            i.backend.clone(),
+            i.depth.clone().unwrap_or("?".into()),
+            i.oldest.clone().unwrap_or("-".into()),
+            // The note in full is under the table.
+            match &i.note {
+                Some(_) => "not read (below)".into(),
+                None => i.classes.clone().unwrap_or_default(),
+            },
+            i.check.as_ref().map_or("-".into(), |c| c.short.clone()),
+        ),
+        // `check` fails a queue it cannot reach.
+        Load::Failed(e) => (
+            String::new(),
+            String::new(),
+            String::new(),
+            format!("error: {e}"),
+            if q.limited { "FAIL reachable" } else { "-" }.into(),
+        ),
+        other => (
+            String::new(),
+            String::new(),
+            String::new(),
+            pending(other).unwrap_or_default(),
+            String::new(),
+        ),
+    };
+    Row::new(vec![
+        Cell::new(q.label.clone()),
+        Cell::new(backend),
+        Cell::new(depth),
+        Cell::new(oldest),
+        Cell::new(classes),
+        Cell::new(check),
+    ])
 }
 
 fn groups(f: &mut Frame, app: &App, area: Rect) {
@@ -268,15 +297,25 @@ fn groups(f: &mut Frame, app: &App, area: Rect) {
 
 fn messages(f: &mut Frame, app: &App, area: Rect) {
     let [list, detail] = Layout::vertical([Constraint::Length(7), Constraint::Min(3)]).areas(area);
-    let mut title = match app.group() {
-        Some(g) => format!(
+    let mut title = match (app.whole_filter, &app.groups, app.group()) {
+        // The messages of the filter alone: as many as pass it.
+        (true, Load::Ready(g), _) => format!(
+            "{} messages{}{}",
+            g.total,
+            app.class.map(|c| format!(" · {c}")).unwrap_or_default(),
+            app.query
+                .as_ref()
+                .map(|q| format!(" · where {q}"))
+                .unwrap_or_default()
+        ),
+        (false, _, Some(g)) => format!(
             "{} messages of group {}",
             g.count,
             g.fingerprint
                 .as_deref()
                 .map_or("(other)", |f| &f[..f.len().min(8)])
         ),
-        None => "messages".into(),
+        _ => "messages".into(),
     };
     if !app.marked.is_empty() {
         title.push_str(&format!(" · {} marked", app.marked.len()));
@@ -349,19 +388,24 @@ fn help(f: &mut Frame) {
     let text = "\
 j / k, ↓ / ↑   move
 enter          open: a queue's failure groups, a group's messages
+m              groups: the messages of the / filter, every group's
 J / K, PgDn/Up messages: scroll the message's detail
 esc            back (and cancel a question)
 /              groups: set a --where jq filter (enter sets, empty clears)
 c              groups: transient, permanent, unclassified, all (--class)
 space          messages: mark or unmark one
-R, P, X        redrive, replay, purge the group, or its marked messages
+R, P, X        redrive, replay, purge the group (or filter), or the marked
 E              export them to a file (as export -o)
 e              messages: edit the selected one in $EDITOR (as edit)
 r              queues: refresh now
 ?              this help (any key closes it)
 q, Ctrl-C      quit";
-    let inner = popup(f, "keys", 15);
-    f.render_widget(Paragraph::new(text), inner);
+    // Over the whole of the view, edge to edge: a box within it would cut its titles.
+    let a = f.area();
+    let r = Rect::new(a.x, a.y + 1, a.width, a.height.saturating_sub(3));
+    f.render_widget(Clear, r);
+    let b = Block::bordered().title("keys");
+    f.render_widget(Paragraph::new(text).block(b), r);
 }
 
 fn action(f: &mut Frame, app: &App, a: &Action) {

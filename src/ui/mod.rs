@@ -22,6 +22,7 @@ use crate::settings::{Ctx, QueueRef};
 pub mod app;
 mod aside;
 pub mod draw;
+mod limits;
 pub mod types;
 mod worker;
 
@@ -45,7 +46,8 @@ pub struct UiRequest {
     pub color: bool,
 }
 
-pub async fn run(ctx: &Ctx, req: UiRequest) -> Result<i32> {
+/// `ctx` is lent to `dlqctl edit` (`e`) with the reason typed for it.
+pub async fn run(ctx: &mut Ctx, req: UiRequest) -> Result<i32> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(Error::invalid_arg(
             "ui",
@@ -54,6 +56,9 @@ pub async fn run(ctx: &Ctx, req: UiRequest) -> Result<i32> {
     }
     let mut app = App::new(req.queues.iter().map(label).collect(), req.read_only);
     app.color = req.color;
+    for (row, q) in app.queues.iter_mut().zip(&req.queues) {
+        row.limited = crate::ops::check::has_limits(&q.cfg.limits);
+    }
     app.needs_reason = ctx.config.audit.require_reason && ctx.reason.is_none();
     let (tx, rx) = mpsc::unbounded_channel();
     let mut worker = worker::Worker::new(
@@ -257,7 +262,7 @@ async fn event_loop(
     worker: &mut worker::Worker,
     mut results: mpsc::UnboundedReceiver<app::Loaded>,
     refresh: Duration,
-    ctx: &Ctx,
+    ctx: &mut Ctx,
     terminal_stderr: &mut Box<dyn std::io::Write + Send>,
 ) -> Result<()> {
     let mut keys = spawn_keys();
@@ -286,12 +291,19 @@ async fn event_loop(
         match effect {
             Effect::Quit => return Ok(()),
             Effect::Stop => ctx.interrupt.trigger(),
-            Effect::Edit { queue, id } => {
+            Effect::Edit { queue, id, reason } => {
                 let Some(queue) = worker.queue(queue) else {
                     continue;
                 };
                 keys.stop();
+                // The reason typed for this edit, for it alone.
+                let given = reason
+                    .is_some()
+                    .then(|| std::mem::replace(&mut ctx.reason, reason));
                 let outcome = aside::edit(screen, ctx, terminal_stderr, queue, id).await;
+                if let Some(given) = given {
+                    ctx.reason = given;
+                }
                 keys = spawn_keys();
                 let e = app.edited(outcome?);
                 worker.perform(e);

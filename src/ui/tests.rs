@@ -30,23 +30,58 @@ pub(super) fn info(depth: &str, oldest: &str, classes: &str) -> QueueInfo {
         oldest: Some(oldest.into()),
         classes: Some(classes.into()),
         note: None,
+        check: None,
     }
 }
 
-/// Three queues: one read, one SQS (not scanned), one that failed to open.
+fn check(short: &str, failed: bool, lines: &[&str]) -> Option<CheckStatus> {
+    Some(CheckStatus {
+        short: short.into(),
+        failed,
+        lines: lines.iter().map(|l| l.to_string()).collect(),
+    })
+}
+
+/// Four queues: one read that fails its limits, one SQS (not scanned; its class limit needs a
+/// scan), one that failed to open (no limits), one that passes.
 pub(super) fn app() -> App {
     let mut a = App::new(
-        vec!["orders-dlq".into(), "payments-dlq".into(), "broken".into()],
+        vec![
+            "orders-dlq".into(),
+            "payments-dlq".into(),
+            "broken".into(),
+            "refunds-dlq".into(),
+        ],
         false,
     );
-    a.queues[0].info = Load::Ready(info("17", "12h", "6 trans · 6 perm · 5 uncl"));
+    a.queues[0].info = Load::Ready(QueueInfo {
+        check: check(
+            "FAIL depth 17>10 +1",
+            true,
+            &[
+                "FAIL At most 10 messages: 17 messages (limit 10)",
+                "PASS No message older than 1d: oldest message 12h old, first enqueued 2026-12-05 00:00:00 UTC",
+                "FAIL At most 0 permanent messages: 6 permanent (limit 0)",
+            ],
+        ),
+        ..info("17", "12h", "6/6/5")
+    });
     a.queues[1].info = Load::Ready(QueueInfo {
         backend: "sqs".into(),
         depth: Some("~240".into()),
         note: Some("not scanned: reading increments each message's ApproximateReceiveCount (SQS has no side-effect-free read) and hides it until the read ends; enter reads its messages".into()),
+        check: check("needs scan", false, &["not held here: the limits that need its messages read (not read in this view); dlqctl check reads them"]),
         ..QueueInfo::default()
     });
     a.queues[2].info = Load::Failed("connection refused (127.0.0.1:1)".into());
+    a.queues[3].info = Load::Ready(QueueInfo {
+        check: check(
+            "OK",
+            false,
+            &["PASS At most 100 messages: 3 messages (limit 100)"],
+        ),
+        ..info("3", "2m", "3/0/0")
+    });
     a
 }
 
@@ -103,6 +138,27 @@ fn queues_view() {
     insta::assert_snapshot!(screen(&app()));
 }
 
+/// A queue with limits that cannot be read fails its check, as `check` fails it.
+#[test]
+fn a_queue_with_limits_that_cannot_be_read_fails_its_check() {
+    let mut a = app();
+    let row = |a: &App| {
+        let s = screen(a);
+        let row = s
+            .lines()
+            .find(|l| l.starts_with(" broken"))
+            .map(str::to_string);
+        row.unwrap_or_else(|| panic!("no row of broken:\n{s}"))
+    };
+    assert!(row(&a).ends_with("connection  -"), "{}", row(&a));
+    a.queues[2].limited = true;
+    assert!(
+        row(&a).ends_with("connection  FAIL reachable"),
+        "{}",
+        row(&a)
+    );
+}
+
 #[test]
 fn queues_view_says_why_a_queue_is_not_scanned_and_what_failed() {
     let mut a = app();
@@ -129,7 +185,7 @@ fn messages_view_with_the_detail_pane() {
         a.on_key(Key::Enter),
         Effect::LoadMessages {
             queue: 0,
-            fingerprint: "dfe35c88e1721244".into(),
+            fingerprint: Some("dfe35c88e1721244".into()),
             query: None,
             class: None
         }
@@ -269,7 +325,7 @@ fn a_small_redrive_is_confirmed_with_y() {
         Effect::PlanRun {
             kind: RunKind::Redrive,
             queue: 0,
-            fingerprint: "93a62330ca7b26b6".into(),
+            fingerprint: Some("93a62330ca7b26b6".into()),
             query: None,
             class: None,
             reason: None,
@@ -306,7 +362,7 @@ fn replay_and_purge_ask_where_the_copies_go() {
         Effect::PlanRun {
             kind: RunKind::Replay,
             queue: 0,
-            fingerprint: "dfe35c88e1721244".into(),
+            fingerprint: Some("dfe35c88e1721244".into()),
             query: Some(".json.x".into()),
             class: None,
             reason: None,
@@ -418,7 +474,7 @@ fn moving_stays_in_the_list_and_esc_goes_back() {
     for _ in 0..5 {
         a.on_key(Key::Char('j'));
     }
-    assert_eq!(a.queue_sel, 2);
+    assert_eq!(a.queue_sel, 3);
     a.on_key(Key::Enter);
     assert_eq!(a.view, View::Groups);
     a.on_key(Key::Esc);

@@ -44,7 +44,7 @@ fn space_marks_messages_and_the_actions_take_the_marked() {
         Effect::PlanRun {
             kind: RunKind::Redrive,
             queue: 0,
-            fingerprint: "dfe35c88e1721244".into(),
+            fingerprint: Some("dfe35c88e1721244".into()),
             query: None,
             class: None,
             reason: None,
@@ -86,7 +86,7 @@ fn export_is_allowed_in_read_only_and_edit_is_not() {
         Effect::PlanRun {
             kind: RunKind::Export,
             queue: 0,
-            fingerprint: "dfe35c88e1721244".into(),
+            fingerprint: Some("dfe35c88e1721244".into()),
             query: None,
             class: None,
             reason: None,
@@ -113,7 +113,8 @@ fn export_is_allowed_in_read_only_and_edit_is_not() {
         a.on_key(Key::Char('e')),
         Effect::Edit {
             queue: 0,
-            id: "pay-1".into()
+            id: "pay-1".into(),
+            reason: None
         }
     );
 }
@@ -251,7 +252,7 @@ fn a_reason_is_asked_first_where_the_audit_requires_one() {
 #[test]
 fn the_queues_view_draws_the_depth_at_each_refresh() {
     let mut a = app();
-    let at = |d: &str| Loaded::Queue(0, Load::Ready(super::tests::info(d, "1h", "1 trans")));
+    let at = |d: &str| Loaded::Queue(0, Load::Ready(super::tests::info(d, "1h", "1/0/0")));
     a.on_loaded(at("10"));
     assert!(!screen(&a).contains("refreshes"), "one sample: no line yet");
     for d in ["20", "40", "80"] {
@@ -268,4 +269,112 @@ fn the_queues_view_draws_the_depth_at_each_refresh() {
         a.on_loaded(at("5"));
     }
     assert_eq!(a.queues[0].depths.len(), DEPTH_SAMPLES);
+}
+
+/// `m` opens the messages of the `/` filter alone (every group's); R there plans a redrive of
+/// the filter, no fingerprint, and marks narrow it by id; without a filter `m` says to set one.
+#[test]
+fn m_lists_the_messages_of_the_filter_and_r_acts_on_it() {
+    let mut a = in_groups();
+    assert_eq!(a.on_key(Key::Char('m')), Effect::None);
+    assert!(a.status.contains("set one with /"), "{}", a.status);
+    a.query = Some(".json.amount > 60".into());
+    assert_eq!(
+        a.on_key(Key::Char('m')),
+        Effect::LoadMessages {
+            queue: 0,
+            fingerprint: None,
+            query: Some(".json.amount > 60".into()),
+            class: None
+        }
+    );
+    // A group's messages arriving late are not the filter's.
+    a.on_loaded(Loaded::Messages {
+        queue: 0,
+        fingerprint: Some("dfe35c88e1721244".into()),
+        messages: Load::Ready(Vec::new()),
+    });
+    assert_eq!(a.messages, Load::Loading);
+    let m = |id: &str, error: &str| MessageItem {
+        id: id.into(),
+        age: "2h".into(),
+        redrives: 0,
+        error: error.into(),
+        detail: format!("── {id}\n  error: {error}\n"),
+    };
+    a.on_loaded(Loaded::Messages {
+        queue: 0,
+        fingerprint: None,
+        messages: Load::Ready(vec![
+            m("ord-7", "customer 7 not found"),
+            m("ord-8", "upstream call timed out after 30s"),
+        ]),
+    });
+    insta::assert_snapshot!(screen(&a));
+    let plan = |a: &mut App| a.on_key(Key::Char('R'));
+    assert_eq!(
+        plan(&mut a),
+        Effect::PlanRun {
+            kind: RunKind::Redrive,
+            queue: 0,
+            fingerprint: None,
+            query: Some(".json.amount > 60".into()),
+            class: None,
+            reason: None,
+            ids: Vec::new(),
+            to: None,
+        }
+    );
+    a.action = None;
+    a.on_key(Key::Char(' '));
+    assert!(matches!(
+        plan(&mut a),
+        Effect::PlanRun { fingerprint: None, ids, .. } if ids == ["ord-7"]
+    ));
+    // Back in the groups, R is the selected group's again.
+    a.action = None;
+    a.on_key(Key::Esc);
+    assert!(matches!(
+        plan(&mut a),
+        Effect::PlanRun {
+            fingerprint: Some(_),
+            ..
+        }
+    ));
+    a.action = None;
+    a.read_only = true;
+    a.on_key(Key::Char('m'));
+    assert_eq!(plan(&mut a), Effect::None);
+    assert!(
+        a.status.starts_with("read-only: redrive is disabled"),
+        "{}",
+        a.status
+    );
+}
+
+/// `e` where the audit requires a reason: asked first (an empty one does nothing), then the
+/// edit is asked for with it.
+#[test]
+fn e_asks_for_a_reason_where_the_audit_requires_one() {
+    let mut a = in_messages(2);
+    a.needs_reason = true;
+    assert_eq!(a.on_key(Key::Char('e')), Effect::None);
+    assert!(screen(&a).contains("reason (the audit trail requires one): _"));
+    assert_eq!(a.on_key(Key::Enter), Effect::None);
+    assert_eq!(
+        a.status,
+        "edit: a reason is required ([audit] require_reason); nothing done"
+    );
+    a.on_key(Key::Char('e'));
+    for c in "INC-9".chars() {
+        a.on_key(Key::Char(c));
+    }
+    assert_eq!(
+        a.on_key(Key::Enter),
+        Effect::Edit {
+            queue: 0,
+            id: "pay-1".into(),
+            reason: Some("INC-9".into())
+        }
+    );
 }

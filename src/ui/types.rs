@@ -34,6 +34,8 @@ pub struct QueueRow {
     pub info: Load<QueueInfo>,
     /// The depth read at each refresh, oldest first (the last [`DEPTH_SAMPLES`]).
     pub depths: Vec<u64>,
+    /// `[queues.NAME.limits]` are set: a queue that cannot be read fails its check.
+    pub limited: bool,
 }
 
 /// How many refreshes' depths the queues view keeps for its sparkline.
@@ -51,6 +53,20 @@ pub struct QueueInfo {
     pub classes: Option<String>,
     /// Why the messages were not read (SQS: a read counts as a receive).
     pub note: Option<String>,
+    /// What `dlqctl check` says of the queue held to its `[queues.NAME.limits]` (None: it has
+    /// none).
+    pub check: Option<CheckStatus>,
+}
+
+/// A queue held to its limits by `check`'s own code, as the queues view shows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CheckStatus {
+    /// The column: `OK`, `FAIL depth 12>10` (`+1`: one more failed), `WARN age ?`, `needs scan`.
+    pub short: String,
+    /// Whether a limit failed.
+    pub failed: bool,
+    /// A line per limit as `check` reports it, for the selected queue's pane.
+    pub lines: Vec<String>,
 }
 
 /// One failure group (`classify --by fingerprint`).
@@ -143,6 +159,8 @@ pub enum Purpose {
     Target(RunKind),
     /// Why: `[audit] require_reason` is set and `dlqctl ui` was not given `--reason`.
     Reason(RunKind),
+    /// The same, for `e` (an edit of the selected message).
+    EditReason,
 }
 
 /// A line being typed at the bottom of the screen.
@@ -160,7 +178,7 @@ impl Input {
             Purpose::Target(RunKind::Purge) => "archive to (a file or queue; none: no copy)",
             Purpose::Target(RunKind::Export) => "export to (a file, JSON Lines)",
             Purpose::Target(_) => "replay to (a queue, table, topic or file)",
-            Purpose::Reason(_) => "reason (the audit trail requires one)",
+            Purpose::Reason(_) | Purpose::EditReason => "reason (the audit trail requires one)",
         }
     }
 }
@@ -199,15 +217,17 @@ pub enum Effect {
     },
     LoadMessages {
         queue: usize,
-        fingerprint: String,
+        /// None: every group's (the messages view of the filter, `m`).
+        fingerprint: Option<String>,
         query: Option<String>,
         class: Option<&'static str>,
     },
-    /// Prepare a run on a group (its fingerprint under the view's filter) and show its plan.
+    /// Prepare a run on a group (its fingerprint under the view's filter), or on the filter
+    /// alone (no fingerprint: the messages view of the filter), and show its plan.
     PlanRun {
         kind: RunKind,
         queue: usize,
-        fingerprint: String,
+        fingerprint: Option<String>,
         query: Option<String>,
         class: Option<&'static str>,
         /// `--reason`, typed in when the audit requires one (None: `dlqctl ui --reason`'s).
@@ -223,6 +243,8 @@ pub enum Effect {
     Edit {
         queue: usize,
         id: String,
+        /// `--reason`, typed in when the audit requires one (None: `dlqctl ui --reason`'s).
+        reason: Option<String>,
     },
     /// Ctrl-C during a run: stop it after its current batch (as in the CLI), then quit.
     Stop,

@@ -144,10 +144,11 @@ impl Worker {
                     return;
                 };
                 tokio::spawn(async move {
-                    let r = messages(&base, q, &fingerprint, query.as_deref(), class).await;
+                    let fp = fingerprint.as_deref();
+                    let r = messages(&base, q, fp, query.as_deref(), class).await;
                     let _ = tx.send(Loaded::Messages {
                         queue,
-                        fingerprint: Some(fingerprint),
+                        fingerprint,
                         messages: loaded(r),
                     });
                 });
@@ -241,19 +242,27 @@ async fn queue_info(base: &Base, q: &QueueRef) -> Result<QueueInfo> {
             .facts
             .iter()
             .find(|f| f.name == "messages" || f.name == "dead_jobs")
-            .map(|f| f.display.clone());
+            // SQS's `3 (approximate)` as `~3`: the column is 7 wide.
+            .map(|f| match f.display.strip_suffix(" (approximate)") {
+                Some(n) => format!("~{n}"),
+                None => f.display.clone(),
+            });
         if let Some(effect) = b.capabilities().read_side_effect {
             info.note = Some(format!(
                 "not scanned: reading {effect}; enter reads its messages"
             ));
+            info.check = super::limits::status(q, &classifier, &ins, None);
             return Ok(());
         }
         let c = crate::ops::census::take(&ctx, b.as_ref(), &classifier, Some(base.scan_max), None)
             .await?;
+        // `--scan-max 0` reads none: the limits that need them are not held.
+        let read = Some(&c).filter(|c| c.scanned > 0 || c.complete);
+        info.check = super::limits::status(q, &classifier, &ins, read);
         info.oldest = c.oldest.map(age);
         let k = |kind| c.by_kind.get(&kind).copied().unwrap_or(0);
         info.classes = Some(format!(
-            "{} trans · {} perm · {} uncl{}",
+            "{}/{}/{}{}",
             k(Kind::Transient),
             k(Kind::Permanent),
             k(Kind::Unclassified),
@@ -321,17 +330,18 @@ async fn groups(
     })
 }
 
-/// The first [`MESSAGES_SHOWN`] messages of a group, with `peek --explain`'s card of each.
+/// The first [`MESSAGES_SHOWN`] messages of a group (None: of the filter alone), with
+/// `peek --explain`'s card of each.
 async fn messages(
     base: &Base,
     q: QueueRef,
-    fingerprint: &str,
+    fingerprint: Option<&str>,
     query: Option<&str>,
     class: Option<&str>,
 ) -> Result<Vec<MessageItem>> {
     let (ctx, _) = base.ctx();
     let classifier = base.classifier()?;
-    let f = filter(&ctx, Some(fingerprint), query, &[], class)?;
+    let f = filter(&ctx, fingerprint, query, &[], class)?;
     let b = ctx.opener.open(&q.address, &q.source_options()).await?;
     let now = Utc::now();
     let mut out = Vec::new();
@@ -377,11 +387,12 @@ fn item(m: &crate::message::Message, c: &Classifier, now: DateTime<Utc>) -> Mess
     }
 }
 
-/// The messages an action takes: a queue's group under the view's filter; of those, the
-/// marked ones when there are any (by id, as `--id` selects them).
+/// The messages an action takes: a queue's group under the view's filter (no fingerprint:
+/// the filter alone, as the command's `--where` takes it); of those, the marked ones when there
+/// are any (by id, as `--id` selects them).
 struct Group {
     source: QueueRef,
-    fingerprint: String,
+    fingerprint: Option<String>,
     query: Option<String>,
     class: Option<&'static str>,
     ids: Vec<String>,
@@ -426,7 +437,7 @@ async fn run(
             RunKind::Replay => Mode::Replay,
             RunKind::Purge | RunKind::Export => Mode::Purge,
         },
-        filter: filter(&ctx, Some(&fingerprint), query.as_deref(), &ids, class)?,
+        filter: filter(&ctx, fingerprint.as_deref(), query.as_deref(), &ids, class)?,
         classifier: base.classifier()?,
         source,
         to,
@@ -480,7 +491,7 @@ async fn export(
         read: crate::ops::read::ReadRequest {
             filter: filter(
                 &ctx,
-                Some(&group.fingerprint),
+                group.fingerprint.as_deref(),
                 group.query.as_deref(),
                 &group.ids,
                 group.class,

@@ -41,4 +41,5 @@ mod triage;
 mod ui;
 mod ui_backends;
 mod ui_million;
+mod ui_views;
 mod widths;

@@ -166,7 +166,7 @@ fn text_of(s: &vt100::Screen) -> String {
 }
 
 /// 12 rows in four groups of three, and five that fail alike: the largest group, listed first.
-async fn seeded(name: &str) -> Db {
+pub async fn seeded(name: &str) -> Db {
     let db = Db::new(name).await;
     db.seed(12).await;
     db.exec(
@@ -184,7 +184,7 @@ async fn a_group_redriven_in_the_ui_arrives_in_the_target() {
     let sb = Sandbox::new();
     let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
     ui.wait_for("dlqctl ui · queues");
-    ui.wait_for("5 uncl");
+    ui.wait_for("6/6/5");
     ui.press("\r");
     // Each text waited for on its own: a screen can be caught half drawn.
     ui.wait_for("groups of 17 messages");
@@ -219,7 +219,7 @@ async fn the_marked_messages_are_redriven_and_the_rest_stay() {
     let db = seeded("ui_marked").await;
     let sb = Sandbox::new();
     let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
-    ui.wait_for("5 uncl");
+    ui.wait_for("6/6/5");
     ui.press("\r");
     ui.wait_for("error: payment declined: card expired");
     ui.press("\r");
@@ -249,7 +249,7 @@ async fn a_group_exported_in_the_ui_is_written_and_kept() {
     let db = seeded("ui_export").await;
     let sb = Sandbox::new();
     let mut ui = Tui::start(&sb, &["ui", "--read-only", &db.dlq()]);
-    ui.wait_for("5 uncl");
+    ui.wait_for("6/6/5");
     ui.press("\r");
     ui.wait_for("error: payment declined: card expired");
     ui.press("E");
@@ -299,7 +299,7 @@ async fn a_message_edited_from_the_ui_is_sent_as_edited() {
         ),
     ];
     let mut ui = Tui::start_env(&sb, &["ui", &db.dlq()], &env);
-    ui.wait_for("5 uncl");
+    ui.wait_for("6/6/5");
     ui.press("\r");
     ui.wait_for("error: payment declined: card expired");
     ui.press("\r");
@@ -325,7 +325,7 @@ async fn c_narrows_the_groups_to_a_class() {
     let db = seeded("ui_class").await;
     let sb = Sandbox::new();
     let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
-    ui.wait_for("5 uncl");
+    ui.wait_for("6/6/5");
     ui.press("\r");
     ui.wait_for("groups of 17 messages");
     ui.press("c");
@@ -349,7 +349,7 @@ async fn a_reason_is_asked_where_the_audit_requires_one() {
     let sb = Sandbox::new();
     sb.write("dlqctl.toml", "[audit]\nrequire_reason = true\n");
     let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
-    ui.wait_for("5 uncl");
+    ui.wait_for("6/6/5");
     ui.press("\r");
     ui.wait_for("error: payment declined: card expired");
     ui.press("R");
@@ -375,7 +375,7 @@ async fn the_queues_view_draws_the_depth_of_each_refresh() {
     let db = seeded("ui_spark").await;
     let sb = Sandbox::new();
     let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
-    ui.wait_for("5 uncl");
+    ui.wait_for("6/6/5");
     ui.press("r");
     ui.wait_for("depth, 2 refreshes ██");
     ui.press("q");
@@ -387,7 +387,7 @@ async fn a_group_purged_in_the_ui_is_archived_first() {
     let db = seeded("ui_purge").await;
     let sb = Sandbox::new();
     let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
-    ui.wait_for("5 uncl");
+    ui.wait_for("6/6/5");
     ui.press("\r");
     ui.wait_for("error: payment declined: card expired");
     ui.press("X");
@@ -423,7 +423,7 @@ async fn a_group_replayed_in_the_ui_is_copied_and_kept() {
     let db = seeded("ui_replay").await;
     let sb = Sandbox::new();
     let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
-    ui.wait_for("5 uncl");
+    ui.wait_for("6/6/5");
     ui.press("\r");
     ui.wait_for("error: payment declined: card expired");
     ui.press("P");
@@ -446,7 +446,7 @@ async fn read_only_refuses_to_redrive() {
     let sb = Sandbox::new();
     let mut ui = Tui::start(&sb, &["ui", "--read-only", &db.dlq()]);
     ui.wait_for("read-only");
-    ui.wait_for("5 uncl");
+    ui.wait_for("6/6/5");
     ui.press("\r");
     ui.wait_for("groups of 17 messages");
     ui.press("R");
@@ -476,16 +476,23 @@ async fn the_queues_view_does_not_receive_from_sqs() {
     let sb = Sandbox::new();
     let sqs = format!("sqs://{}", q.name("dlq"));
     let mut ui = Tui::start_env(&sb, &["ui", &db.dlq(), &sqs], &q.env(&sb));
-    ui.wait_for("5 uncl");
-    ui.wait_for("not scanned (see below)");
+    ui.wait_for("6/6/5");
+    ui.wait_for("not read (below)");
     ui.press("j");
     ui.wait_for("ApproximateReceiveCount");
     ui.press("q");
     assert_eq!(ui.exit_code(), 0);
+    let counts = receive_counts(&q, &url).await;
+    assert_eq!(counts, ["1", "1", "1"], "received by the UI before");
+}
+
+/// Receive up to 10 messages of `url`: each one's ApproximateReceiveCount (`1`: received
+/// here for the first time).
+pub async fn receive_counts(q: &crate::harness::Sqs, url: &str) -> Vec<String> {
     let got = q
         .client
         .receive_message()
-        .queue_url(&url)
+        .queue_url(url)
         .max_number_of_messages(10)
         .message_system_attribute_names(
             aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
@@ -493,8 +500,7 @@ async fn the_queues_view_does_not_receive_from_sqs() {
         .send()
         .await
         .expect("receive");
-    let counts: Vec<String> = got
-        .messages()
+    got.messages()
         .iter()
         .map(|m| {
             m.attributes()
@@ -504,8 +510,7 @@ async fn the_queues_view_does_not_receive_from_sqs() {
                 .cloned()
                 .unwrap_or_default()
         })
-        .collect();
-    assert_eq!(counts, ["1", "1", "1"], "received by the UI before");
+        .collect()
 }
 
 /// Ctrl-C (a key in raw mode) quits; SIGTERM too, with exit code 130 and its note printed
@@ -515,17 +520,17 @@ async fn ctrl_c_and_sigterm_give_the_terminal_back() {
     let db = seeded("ui_sig").await;
     let sb = Sandbox::new();
     let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
-    ui.wait_for("5 uncl");
+    ui.wait_for("6/6/5");
     ui.press("\x03");
     assert_eq!(ui.exit_code(), 0);
 
     let ui = Tui::start(&sb, &["ui", &db.dlq()]);
-    ui.wait_for("5 uncl");
+    ui.wait_for("6/6/5");
     ui.signal(libc::SIGTERM);
     ui.wait_for("interrupting");
     let shown = ui.shown();
     assert!(
-        !shown.contains("5 uncl"),
+        !shown.contains("6/6/5"),
         "the UI is still on screen:\n{shown}"
     );
     assert_eq!(ui.exit_code(), 130);

@@ -1,11 +1,12 @@
 //! `dlqctl ui` on the other backends, driven in a pseudo-terminal as in ui.rs: the largest
-//! failure group of a Kafka dead-letter topic, a RabbitMQ dead-letter queue and Sidekiq's dead
-//! set is redriven from the UI, and arrives where the CLI's redrive sends it.
+//! failure group of a Kafka dead-letter topic, a RabbitMQ dead-letter queue, an SQS
+//! dead-letter queue, Sidekiq's dead set and BullMQ's failed jobs is redriven from the UI, and
+//! arrives where the CLI's redrive sends it.
 
 use lapin::BasicProperties;
 
 use crate::amqp::{Kind, Rabbit, s, table};
-use crate::harness::{Kafka, Sandbox};
+use crate::harness::{Kafka, Sandbox, Sqs};
 use crate::redis_harness::RedisDb;
 use crate::ui::Tui;
 
@@ -100,5 +101,87 @@ async fn sidekiq_a_group_redriven_in_the_ui_is_retried_in_its_queue() {
     assert_eq!(db.sidekiq_dead_jids().await.len(), 2);
     // Sidekiq runs them: the retried are the time-outs (orders 0, 2, 4).
     db.sidekiq_worker(&["work", "3"]);
+    assert_eq!(db.lrange("fixture:done").await.len(), 3);
+}
+
+/// Five orders dead-lettered by SQS itself (a source whose RedrivePolicy gives up after one
+/// receive): 3 time-outs (the first group), 2 invalid. The queues view does not read the DLQ;
+/// enter asks for its groups (the read, as `classify`); the time-outs go back to the source
+/// the RedrivePolicy names, the others stay, visible again.
+#[tokio::test(flavor = "multi_thread")]
+async fn sqs_a_group_redriven_in_the_ui_goes_back_to_its_source() {
+    let q = Sqs::new("uiredrive").await;
+    let (src, dlq) = q.pair(false, 1).await;
+    let text = |v: &str| {
+        aws_sdk_sqs::types::MessageAttributeValue::builder()
+            .data_type("String")
+            .string_value(v)
+            .build()
+            .unwrap()
+    };
+    for i in 0..5 {
+        let error = if i % 2 == 0 {
+            "upstream timed out"
+        } else {
+            "validation failed: amount"
+        };
+        q.client
+            .send_message()
+            .queue_url(&src)
+            .message_body(format!("{{\"order\": {i}}}"))
+            .message_attributes("message_id", text(&format!("ord-{i}")))
+            .message_attributes("error", text(error))
+            .send()
+            .await
+            .expect("send");
+    }
+    q.fail_all(&src).await;
+    assert_eq!(q.visible(&dlq).await, 5);
+    let sb = Sandbox::new();
+    let url = format!("sqs://{}", q.name("dlq"));
+    let env = q.env(&sb);
+    let mut ui = Tui::start_env(&sb, &["ui", &url], &env);
+    ui.wait_for("not read (below)");
+    redrive_first_group(&mut ui, "sqs", 3, 5, 2);
+    assert_eq!(ui.exit_code(), 0);
+    let mut back: Vec<String> = q
+        .receive_all(&src)
+        .await
+        .iter()
+        .map(|m| {
+            let a = m.message_attributes().expect("attributes");
+            a["message_id"]
+                .string_value()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    back.sort();
+    assert_eq!(back, ["ord-0", "ord-2", "ord-4"]);
+    assert_eq!(q.visible(&dlq).await, 2, "the invalid ones stay, visible");
+    let runs = sb
+        .run_with(&["audit", "--output", "json"], &env)
+        .ok()
+        .json();
+    assert_eq!(runs[0]["command"], "redrive", "{runs}");
+}
+
+/// BullMQ's own Worker fails 5 jobs: 3 time out (the first group), 2 are TypeErrors; the
+/// time-outs are retried (back in `wait`), the others stay failed, and BullMQ runs the three.
+#[tokio::test(flavor = "multi_thread")]
+async fn bullmq_a_group_redriven_in_the_ui_is_retried_in_its_queue() {
+    let db = RedisDb::new().await;
+    db.bullmq_worker(&["seed", "ord", "5"]);
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &db.bullmq("ord")]);
+    redrive_first_group(&mut ui, "bullmq", 3, 5, 2);
+    assert_eq!(ui.exit_code(), 0);
+    let mut waiting = db.lrange("bull:ord:wait").await;
+    waiting.sort();
+    assert_eq!(waiting, ["m-0", "m-2", "m-4"]);
+    let mut failed = db.zrange("bull:ord:failed").await;
+    failed.sort();
+    assert_eq!(failed, ["m-1", "m-3"]);
+    db.bullmq_worker(&["work", "ord", "3"]);
     assert_eq!(db.lrange("fixture:done").await.len(), 3);
 }

@@ -47,7 +47,7 @@ async fn a_million_dead_letters_in_the_groups_view() {
 
     let sb = Sandbox::new();
     let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
-    ui.wait_for("4000 perm");
+    ui.wait_for("/4000/");
     println!(
         "queues view (10,000 read): VmHWM {} KiB",
         vm_hwm_kib(ui.pid())

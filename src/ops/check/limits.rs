@@ -17,6 +17,23 @@ pub(super) struct Figures {
     pub oldest: Option<chrono::DateTime<chrono::Utc>>,
 }
 
+/// One limit held to a queue: the check as `check` reports it, and the same in a few
+/// characters (`depth 12>10`, `age 1d 4h>1d`, `permanent 3>0`) for the UI's queues view.
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    pub check: Check,
+    pub short: String,
+}
+
+impl Verdict {
+    fn new(check: Check, short: impl Into<String>) -> Verdict {
+        Verdict {
+            check,
+            short: short.into(),
+        }
+    }
+}
+
 /// Every limit set for the queue, in the order the report shows them, and the fingerprints the
 /// baseline lacks (when there is a baseline and a census to hold to it).
 pub(super) fn checks(
@@ -24,7 +41,7 @@ pub(super) fn checks(
     baseline: Option<&Baseline>,
     figures: &Figures,
     census: Option<&Census>,
-) -> (Vec<Check>, Option<Vec<FingerprintCount>>) {
+) -> (Vec<Verdict>, Option<Vec<FingerprintCount>>) {
     let sample = census
         .filter(|c| !c.complete)
         .map(|c| format!(" (in the first {} messages read)", c.scanned))
@@ -54,20 +71,22 @@ pub(super) fn checks(
 }
 
 /// `--max-messages`: warns where the queue does not report a count.
-fn max_messages(max: u64, messages: Option<u64>) -> Check {
+fn max_messages(max: u64, messages: Option<u64>) -> Verdict {
     match messages {
         Some(n) => limit_check(
             "max-messages",
             &format!("At most {max} messages"),
-            n,
-            max,
+            ("depth", n, max),
             &format!("{n} messages (limit {max})"),
         ),
-        None => Check::new(
-            "max-messages",
-            &format!("At most {max} messages"),
-            Status::Warn,
-            "the queue does not report a message count",
+        None => Verdict::new(
+            Check::new(
+                "max-messages",
+                &format!("At most {max} messages"),
+                Status::Warn,
+                "the queue does not report a message count",
+            ),
+            "depth ?",
         ),
     }
 }
@@ -78,68 +97,78 @@ fn max_age_check(
     figures: &Figures,
     census: Option<&Census>,
     sample: &str,
-) -> Check {
-    let title = format!(
-        "No message older than {}",
-        crate::human::fmt_duration(max_age)
-    );
+) -> Verdict {
+    let limit = crate::human::fmt_duration(max_age);
+    let title = format!("No message older than {limit}");
     let oldest = census.and_then(|c| c.oldest).or(figures.oldest);
     match oldest {
         Some(t) => {
             let age = (chrono::Utc::now() - t).to_std().unwrap_or(Duration::ZERO);
-            let status = if age > max_age {
-                Status::Fail
+            let (status, sign) = if age > max_age {
+                (Status::Fail, ">")
             } else {
-                Status::Pass
+                (Status::Pass, "<=")
             };
-            Check::new(
-                "max-age",
-                &title,
-                status,
-                format!(
-                    "oldest message {} old, first enqueued {}{sample}",
-                    crate::human::human_age(chrono::Duration::from_std(age).unwrap_or_default()),
-                    t.format("%Y-%m-%d %H:%M:%S UTC")
+            let shown =
+                crate::human::human_age(chrono::Duration::from_std(age).unwrap_or_default());
+            Verdict::new(
+                Check::new(
+                    "max-age",
+                    &title,
+                    status,
+                    format!(
+                        "oldest message {shown} old, first enqueued {}{sample}",
+                        t.format("%Y-%m-%d %H:%M:%S UTC")
+                    ),
                 ),
+                format!("age {}{sign}{limit}", shown.replace(' ', "")),
             )
         }
         None if figures.messages == Some(0) || census.is_some_and(|c| c.scanned == 0) => {
-            Check::new("max-age", &title, Status::Pass, "no messages")
+            Verdict::new(
+                Check::new("max-age", &title, Status::Pass, "no messages"),
+                "age -",
+            )
         }
-        None => Check::new(
-            "max-age",
-            &title,
-            Status::Warn,
-            "the messages carry no enqueue or dead-letter time",
+        None => Verdict::new(
+            Check::new(
+                "max-age",
+                &title,
+                Status::Warn,
+                "the messages carry no enqueue or dead-letter time",
+            ),
+            "age ?",
         ),
     }
 }
 
 /// `--max-in-flight`: only SQS reports messages in flight; elsewhere a warning.
-fn max_in_flight(max: u64, in_flight: Option<u64>) -> Check {
+fn max_in_flight(max: u64, in_flight: Option<u64>) -> Verdict {
     let title = format!("At most {max} messages in flight");
     match in_flight {
         Some(n) => limit_check(
             "max-in-flight",
             &title,
-            n,
-            max,
+            ("in-flight", n, max),
             &format!(
                 "{n} in flight (limit {max}): received by a consumer or a run, not yet deleted"
             ),
         ),
-        None => Check::new(
-            "max-in-flight",
-            &title,
-            Status::Warn,
-            "not applicable: only SQS reports messages in flight",
+        None => Verdict::new(
+            Check::new(
+                "max-in-flight",
+                &title,
+                Status::Warn,
+                "not applicable: only SQS reports messages in flight",
+            ),
+            "in-flight n/a",
         ),
     }
 }
 
 /// `--max-class NAME=N`: the messages of a kind (transient, permanent, unclassified) or of a
 /// rule.
-fn max_class(c: &Census, name: &str, max: u64, sample: &str) -> Check {
+fn max_class(c: &Census, name: &str, max: u64, sample: &str) -> Verdict {
     let n: u64 = c
         .by_class
         .iter()
@@ -149,15 +178,14 @@ fn max_class(c: &Census, name: &str, max: u64, sample: &str) -> Check {
     limit_check(
         &format!("class:{name}"),
         &format!("At most {max} {name} messages"),
-        n,
-        max,
+        (name, n, max),
         &format!("{n} {name} (limit {max}){sample}"),
     )
 }
 
 /// `--baseline`: fails on any fingerprint the baseline has not seen, naming the first five;
 /// also returns all of them.
-fn baseline_check(c: &Census, base: &Baseline, sample: &str) -> (Check, Vec<FingerprintCount>) {
+fn baseline_check(c: &Census, base: &Baseline, sample: &str) -> (Verdict, Vec<FingerprintCount>) {
     let new: Vec<FingerprintCount> = c
         .fingerprints()
         .into_iter()
@@ -197,14 +225,20 @@ fn baseline_check(c: &Census, base: &Baseline, sample: &str) -> (Check, Vec<Fing
             ),
         )
     };
-    (check, new)
+    let short = format!("{} new fp", new.len());
+    (Verdict::new(check, short), new)
 }
 
-fn limit_check(id: &str, title: &str, n: u64, max: u64, detail: &str) -> Check {
-    Check::new(
-        id,
-        title,
-        if n > max { Status::Fail } else { Status::Pass },
-        detail,
+/// A count held to its limit; `figure` is the short name, the count and the limit.
+fn limit_check(id: &str, title: &str, figure: (&str, u64, u64), detail: &str) -> Verdict {
+    let (name, n, max) = figure;
+    let (status, sign) = if n > max {
+        (Status::Fail, ">")
+    } else {
+        (Status::Pass, "<=")
+    };
+    Verdict::new(
+        Check::new(id, title, status, detail),
+        format!("{name} {n}{sign}{max}"),
     )
 }

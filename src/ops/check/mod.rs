@@ -23,6 +23,7 @@ use crate::settings::{Ctx, QueueRef};
 mod limits;
 
 use limits::Figures;
+pub use limits::Verdict;
 
 /// Fingerprints a baseline file names.
 #[derive(Debug)]
@@ -204,13 +205,8 @@ pub async fn run(ctx: &Ctx, req: CheckRequest) -> Result<i32> {
 }
 
 /// Before anything is read: every queue has something to check, and every class is known.
-fn validate(q: &QueueRef, l: &LimitsConfig, c: &Classifier, baseline: bool) -> Result<()> {
-    if l.max_messages.is_none()
-        && l.max_age.is_none()
-        && l.max_in_flight.is_none()
-        && l.classes.is_empty()
-        && !baseline
-    {
+pub fn validate(q: &QueueRef, l: &LimitsConfig, c: &Classifier, baseline: bool) -> Result<()> {
+    if !has_limits(l) && !baseline {
         return Err(Error::Refused {
             command: "check",
             reason: format!(
@@ -252,8 +248,7 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
             return state;
         }
     };
-    let mut figures = Figures::reported(&ins);
-    let census = if wants_scan(req, l, &figures) {
+    let census = if wants_scan(req.baseline.is_some(), l, &Figures::reported(&ins)) {
         match scan(ctx, req, q, b.as_ref()).await {
             Ok(c) => Some(c),
             Err(unreadable) => {
@@ -265,22 +260,53 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
         None
     };
     let _ = b.close().await;
-    // A file cannot say how many it holds: the census can, when it read them all.
-    let counted = census.as_ref().filter(|c| c.complete).map(|c| c.scanned);
-    if let (None, Some(n)) = (figures.messages, counted) {
-        ins.facts
-            .push(crate::backend::Fact::new("messages", n, n.to_string()));
-    }
-    figures.messages = figures.messages.or(counted);
-
-    let (checks, new_fingerprints) =
-        limits::checks(l, req.baseline.as_ref(), &figures, census.as_ref());
-    state.checks.extend(checks);
+    let (checks, new_fingerprints) = held(l, req.baseline.as_ref(), &mut ins, census.as_ref());
+    state.checks.extend(checks.into_iter().map(|v| v.check));
     state.new_fingerprints = new_fingerprints;
     state.complete = census.as_ref().map(|c| c.complete);
     state.census = census;
     state.inspection = Some(ins);
     state
+}
+
+/// Each limit held to what was read of the queue: its inspection, and a census where one was
+/// taken (the count it gives is added to the inspection where the queue reports none).
+fn held(
+    l: &LimitsConfig,
+    baseline: Option<&Baseline>,
+    ins: &mut Inspection,
+    census: Option<&Census>,
+) -> (Vec<Verdict>, Option<Vec<FingerprintCount>>) {
+    let mut figures = Figures::reported(ins);
+    // A file cannot say how many it holds: the census can, when it read them all.
+    let counted = census.filter(|c| c.complete).map(|c| c.scanned);
+    if let (None, Some(n)) = (figures.messages, counted) {
+        ins.facts
+            .push(crate::backend::Fact::new("messages", n, n.to_string()));
+    }
+    figures.messages = figures.messages.or(counted);
+    limits::checks(l, baseline, &figures, census)
+}
+
+/// The verdicts `check` gives a queue held to `l` (no baseline), from its inspection and a
+/// census of its messages where one was taken: the UI's queues view, which reads the queue
+/// itself. See [`needs_scan`] for when the census is wanted.
+pub fn verdicts(l: &LimitsConfig, ins: &Inspection, census: Option<&Census>) -> Vec<Verdict> {
+    held(l, None, &mut ins.clone(), census).0
+}
+
+/// Whether `check` would read the queue's messages to hold it to `l` (no baseline): for the
+/// class limits, and for the age or the count where the queue does not report them.
+pub fn needs_scan(l: &LimitsConfig, ins: &Inspection) -> bool {
+    wants_scan(false, l, &Figures::reported(ins))
+}
+
+/// Whether any limit is set (`[queues.NAME.limits]` is not empty).
+pub fn has_limits(l: &LimitsConfig) -> bool {
+    l.max_messages.is_some()
+        || l.max_age.is_some()
+        || l.max_in_flight.is_some()
+        || !l.classes.is_empty()
 }
 
 /// Opens the queue and inspects it; a failure of either is the failed "reachable" check.
@@ -326,8 +352,8 @@ impl Figures {
 
 /// Whether the messages must be read: for the classes and the baseline, and for the age or
 /// the count where the queue cannot tell.
-fn wants_scan(req: &CheckRequest, l: &LimitsConfig, reported: &Figures) -> bool {
-    needs_census(l, req.baseline.is_some())
+fn wants_scan(baseline: bool, l: &LimitsConfig, reported: &Figures) -> bool {
+    needs_census(l, baseline)
         || (l.max_age.is_some() && reported.oldest.is_none() && reported.messages != Some(0))
         || (l.max_messages.is_some() && reported.messages.is_none())
 }
