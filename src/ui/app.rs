@@ -29,6 +29,8 @@ pub struct App {
     pub marked: std::collections::BTreeSet<String>,
     /// Lines of the detail pane scrolled past (PgDn/PgUp, J/K).
     pub detail_scroll: u16,
+    /// `v`: the detail pane shows the body exactly as stored rather than `peek`'s card.
+    pub raw: bool,
     /// A filter or a target being typed.
     pub input: Option<Input>,
     pub help: bool,
@@ -72,6 +74,7 @@ impl App {
             message_sel: 0,
             marked: Default::default(),
             detail_scroll: 0,
+            raw: false,
             input: None,
             help: false,
             action: None,
@@ -155,6 +158,11 @@ impl App {
             Key::Char('E') if self.view != View::Queues => self.ask_target(RunKind::Export),
             Key::Char(' ') if self.view == View::Messages => self.mark(),
             Key::Char('e') if self.view == View::Messages => self.edit(),
+            Key::Char('v') if self.view == View::Messages => {
+                self.raw = !self.raw;
+                self.detail_scroll = 0;
+                Effect::None
+            }
             Key::PageDown | Key::Char('J') if self.view == View::Messages => {
                 self.detail_scroll = self.detail_scroll.saturating_add(10);
                 Effect::None

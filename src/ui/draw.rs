@@ -357,9 +357,13 @@ fn messages(f: &mut Frame, app: &App, area: Rect) {
     let mut state = TableState::new().with_selected(Some(app.message_sel));
     f.render_stateful_widget(t.block(block), list, &mut state);
     if let Some(m) = app.message() {
-        let b = Block::new().borders(Borders::TOP).title("message");
+        let (title, text) = match app.raw {
+            true => ("message · raw body (v: pretty)", &m.raw),
+            false => ("message (v: raw body)", &m.detail),
+        };
+        let b = Block::new().borders(Borders::TOP).title(title);
         f.render_widget(
-            Paragraph::new(m.detail.clone())
+            Paragraph::new(text.as_str())
                 .block(b)
                 .wrap(Wrap { trim: false })
                 .scroll((app.detail_scroll, 0)),
@@ -397,6 +401,7 @@ space          messages: mark or unmark one
 R, P, X        redrive, replay, purge the group (or filter), or the marked
 E              export them to a file (as export -o)
 e              messages: edit the selected one in $EDITOR (as edit)
+v              messages: the body raw, as stored, or pretty again
 r              queues: refresh now
 ?              this help (any key closes it)
 q, Ctrl-C      quit";

@@ -23,6 +23,7 @@ pub mod app;
 mod aside;
 pub mod draw;
 mod limits;
+pub mod raw;
 pub mod types;
 mod worker;
 
@@ -30,6 +31,8 @@ mod worker;
 mod tests;
 #[cfg(test)]
 mod tests_actions;
+#[cfg(test)]
+mod tests_body;
 
 use app::{App, Effect, Key};
 

@@ -198,6 +198,7 @@ fn messages_view_with_the_detail_pane() {
         detail: format!(
             "── {id}\n  age 2h · class unclassified/unrecognised-error\n  error: payment declined: card expired\n  tenant = acme\n  {{\n    \"order_id\": 101\n  }}\nclassification:\n  no rule matched\n"
         ),
+        raw: String::new(),
     };
     a.on_loaded(Loaded::Messages {
         queue: 0,

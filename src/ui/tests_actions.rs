@@ -14,6 +14,7 @@ fn in_messages(n: usize) -> App {
         redrives: 0,
         error: "payment declined: card expired".into(),
         detail: String::new(),
+        raw: String::new(),
     };
     a.on_loaded(Loaded::Messages {
         queue: 0,
@@ -301,6 +302,7 @@ fn m_lists_the_messages_of_the_filter_and_r_acts_on_it() {
         redrives: 0,
         error: error.into(),
         detail: format!("── {id}\n  error: {error}\n"),
+        raw: String::new(),
     };
     a.on_loaded(Loaded::Messages {
         queue: 0,

@@ -103,6 +103,8 @@ pub struct MessageItem {
     /// The detail pane: what `peek --explain` shows of it (facts, error, classification,
     /// headers, body pretty-printed).
     pub detail: String,
+    /// `v`: the body exactly as stored, escaped ([`super::raw::raw_body`]).
+    pub raw: String,
 }
 
 /// A run (redrive, replay, purge) on the selected group, step by step.

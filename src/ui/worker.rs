@@ -384,6 +384,7 @@ fn item(m: &crate::message::Message, c: &Classifier, now: DateTime<Utc>) -> Mess
         redrives: m.redrive_count(),
         error: m.error_text().unwrap_or_default(),
         detail,
+        raw: super::raw::raw_body(&m.body),
     }
 }
 
