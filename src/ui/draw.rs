@@ -128,7 +128,18 @@ fn queues(f: &mut Frame, app: &App, area: Rect) {
             Constraint::Length(20),
         ],
     );
-    let [list, detail] = Layout::vertical([Constraint::Min(3), Constraint::Length(6)]).areas(area);
+    let selected = app.queues.get(app.queue_sel);
+    let depths = selected.map_or(&[][..], |q| &q.depths[..]);
+    let arrivals = match selected.map(|q| &q.info) {
+        Some(Load::Ready(QueueInfo {
+            arrivals: Some(a), ..
+        })) => Some(a.text()),
+        _ => None,
+    };
+    // The pane grows by the lines drawn under its text.
+    let under = u16::from(arrivals.is_some()) + u16::from(depths.len() >= 2);
+    let [list, detail] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(6 + under)]).areas(area);
     let mut state = TableState::new().with_selected(Some(app.queue_sel));
     f.render_stateful_widget(
         t.block(Block::new().borders(Borders::TOP).title("queues")),
@@ -156,21 +167,22 @@ fn queues(f: &mut Frame, app: &App, area: Rect) {
     let b = Block::new().borders(Borders::TOP).title("selected queue");
     let inner = b.inner(detail);
     f.render_widget(b, detail);
-    let depths = app
-        .queues
-        .get(app.queue_sel)
-        .map_or(&[][..], |q| &q.depths[..]);
-    // The depth at each refresh, once there are two to compare.
-    let [text_area, spark_area] = if depths.len() >= 2 {
-        Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(inner)
-    } else {
-        [inner, Rect::default()]
-    };
+    // Under the text: the arrivals per hour (from the census read), and the depth at each
+    // refresh once there are two to compare.
+    let [text_area, arrivals_area, spark_area] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(arrivals.is_some().into()),
+        Constraint::Length((depths.len() >= 2).into()),
+    ])
+    .areas(inner);
     f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), text_area);
+    if let Some(a) = arrivals {
+        f.render_widget(Paragraph::new(a), arrivals_area);
+    }
     if depths.len() >= 2 {
         let label = format!("depth, {} refreshes ", depths.len());
         let [l, s] = Layout::horizontal([
-            Constraint::Length(label.len() as u16),
+            Constraint::Length(label.chars().count() as u16),
             Constraint::Length(depths.len() as u16),
         ])
         .areas(spark_area);

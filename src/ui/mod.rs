@@ -20,6 +20,7 @@ use crate::error::{Error, Result, exit};
 use crate::settings::{Ctx, QueueRef};
 
 pub mod app;
+pub mod arrivals;
 mod aside;
 pub mod draw;
 mod limits;

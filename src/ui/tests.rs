@@ -31,6 +31,7 @@ pub(super) fn info(depth: &str, oldest: &str, classes: &str) -> QueueInfo {
         classes: Some(classes.into()),
         note: None,
         check: None,
+        arrivals: None,
     }
 }
 

@@ -69,3 +69,37 @@ fn a_binary_body_pretty_and_raw() {
     assert!(!raw.contains('\x1b'), "{raw}");
     insta::assert_snapshot!("binary_raw", raw);
 }
+
+#[test]
+fn the_selected_queue_draws_its_arrivals_per_hour() {
+    use super::arrivals::ArrivalLine;
+    let mut a = super::tests::app();
+    let mut hourly = vec![0; crate::ops::census::HOURS];
+    let n = hourly.len();
+    hourly[n - 6..].copy_from_slice(&[1, 2, 4, 8, 3, 1]);
+    hourly[10] = 2;
+    if let Load::Ready(i) = &mut a.queues[0].info {
+        i.arrivals = Some(ArrivalLine {
+            hourly,
+            older: 3,
+            unknown: 0,
+        });
+    }
+    a.queues[0].depths = vec![12, 15, 17];
+    insta::assert_snapshot!(screen(&a));
+    // Where no message carries a time it says so, and draws no line.
+    if let Load::Ready(i) = &mut a.queues[3].info {
+        i.arrivals = Some(ArrivalLine {
+            hourly: vec![0; crate::ops::census::HOURS],
+            older: 0,
+            unknown: 3,
+        });
+    }
+    a.on_key(Key::Char('j'));
+    a.on_key(Key::Char('j'));
+    a.on_key(Key::Char('j'));
+    assert_eq!(a.queue_sel, 3);
+    let s = screen(&a);
+    assert!(s.contains("\narrivals: no times recorded\n"), "{s}");
+    assert!(!s.contains("arrivals/hour"), "{s}");
+}

@@ -56,6 +56,9 @@ pub struct QueueInfo {
     /// What `dlqctl check` says of the queue held to its `[queues.NAME.limits]` (None: it has
     /// none).
     pub check: Option<CheckStatus>,
+    /// Messages dead-lettered per hour, from the census read for the classes (None: none
+    /// read).
+    pub arrivals: Option<super::arrivals::ArrivalLine>,
 }
 
 /// A queue held to its limits by `check`'s own code, as the queues view shows it.

@@ -260,6 +260,7 @@ async fn queue_info(base: &Base, q: &QueueRef) -> Result<QueueInfo> {
         let read = Some(&c).filter(|c| c.scanned > 0 || c.complete);
         info.check = super::limits::status(q, &classifier, &ins, read);
         info.oldest = c.oldest.map(age);
+        info.arrivals = super::arrivals::ArrivalLine::of(&c.arrivals, c.scanned);
         let k = |kind| c.by_kind.get(&kind).copied().unwrap_or(0);
         info.classes = Some(format!(
             "{}/{}/{}{}",

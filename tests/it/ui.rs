@@ -224,6 +224,12 @@ async fn the_marked_messages_are_redriven_and_the_rest_stay() {
     ui.wait_for("error: payment declined: card expired");
     ui.press("\r");
     ui.wait_for("── pay-1");
+    // v: the body as stored (jsonb as PostgreSQL writes it), and the card again.
+    ui.press("v");
+    ui.wait_for("message · raw body (v: pretty)");
+    ui.wait_for("{\"order_id\": 101}");
+    ui.press("v");
+    ui.wait_for("message (v: raw body)");
     ui.press(" ");
     ui.wait_for("*pay-1");
     ui.press("jj ");
@@ -369,13 +375,30 @@ async fn a_reason_is_asked_where_the_audit_requires_one() {
     assert_eq!(runs[0]["reason"], "INC-31 card expiry fixed", "{runs}");
 }
 
-/// Each refresh (`r` here) adds the queue's depth to the sparkline under the queues.
+/// The selected queue's pane: its arrivals per hour, from the census read (all 17 seeded died
+/// in the last 12 minutes: the last hour or two of the 48); each refresh (`r` here) adds the
+/// queue's depth to the sparkline under them.
 #[tokio::test]
-async fn the_queues_view_draws_the_depth_of_each_refresh() {
+async fn the_queues_view_draws_the_arrivals_and_the_depth_of_each_refresh() {
     let db = seeded("ui_spark").await;
     let sb = Sandbox::new();
     let mut ui = Tui::start(&sb, &["ui", &db.dlq()]);
     ui.wait_for("6/6/5");
+    let recent = |s: &str| {
+        s.lines().any(|l| {
+            let Some(bars) = l
+                .strip_prefix("arrivals/hour, 48h ▕")
+                .and_then(|b| b.strip_suffix('▏'))
+            else {
+                return false;
+            };
+            let bars: Vec<char> = bars.chars().collect();
+            bars.len() == 48
+                && bars[..46].iter().all(|c| *c == ' ')
+                && bars[46..].iter().any(|c| *c != ' ')
+        })
+    };
+    ui.wait_until("arrivals in the last two hours", recent);
     ui.press("r");
     ui.wait_for("depth, 2 refreshes ██");
     ui.press("q");
