@@ -324,7 +324,7 @@ async fn every_command_works_on_every_job_system() {
 }
 
 /// A database of its own with River's tables and the first case's seeded jobs.
-async fn river(name: &str) -> Db {
+pub(crate) async fn river(name: &str) -> Db {
     let case = cases().into_iter().next().unwrap();
     let db = Db::new(name).await;
     for sql in [case.ddl, case.seed] {

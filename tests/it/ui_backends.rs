@@ -1,12 +1,13 @@
 //! `dlqctl ui` on the other backends, driven in a pseudo-terminal as in ui.rs: the largest
 //! failure group of a Kafka dead-letter topic, a RabbitMQ dead-letter queue, an SQS
-//! dead-letter queue, Sidekiq's dead set and BullMQ's failed jobs is redriven from the UI, and
-//! arrives where the CLI's redrive sends it.
+//! dead-letter queue, River's discarded jobs (the PostgreSQL job systems share one session),
+//! Sidekiq's dead set and BullMQ's failed jobs is redriven from the UI, and arrives where the
+//! CLI's redrive sends it.
 
 use lapin::BasicProperties;
 
 use crate::amqp::{Kind, Rabbit, s, table};
-use crate::harness::{Kafka, Sandbox, Sqs};
+use crate::harness::{Kafka, Sandbox, Sqs, pg_url};
 use crate::redis_harness::RedisDb;
 use crate::ui::Tui;
 
@@ -184,4 +185,34 @@ async fn bullmq_a_group_redriven_in_the_ui_is_retried_in_its_queue() {
     assert_eq!(failed, ["m-1", "m-3"]);
     db.bullmq_worker(&["work", "ord", "3"]);
     assert_eq!(db.lrange("fixture:done").await.len(), 3);
+}
+
+/// River's discarded jobs: 5, two time-outs (the first group) and three failures of one job
+/// each. The time-outs are retried in place, as River's own `JobRetry` does (`available`
+/// again, one more attempt allowed); the others stay discarded.
+#[tokio::test(flavor = "multi_thread")]
+async fn river_a_group_redriven_in_the_ui_is_retried_in_place() {
+    let db = crate::systems::river("ui_river").await;
+    let url = format!("{}?system=river&schema={}", pg_url(), db.schema);
+    let sb = Sandbox::new();
+    let mut ui = Tui::start(&sb, &["ui", &url]);
+    redrive_first_group(&mut ui, "river", 2, 5, 3);
+    assert_eq!(ui.exit_code(), 0);
+    let retried: Vec<(i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT id, errors[array_length(errors, 1)]->>'error' FROM {}.river_job
+          WHERE state = 'available' AND finalized_at IS NULL AND max_attempts = 26 ORDER BY id",
+        db.schema
+    )))
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        retried,
+        [
+            (1, "upstream timed out after 30s".to_string()),
+            (5, "upstream timed out after 30s".to_string())
+        ],
+        "the time-outs, retried in place"
+    );
+    assert_eq!(db.count("river_job WHERE state = 'discarded'").await, 3);
 }
