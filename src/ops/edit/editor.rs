@@ -120,7 +120,14 @@ pub fn edit(path: &Path) -> Result<()> {
             .arg(line)
             .arg(&ed)
             .arg(path)
-            .status()
+            .spawn()
+            .and_then(|mut child| {
+                // Started with Ctrl-C's usual meaning (exec resets a caught signal), the editor
+                // gets the terminal's Ctrl-C; dlqctl, in the same foreground group, ignores it
+                // until the editor has exited.
+                let _ignored = IgnoreCtrlC::now();
+                child.wait()
+            })
     };
     #[cfg(not(unix))]
     let status = {
@@ -148,5 +155,42 @@ pub fn edit(path: &Path) -> Result<()> {
             None => "was stopped by a signal".into(),
         })),
         Err(e) => Err(failed(format!("could not be started ({e})"))),
+    }
+}
+
+/// SIGINT ignored by the kernel for as long as this lives, then handled as before (what git
+/// does around its editor). The terminal sends a Ctrl-C typed in the editor (vi uses it) to the
+/// whole foreground group; the runtime's handler would see it later, after the editor exits if
+/// the machine is busy, and take it as the user's Ctrl-C to the run that follows. An ignored
+/// signal is discarded when sent, so none is left over.
+#[cfg(unix)]
+struct IgnoreCtrlC {
+    before: libc::sigaction,
+}
+
+#[cfg(unix)]
+impl IgnoreCtrlC {
+    fn now() -> Option<IgnoreCtrlC> {
+        // SAFETY: `sigaction` with a zeroed action whose handler is SIG_IGN installs no code;
+        // the previous action (the runtime's handler) is written to `before`, both valid
+        // pointers to `sigaction` structs for the duration of the call.
+        unsafe {
+            let mut ignore: libc::sigaction = std::mem::zeroed();
+            ignore.sa_sigaction = libc::SIG_IGN;
+            let mut before: libc::sigaction = std::mem::zeroed();
+            (libc::sigaction(libc::SIGINT, &ignore, &mut before) == 0)
+                .then_some(IgnoreCtrlC { before })
+        }
+    }
+}
+
+#[cfg(unix)]
+impl Drop for IgnoreCtrlC {
+    fn drop(&mut self) {
+        // SAFETY: puts back the exact action `now` replaced (the runtime's own handler, with
+        // its flags and mask), from a struct the kernel filled in.
+        unsafe {
+            libc::sigaction(libc::SIGINT, &self.before, std::ptr::null_mut());
+        }
     }
 }
