@@ -292,24 +292,7 @@ async fn a_group_exported_in_the_ui_is_written_and_kept() {
 async fn a_message_edited_from_the_ui_is_sent_as_edited() {
     let db = seeded("ui_edit").await;
     let sb = Sandbox::new();
-    let fix = crate::terminal::editor_script(
-        &sb,
-        "fix.sh",
-        r#"sed -i 's/"order_id": 101/"order_id": 999/' "$1""#,
-    );
-    let env = [
-        ("EDITOR".to_string(), fix),
-        (
-            "DLQCTL_STATE_DIR".to_string(),
-            sb.path("state").to_string_lossy().into_owned(),
-        ),
-    ];
-    let mut ui = Tui::start_env(&sb, &["ui", &db.dlq()], &env);
-    ui.wait_for("6/6/5");
-    ui.press("\r");
-    ui.wait_for("error: payment declined: card expired");
-    ui.press("\r");
-    ui.wait_for("── pay-1");
+    let mut ui = at_pay_1_with_a_fixing_editor(&sb, &db);
     ui.press("e");
     ui.wait_for("Send the edited copy");
     ui.press("y");
@@ -567,4 +550,28 @@ fn without_a_terminal_it_refuses() {
         .code(2);
     assert!(r.stderr.contains("needs a terminal"), "{}", r.stderr);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+}
+
+/// The UI on `db`'s dead letters with an editor that changes pay-1's `order_id` 101 to 999,
+/// on pay-1's detail (a state directory of the sandbox's own keeps the edit).
+pub fn at_pay_1_with_a_fixing_editor(sb: &Sandbox, db: &Db) -> Tui {
+    let fix = crate::terminal::editor_script(
+        sb,
+        "fix.sh",
+        r#"sed -i 's/"order_id": 101/"order_id": 999/' "$1""#,
+    );
+    let env = [
+        ("EDITOR".to_string(), fix),
+        (
+            "DLQCTL_STATE_DIR".to_string(),
+            sb.path("state").to_string_lossy().into_owned(),
+        ),
+    ];
+    let mut ui = Tui::start_env(sb, &["ui", &db.dlq()], &env);
+    ui.wait_for("6/6/5");
+    ui.press("\r");
+    ui.wait_for("error: payment declined: card expired");
+    ui.press("\r");
+    ui.wait_for("── pay-1");
+    ui
 }

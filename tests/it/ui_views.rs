@@ -3,7 +3,7 @@
 //! of a `/` filter's messages (no group), and the reason an edit is asked for.
 
 use crate::harness::{Sandbox, Sqs};
-use crate::ui::{Tui, receive_counts, seeded};
+use crate::ui::{Tui, at_pay_1_with_a_fixing_editor, receive_counts, seeded};
 
 /// The row of `queue` on `screen` (selected or not), blanks at its end trimmed.
 fn row<'a>(screen: &'a str, queue: &str) -> Option<&'a str> {
@@ -131,24 +131,7 @@ async fn an_edit_from_the_ui_asks_for_the_reason_the_audit_requires() {
     let db = seeded("ui_edit_reason").await;
     let sb = Sandbox::new();
     sb.write("dlqctl.toml", "[audit]\nrequire_reason = true\n");
-    let fix = crate::terminal::editor_script(
-        &sb,
-        "fix.sh",
-        r#"sed -i 's/"order_id": 101/"order_id": 999/' "$1""#,
-    );
-    let env = [
-        ("EDITOR".to_string(), fix),
-        (
-            "DLQCTL_STATE_DIR".to_string(),
-            sb.path("state").to_string_lossy().into_owned(),
-        ),
-    ];
-    let mut ui = Tui::start_env(&sb, &["ui", &db.dlq()], &env);
-    ui.wait_for("6/6/5");
-    ui.press("\r");
-    ui.wait_for("error: payment declined: card expired");
-    ui.press("\r");
-    ui.wait_for("── pay-1");
+    let mut ui = at_pay_1_with_a_fixing_editor(&sb, &db);
     ui.press("e");
     ui.wait_for("reason (the audit trail requires one): _");
     ui.press("INC-31 amount typo\r");
@@ -164,7 +147,13 @@ async fn an_edit_from_the_ui_asks_for_the_reason_the_audit_requires() {
         .await;
     assert_eq!(sent, ["pay-1 999"]);
     let runs = sb
-        .run_with(&["audit", "--output", "json"], &env)
+        .run_with(
+            &["audit", "--output", "json"],
+            &[(
+                "DLQCTL_STATE_DIR".to_string(),
+                sb.path("state").to_string_lossy().into_owned(),
+            )],
+        )
         .ok()
         .json();
     assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
