@@ -11,7 +11,7 @@
 //! could not read past, messages left unexamined at the in-flight limit, what an interrupted
 //! earlier run held and could not be given back.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -279,6 +279,9 @@ impl SqsMoveSession<'_> {
             self.holds.put(id, receipt, expires);
         }
         let mut out = Vec::new();
+        // Claimed in this round: one that comes twice (its hold ran out between two of the
+        // round's receives) is claimed once, under its newest receipt, and not given back.
+        let mut claimed = HashSet::new();
         let (mut sent_before, mut back, mut again) = (Vec::new(), Vec::new(), Vec::new());
         let (mut groups_new, mut groups_again) = (BTreeSet::new(), BTreeSet::new());
         for (m, (id, _)) in got.iter().zip(items) {
@@ -289,9 +292,13 @@ impl SqsMoveSession<'_> {
                 sent_before.push(id);
                 continue;
             }
+            if claimed.contains(&id) {
+                continue;
+            }
             match self.seen.get(&id) {
                 None => {
                     self.seen.insert(id.clone(), Fate::Left);
+                    claimed.insert(id.clone());
                     groups_new.extend(group.map(str::to_string));
                     out.push((id, self.b.to_message(m)));
                 }
@@ -452,7 +459,7 @@ impl MoveSession for SqsMoveSession<'_> {
         _failed: &[usize],
     ) -> Result<()> {
         self.unremoved.clear();
-        let acc: std::collections::HashSet<usize> = accepted.iter().copied().collect();
+        let acc: HashSet<usize> = accepted.iter().copied().collect();
         let (sent, kept): (Vec<(usize, String)>, Vec<(usize, String)>) =
             std::mem::take(&mut self.batch)
                 .into_iter()

@@ -158,3 +158,33 @@ async fn a_hold_that_ran_out_is_claimed_again_before_the_delete() {
     assert_eq!(unremoved[0].0, 1);
     assert!(unremoved[0].1.contains("ran out"), "{}", unremoved[0].1);
 }
+
+#[tokio::test]
+async fn a_fifo_message_received_twice_in_one_round_is_claimed_once_and_stays_held() {
+    let state = tempfile::tempdir().unwrap();
+    let mut b = backend(
+        &[
+            (200, &received(&["a", "b"])),
+            // The round's second receive, once `a`'s hold ran out (a loaded machine): `a`
+            // again, under a newer receipt.
+            (
+                200,
+                r#"{"Messages":[{"MessageId":"a","ReceiptHandle":"r2-a","Body":"{}"}]}"#,
+            ),
+            (
+                200,
+                r#"{"Successful":[{"Id":"x0"},{"Id":"x1"}],"Failed":[]}"#,
+            ),
+        ],
+        state.path(),
+    );
+    b.fifo = true;
+    b.opts.parallel = 2;
+    let mut s = SqsMoveSession::begin(&b).await.unwrap();
+    let claim = s.next_batch(20).await.unwrap().unwrap();
+    assert_eq!(claim.messages.len(), 2, "`a` is claimed once");
+    let (receipt, _) = s.holds.get("a").expect("`a` is still held, not given back");
+    assert_eq!(receipt, "r2-a", "held under its newest receipt");
+    s.settle(claim.ticket, &[0, 1], &[]).await.unwrap();
+    assert!(s.unremoved().is_empty(), "both copied messages are deleted");
+}
