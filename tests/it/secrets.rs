@@ -378,8 +378,10 @@ fn pg_commands(p: &Placement, schema: &str, seed: &Path, seed_records: usize) {
                     "--from-start",
                     "--max",
                     "1",
+                    // Ended by --max as soon as the first message is read; the timeout only
+                    // bounds a failure (1s was too short on a loaded machine).
                     "--idle-timeout",
-                    "1s",
+                    "60s",
                 ],
             ),
             env,
@@ -679,8 +681,10 @@ fn kafka_commands(k: KafkaSetup, seed: &Path, seed_records: usize) {
                     "--from-start",
                     "--max",
                     "1",
+                    // Ended by --max as soon as the first message is read; the timeout only
+                    // bounds a failure (1s was too short on a loaded machine).
                     "--idle-timeout",
-                    "1s",
+                    "60s",
                 ],
             ),
             &env,
