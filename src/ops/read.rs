@@ -363,6 +363,12 @@ async fn tail_with(ctx: &Ctx, req: &TailRequest, b: &dyn backend::QueueBackend) 
     if p.is_table() {
         p.note(&format!("following {} (Ctrl-C to stop)", r.queue.address));
     }
+    // Where the tail starts is fixed now: what arrives from here on is shown (`-v`).
+    tracing::info!(
+        "following {} from {}",
+        r.queue.address,
+        if req.from_start { "the start" } else { "now" }
+    );
     let mut shown = 0u64;
     loop {
         if r.max.is_some_and(|m| shown >= m) {

@@ -1,9 +1,11 @@
 //! Test harness: the real binary in a clean environment, against the real PostgreSQL started
 //! by `scripts/services` (its URL in DLQCTL_TEST_PG_URL; `scripts/test` sets it).
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{AssertSqlSafe, PgPool};
@@ -68,6 +70,47 @@ impl Run {
 
 /// The binary under test: this build's, or `DLQCTL_TEST_BIN` (another build, e.g. to show
 /// that a new test fails on the code before a fix).
+/// A spawned dlqctl's stderr, read in the background; `until` has seen a given line.
+pub struct StderrLines(std::thread::JoinHandle<String>);
+
+impl StderrLines {
+    /// Read `child`'s (piped) stderr until a line contains `needle`, which the command prints
+    /// once it has reached a known point (a tail's start, fixed): a condition to wait on,
+    /// where a sleep guesses. Panics with what it printed if it exits first, or after 120 s.
+    pub fn until(child: &mut Child, needle: &str) -> StderrLines {
+        let err = child.stderr.take().expect("stderr piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            let mut all = String::new();
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                all.push_str(&line);
+                all.push('\n');
+                let _ = tx.send(line);
+            }
+            all
+        });
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) if line.contains(needle) => return StderrLines(reader),
+                Ok(_) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!(
+                    "dlqctl exited without printing {needle:?}; stderr:\n{}",
+                    reader.join().unwrap_or_default()
+                ),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("dlqctl did not print {needle:?} within 120 s")
+                }
+            }
+        }
+    }
+
+    /// All of stderr, once the command has exited.
+    pub fn rest(self) -> String {
+        self.0.join().expect("the stderr reader")
+    }
+}
+
 pub fn bin() -> String {
     std::env::var("DLQCTL_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_dlqctl").into())
 }

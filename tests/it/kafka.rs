@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::harness::{Db, Kafka, Rec, Sandbox, java_partition};
+use crate::harness::{Db, Kafka, Rec, Sandbox, StderrLines, java_partition};
 
 /// Spring's DeadLetterPublishingRecoverer: names as text, numbers big-endian binary.
 pub async fn spring_dlt(k: &Kafka, dlt: &str, n: i64) {
@@ -282,13 +282,15 @@ async fn peek_by_offset_and_time_and_tail_new_arrivals() {
         2
     );
 
-    // tail: only new arrivals, until idle.
-    let child = sb
+    // tail: only new arrivals, until idle. The records are produced once the tail has fixed
+    // where it starts (its `-v` line says so).
+    let mut child = sb
         .cmd(&[
+            "-v",
             "tail",
             &k.url("dlt"),
             "--idle-timeout",
-            "5s",
+            "10s",
             "--output",
             "jsonl",
         ])
@@ -297,7 +299,7 @@ async fn peek_by_offset_and_time_and_tail_new_arrivals() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let stderr = StderrLines::until(&mut child, "following kafka://");
     k.produce("dlt", Some(1), Some(b"new"), Some(b"{\"new\": 1}"), &[])
         .await;
     k.produce("dlt", Some(0), Some(b"new"), Some(b"{\"new\": 2}"), &[])
@@ -307,12 +309,7 @@ async fn peek_by_offset_and_time_and_tail_new_arrivals() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr.rest());
     assert_eq!(lines.len(), 2, "{lines:?}");
 }
 

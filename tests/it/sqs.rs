@@ -7,7 +7,7 @@ use std::time::Duration;
 use aws_sdk_sqs::primitives::Blob;
 use aws_sdk_sqs::types::MessageAttributeValue;
 
-use crate::harness::{Db, Sandbox, Sqs};
+use crate::harness::{Db, Sandbox, Sqs, StderrLines};
 
 fn attr(ty: &str, v: &str) -> MessageAttributeValue {
     MessageAttributeValue::builder()
@@ -842,12 +842,13 @@ async fn tail_shows_what_arrives_after_it_starts() {
     q.fail_all(&src).await;
     let sb = Sandbox::new();
     let env = q.env(&sb);
-    let child = sb
+    let mut child = sb
         .cmd(&[
+            "-v",
             "tail",
             &format!("sqs://{}", q.name("dlq")),
             "--idle-timeout",
-            "8s",
+            "15s",
             "--output",
             "jsonl",
         ])
@@ -856,7 +857,8 @@ async fn tail_shows_what_arrives_after_it_starts() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Two more are dead-lettered once the tail has passed over the three already there.
+    let stderr = StderrLines::until(&mut child, "are passed over");
     // Dead-letter two more (they keep their original SentTimestamp from the source).
     send_orders(&q, &src, 2, false).await;
     q.fail_all(&src).await;
@@ -865,8 +867,9 @@ async fn tail_shows_what_arrives_after_it_starts() {
     assert_eq!(
         lines,
         2,
-        "only the new dead letters: {}",
-        String::from_utf8_lossy(&out.stdout)
+        "only the new dead letters: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr.rest()
     );
     assert_eq!(q.visible(&dlq).await, 5, "tail gives everything back");
 }

@@ -220,6 +220,10 @@ pub fn follow(b: &SqsBackend, from_start: bool) -> MessageStream<'_> {
                 }
                 streak = if fresh == 0 { streak + 1 } else { 0 };
             }
+            tracing::info!(
+                "tail: the {} messages already in the queue are passed over; following new ones",
+                seen.len()
+            );
         }
         loop {
             let msgs = receive_held(b, vis, 5).await?.ok_or_else(|| over_limit(b))?;
