@@ -18,6 +18,12 @@ pub fn error_in_body(body: &[u8]) -> Option<ErrorInfo> {
     if body[start] != b'{' || body.len() > 256 * 1024 {
         return None;
     }
+    // Every shape read below has a key with `error` or `exception` in it; a body without
+    // either (nor a `\u` escape that could spell one) is not parsed at all.
+    let has = |needle: &[u8]| body.windows(needle.len()).any(|w| w == needle);
+    if !has(b"error") && !has(b"exception") && !has(b"\\u") {
+        return None;
+    }
     let v: Value = serde_json::from_slice(body).ok()?;
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
     let trace = |v: Option<&Value>| match v {
@@ -99,5 +105,9 @@ mod tests {
         );
         assert_eq!(error_in_body(b"not json"), None);
         assert_eq!(error_in_body(br#"["errorMessage"]"#), None);
+        // A key spelled with an escape is still a key.
+        let escaped = br#"{"\u0065rror":{"class":"E","message":"m"}}"#;
+        assert_eq!(error_in_body(escaped).unwrap().class.as_deref(), Some("E"));
+        assert_eq!(error_in_body(br#"{"order":7,"items":[]}"#), None);
     }
 }

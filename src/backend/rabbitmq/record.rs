@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::conventions;
-use super::fields::{from_attr, int, table_json, to_attr};
+use super::fields::{JSON_TYPE, from_attr, int, to_attr, to_json};
 use crate::config::IdSource;
 use crate::message::{AttrValue, Attribute, Message, STABLE_ID_ATTRIBUTE};
 
@@ -55,26 +55,69 @@ fn properties_json(p: &BasicProperties) -> Map<String, Value> {
     m
 }
 
-/// A stable native id: a digest of what does not change while the message waits (the body,
-/// the properties, the headers but the delivery count). Two identical messages share it.
-fn native_id(body: &[u8], props: &Map<String, Value>, headers: &FieldTable) -> String {
+/// The headers as attributes (a quorum queue's delivery count is the broker's, not the
+/// message's: it is the receive count, and a copy does not carry it), and the stable native
+/// id: a digest of what does not change while the message waits (the body, the properties
+/// as JSON, the other headers as a JSON object). Two identical messages share it. One pass:
+/// each header is turned into JSON once, for the digest and, a table or an array, for its
+/// attribute (the same text [`to_attr`] makes), with no JSON object built for the digest
+/// (the bytes are serde_json's compact form, as `Value::to_string` writes them).
+fn attributes_and_id(
+    body: &[u8],
+    props: &Map<String, Value>,
+    headers: &FieldTable,
+) -> (Vec<Attribute>, String) {
     let mut h = Sha256::new();
     h.update(body);
-    h.update(Value::Object(props.clone()).to_string());
-    // Left out, not removed afterwards: serde_json's ordered map removes by swapping the
-    // last entry into the gap, which would reorder the headers after it.
-    let t: Map<String, Value> = table_json(headers)
-        .into_iter()
-        .filter(|(k, _)| k != DELIVERY_COUNT)
-        .collect();
-    h.update(Value::Object(t).to_string());
+    let mut buf = Vec::with_capacity(512);
+    json_into(&mut buf, props);
+    h.update(&buf);
+    buf.clear();
+    let mut attributes = Vec::with_capacity(headers.inner().len());
+    buf.push(b'{');
+    for (k, v) in headers.inner() {
+        if k.as_str() == DELIVERY_COUNT {
+            continue;
+        }
+        if !attributes.is_empty() {
+            buf.push(b',');
+        }
+        json_into(&mut buf, k.as_str());
+        buf.push(b':');
+        let value = match v {
+            AMQPValue::FieldArray(_) | AMQPValue::FieldTable(_) => {
+                let text = to_json(v).to_string();
+                buf.extend_from_slice(text.as_bytes());
+                AttrValue::Text {
+                    data_type: JSON_TYPE.into(),
+                    value: text,
+                }
+            }
+            _ => {
+                json_into(&mut buf, &to_json(v));
+                to_attr(v)
+            }
+        };
+        attributes.push(Attribute {
+            name: k.as_str().to_string(),
+            value,
+        });
+    }
+    buf.push(b'}');
+    h.update(&buf);
     let d = h.finalize();
     let mut s = String::with_capacity(20);
     s.push_str("rmq-");
     for b in &d[..8] {
         s.push_str(&format!("{b:02x}"));
     }
-    s
+    (attributes, s)
+}
+
+/// Append `v` as compact JSON.
+fn json_into<T: serde::Serialize + ?Sized>(buf: &mut Vec<u8>, v: &T) {
+    // Writing JSON into a Vec does not fail, and these values serialize.
+    let _ = serde_json::to_writer(&mut *buf, v);
 }
 
 /// A delivery as a message.
@@ -83,20 +126,11 @@ pub fn to_message(d: Delivered<'_>, body: Vec<u8>, id: Option<&IdSource>) -> Mes
     let headers = d.properties.headers().as_ref().unwrap_or(&empty);
     let props = properties_json(d.properties);
     let dl = conventions::read(headers);
+    let (attributes, native_id) = attributes_and_id(&body, &props, headers);
     let mut m = Message {
-        native_id: native_id(&body, &props, headers),
+        native_id,
         body,
-        // A quorum queue's delivery count is the broker's, not the message's: it is the
-        // receive count, and a copy does not carry it.
-        attributes: headers
-            .inner()
-            .iter()
-            .filter(|(k, _)| k.as_str() != DELIVERY_COUNT)
-            .map(|(k, v)| Attribute {
-                name: k.as_str().to_string(),
-                value: to_attr(v),
-            })
-            .collect(),
+        attributes,
         enqueued_at: d
             .properties
             .timestamp()
@@ -347,6 +381,64 @@ mod tests {
             ..Message::default()
         };
         assert!(to_publish(&m, "u").unwrap_err().contains("longer than 255"));
+    }
+
+    /// The native id as it was first written (a JSON object of the headers built, then
+    /// written): ids in earlier exports and audits must still match.
+    fn native_id_as_before(body: &[u8], p: &BasicProperties) -> String {
+        let empty = FieldTable::default();
+        let headers = p.headers().as_ref().unwrap_or(&empty);
+        let mut h = Sha256::new();
+        h.update(body);
+        h.update(Value::Object(properties_json(p)).to_string());
+        let t: Map<String, Value> = super::super::fields::table_json(headers)
+            .into_iter()
+            .filter(|(k, _)| k != DELIVERY_COUNT)
+            .collect();
+        h.update(Value::Object(t).to_string());
+        let d = h.finalize();
+        let hex: String = d[..8].iter().map(|b| format!("{b:02x}")).collect();
+        format!("rmq-{hex}")
+    }
+
+    #[test]
+    fn the_native_id_and_the_attributes_are_those_of_before() {
+        let mut death = FieldTable::default();
+        death.insert("count".into(), AMQPValue::LongLongInt(1));
+        death.insert(
+            "queue".into(),
+            AMQPValue::LongString("orders \"eu\"".into()),
+        );
+        death.insert("time".into(), AMQPValue::Timestamp(1_733_356_800));
+        let mut h = FieldTable::default();
+        h.insert(
+            "x-death".into(),
+            AMQPValue::FieldArray(vec![AMQPValue::FieldTable(death)].into()),
+        );
+        h.insert("bin".into(), AMQPValue::LongString(vec![0xff, 1].into()));
+        h.insert("f".into(), AMQPValue::Double(0.1));
+        h.insert("n".into(), AMQPValue::LongInt(-5));
+        h.insert("é\n".into(), AMQPValue::Void);
+        h.insert(DELIVERY_COUNT.into(), AMQPValue::LongLongInt(2));
+        let p = BasicProperties::default()
+            .with_content_type("application/json".into())
+            .with_priority(3)
+            .with_headers(h.clone());
+        let m = to_message(delivered(&p), b"{\"a\":1}".to_vec(), None);
+        assert_eq!(m.native_id, native_id_as_before(b"{\"a\":1}", &p));
+        let before: Vec<Attribute> = h
+            .inner()
+            .iter()
+            .filter(|(k, _)| k.as_str() != DELIVERY_COUNT)
+            .map(|(k, v)| Attribute {
+                name: k.as_str().to_string(),
+                value: to_attr(v),
+            })
+            .collect();
+        assert_eq!(m.attributes, before);
+        let bare = BasicProperties::default();
+        let m = to_message(delivered(&bare), b"x".to_vec(), None);
+        assert_eq!(m.native_id, native_id_as_before(b"x", &bare));
     }
 
     #[test]
