@@ -163,9 +163,9 @@ async fn retry_one_by_one(db: &RedisDb, ids: &[String]) -> Vec<i64> {
 }
 
 /// The batch in one call of dlqctl's script.
-async fn retry_batched(db: &RedisDb, script: &str, ids: &[String]) -> Vec<i64> {
+async fn retry_batched(db: &RedisDb, ids: &[String]) -> Vec<i64> {
     let mut c = redis::cmd("EVAL");
-    c.arg(script).arg(8);
+    c.arg(BATCHED).arg(8);
     for k in QUEUE_KEYS {
         c.arg(format!("bull:q:{k}"));
     }
@@ -233,19 +233,12 @@ async fn the_batched_retry_does_job_by_job_what_reprocess_job_9_does() {
         (&[("paused", "1")], 0),
         (&[("concurrency", "2"), ("opts.maxLenEvents", "500")], 2),
     ];
-    // The script asks for the failed set's scores with ZMSCORE (Redis 6.2 and later); where
-    // Redis does not know it, the script takes each job out with ZREM: both ways are checked.
-    let before_6_2 = BATCHED.replace("\"ZMSCORE\"", "\"ZMSCORE-unknown-before-6.2\"");
-    assert_ne!(before_6_2, BATCHED);
-    for ((meta, active), script) in cases
-        .into_iter()
-        .flat_map(|c| [(c, BATCHED), (c, before_6_2.as_str())])
-    {
+    for (meta, active) in cases {
         let (one, batch) = (RedisDb::new().await, RedisDb::new().await);
         let ids = lay_out(&one, meta, active).await;
         lay_out(&batch, meta, active).await;
         let want = retry_one_by_one(&one, &ids).await;
-        let got = retry_batched(&batch, script, &ids).await;
+        let got = retry_batched(&batch, &ids).await;
         assert_eq!(got, want, "codes, meta {meta:?}");
         assert_eq!(
             want.iter().filter(|&&c| c == 1).count(),

@@ -92,34 +92,6 @@ end
 -- Neither changes while the script runs (it writes neither meta's paused/concurrency nor
 -- the active list): read once.
 local isPausedOrMaxed = isQueuePausedOrMaxed(KEYS[4], KEYS[5])
--- Which of the ids are in the failed set, asked once a batch (ZMSCORE, Redis 6.2 and later)
--- and removed together at the end, 1,000 at a time: one command a job fewer than
--- reprocessJob's ZREM of each, the same effects (the script is atomic). An id named twice is
--- taken once, as the second ZREM would find it gone. On an older Redis, ZMSCORE is an
--- unknown command: one ZREM a job, as reprocessJob does.
-local scores = {}
-for from = 7, #ARGV, 1000 do
-  local got = redis.pcall("ZMSCORE", KEYS[2], unpack(ARGV, from, math.min(from + 999, #ARGV)))
-  if type(got) ~= "table" or got.err then
-    scores = nil
-    break
-  end
-  for j = 1, #got do
-    scores[#scores + 1] = got[j]
-  end
-end
-local taken, removed = {}, {}
-local function takeFromFailed(i, jobId)
-  if not scores then
-    return rcall("ZREM", KEYS[2], jobId) == 1
-  end
-  if scores[i - 6] and not taken[jobId] then
-    taken[jobId] = true
-    removed[#removed + 1] = jobId
-    return true
-  end
-  return false
-end
 local maxEvents = false
 local lpush, rpush = {}, {}
 local added = false
@@ -133,7 +105,7 @@ for i = 7, #ARGV do
   -- hand). One command a job fewer, the same effects.
   local fields = rcall("HMGET", jobKey, "priority", "opts", "parentKey", "timestamp")
   if fields[1] or fields[2] or fields[3] or fields[4] or rcall("EXISTS", jobKey) == 1 then
-    if takeFromFailed(i, jobId) then
+    if (rcall("ZREM", KEYS[2], jobId) == 1) then
       rcall("HDEL", jobKey, "finishedOn", "processedOn", propVal, unpack(attributesToRemove))
       local priority = tonumber(fields[1]) or 0
       -- Standard or priority add (the list pushes of the whole batch are made below, in
@@ -167,15 +139,13 @@ for i = 7, #ARGV do
     codes[#codes + 1] = -1
   end
 end
--- At most 1,000 ids a command (Lua's unpack stops near 8,000 and --batch-size goes up to
--- 10,000; kept small for the server's argument buffers): the failed set's removals, then the
--- list pushes.
-local function push(cmd, ids, key)
+-- Lists of at most 1,000 ids per push (unpack's limit is far above: --batch-size is at most
+-- 10,000; kept small for the server's argument buffers).
+local function push(cmd, ids)
   for from = 1, #ids, 1000 do
-    rcall(cmd, key or KEYS[3], unpack(ids, from, math.min(from + 999, #ids)))
+    rcall(cmd, KEYS[3], unpack(ids, from, math.min(from + 999, #ids)))
   end
 end
-push("ZREM", removed, KEYS[2])
 push("LPUSH", lpush)
 push("RPUSH", rpush)
 if added then
