@@ -250,10 +250,11 @@ fn builtin_rules_against_the_held_out_corpus() {
 /// so that a rule change cannot go back: raise these as the rules improve, never lower them.
 /// (The second round of taxonomy rules, 2026-12-05, took it from 216 right, 7 wrong and 7
 /// ambiguous classified to 240, 6 and 9; the third, the same day, to 254, 4 and 8; the fourth,
-/// later that day, to 256, 4 and 6.)
-const HELD_OUT_RIGHT_AT_LEAST: usize = 260;
-const HELD_OUT_WRONG_DIRECTION_AT_MOST: usize = 2;
-const HELD_OUT_AMBIGUOUS_CLASSIFIED_AT_MOST: usize = 6;
+/// later that day, to 256, 4 and 6; the fifth to 260, 2 and 6; the sixth, that night, to 262, 1
+/// and 5.)
+const HELD_OUT_RIGHT_AT_LEAST: usize = 262;
+const HELD_OUT_WRONG_DIRECTION_AT_MOST: usize = 1;
+const HELD_OUT_AMBIGUOUS_CLASSIFIED_AT_MOST: usize = 5;
 
 fn hold_the_floor(tallies: &BTreeMap<String, Tally>) {
     let sum = |f: fn(&Tally) -> usize| tallies.values().map(f).sum::<usize>();
