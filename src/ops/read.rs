@@ -363,7 +363,8 @@ async fn tail_with(ctx: &Ctx, req: &TailRequest, b: &dyn backend::QueueBackend) 
     if p.is_table() {
         p.note(&format!("following {} (Ctrl-C to stop)", r.queue.address));
     }
-    // Where the tail starts is fixed now: what arrives from here on is shown (`-v`).
+    // Where the tail starts is fixed now (`-v`), except on SQS: its stream passes over the
+    // queue's backlog first, where it can be interrupted, and says so when done.
     tracing::info!(
         "following {} from {}",
         r.queue.address,

@@ -68,8 +68,6 @@ impl Run {
     }
 }
 
-/// The binary under test: this build's, or `DLQCTL_TEST_BIN` (another build, e.g. to show
-/// that a new test fails on the code before a fix).
 /// A spawned dlqctl's stderr, read in the background; `until` has seen a given line.
 pub struct StderrLines(std::thread::JoinHandle<String>);
 
@@ -111,6 +109,8 @@ impl StderrLines {
     }
 }
 
+/// The binary under test: this build's, or `DLQCTL_TEST_BIN` (another build, e.g. to show
+/// that a new test fails on the code before a fix).
 pub fn bin() -> String {
     std::env::var("DLQCTL_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_dlqctl").into())
 }

@@ -60,7 +60,7 @@ fn properties_json(p: &BasicProperties) -> Map<String, Value> {
 /// id: a digest of what does not change while the message waits (the body, the properties
 /// as JSON, the other headers as a JSON object). Two identical messages share it. One pass:
 /// each header is turned into JSON once, for the digest and, a table or an array, for its
-/// attribute (the same text [`to_attr`] makes), with no JSON object built for the digest
+/// attribute (whose text [`to_attr`] makes, reused for the digest), with no JSON object built for the digest
 /// (the bytes are serde_json's compact form, as `Value::to_string` writes them).
 fn attributes_and_id(
     body: &[u8],
@@ -84,20 +84,14 @@ fn attributes_and_id(
         }
         json_into(&mut buf, k.as_str());
         buf.push(b':');
-        let value = match v {
-            AMQPValue::FieldArray(_) | AMQPValue::FieldTable(_) => {
-                let text = to_json(v).to_string();
-                buf.extend_from_slice(text.as_bytes());
-                AttrValue::Text {
-                    data_type: JSON_TYPE.into(),
-                    value: text,
-                }
+        let value = to_attr(v);
+        match &value {
+            // A table or an array: its attribute is already its compact JSON.
+            AttrValue::Text { data_type, value } if data_type == JSON_TYPE => {
+                buf.extend_from_slice(value.as_bytes())
             }
-            _ => {
-                json_into(&mut buf, &to_json(v));
-                to_attr(v)
-            }
-        };
+            _ => json_into(&mut buf, &to_json(v)),
+        }
         attributes.push(Attribute {
             name: k.as_str().to_string(),
             value,
