@@ -155,6 +155,27 @@ fn detail_note(detail: &str) -> String {
     }
 }
 
+/// What to check after a refused login, in the terms of the backend `target` names (its
+/// password sources and the server's own account settings).
+fn auth_hint(target: &str) -> &'static str {
+    let url = target.trim_start_matches("the management API at ");
+    let scheme = url.split("://").next().unwrap_or_default();
+    match scheme {
+        "amqp" | "amqps" => {
+            "check the user name and that password (in a URL, percent-encode @ : / ? #; else DLQCTL_AMQP_PASSWORD or [rabbitmq] password); `rabbitmqctl list_users` shows the node's users, and the built-in guest user logs in from localhost only"
+        }
+        "redis" | "rediss" => {
+            "check the user name and that password (in a URL, percent-encode @ : / ? #); the server's requirepass or `ACL LIST` decides who logs in (no user name: the default user)"
+        }
+        "http" | "https" => {
+            "check the user name and that password; the management API takes the AMQP user, which needs a management tag (e.g. monitoring)"
+        }
+        _ => {
+            "check the user name and that password (in a URL, percent-encode @ : / ? #); ~/.pgpass must be mode 0600; the server's pg_hba.conf decides which method it expects"
+        }
+    }
+}
+
 impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
@@ -219,7 +240,7 @@ impl Error {
             Error::NoTerminal { .. } => "review the plan with --dry-run, then re-run with --yes".into(),
             Error::Unreachable { .. } => "check the host, port and network (and the endpoint or region for SQS)".into(),
             Error::PermissionDenied { .. } => "grant the permissions listed in docs/permissions.md to the user or role dlqctl runs as".into(),
-            Error::AuthenticationFailed { .. } => "check the user name and that password (in a URL, percent-encode @ : / ? #); ~/.pgpass must be mode 0600; the server's pg_hba.conf decides which method it expects".into(),
+            Error::AuthenticationFailed { target, .. } => auth_hint(target).into(),
             Error::Schema { .. } => "map your column names in dlqctl.toml under [queues.NAME.columns] (see docs/postgres.md)".into(),
             _ => return None,
         })
@@ -308,6 +329,37 @@ mod tests {
         };
         assert_eq!(stopped.hints().len(), 2);
         assert_eq!(stopped.exit_code(), exit::BACKEND);
+    }
+
+    /// A refused login's hint names the backend's own password sources and account settings:
+    /// PostgreSQL's pg_hba.conf is no help on a RabbitMQ or Redis login.
+    #[test]
+    fn a_refused_login_is_hinted_in_its_backends_terms() {
+        let hint = |target: &str| {
+            Error::AuthenticationFailed {
+                target: target.into(),
+                reason: "refused".into(),
+                password_from: "the URL",
+            }
+            .hints()
+            .join("\n")
+        };
+        assert!(hint("postgres://u@h:5432/db?table=t").contains("pg_hba.conf"));
+        let amqp = hint("amqp://u@h:5672/%2F?queue=q");
+        assert!(
+            amqp.contains("DLQCTL_AMQP_PASSWORD") && !amqp.contains("pg_hba"),
+            "{amqp}"
+        );
+        let redis = hint("rediss://u@h:6379/0?system=sidekiq");
+        assert!(
+            redis.contains("ACL LIST") && !redis.contains("pg_hba"),
+            "{redis}"
+        );
+        let api = hint("the management API at http://h:15672");
+        assert!(
+            api.contains("management tag") && !api.contains("pg_hba"),
+            "{api}"
+        );
     }
 
     /// `and_hint` adds context under what is shown now, the generic hint included.

@@ -148,6 +148,10 @@ pub struct MoveSummary {
     pub held: u64,
     /// Redriven `--max-redrives` times already: moved to `--park` instead.
     pub parked: u64,
+    /// The run's `--max-redrives` (for the held line's command; not in the JSON: the caller
+    /// passed it).
+    #[serde(skip)]
+    pub max_redrives: Option<u32>,
     /// Skipped, yet passed over by what was settled after them (Kafka: records before the last
     /// one moved in their partition, which the committed offset covers): they will not be
     /// redriven. With --dry-run: would be. 0 where each message is removed on its own.
@@ -258,6 +262,7 @@ impl<'a> Run<'a> {
             dry_run: req.dry_run,
             from: req.source.address.to_string(),
             filter: req.filter.describe(),
+            max_redrives: req.max_redrives,
             headers: match &req.transform {
                 Some(t) => format!(
                     "{}; transformed by `{}`",

@@ -3,6 +3,7 @@
 
 use super::MoveSummary;
 use crate::error::Result;
+use crate::message::REDRIVE_COUNT_ATTRIBUTE;
 use crate::settings::Ctx;
 
 pub(super) fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {
@@ -11,6 +12,21 @@ pub(super) fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {
         return p.json(s);
     }
     text(p, s)
+}
+
+/// The command that shows the messages a run held: those redriven `--max-redrives` times.
+fn held_peek(s: &MoveSummary) -> String {
+    format!(
+        "dlqctl peek '{}' --where '{}'",
+        s.from,
+        held_test(s.max_redrives.unwrap_or(1))
+    )
+}
+
+/// The `--where` test that selects messages redriven at least `n` times (the loop guard's
+/// count is a string attribute, absent before the first redrive).
+fn held_test(n: u32) -> String {
+    format!(r#"(.attrs["{REDRIVE_COUNT_ATTRIBUTE}"] // "0" | tonumber) >= {n}"#)
 }
 
 /// The summary as a table-mode run prints it: each sentence wrapped to stdout's width.
@@ -25,8 +41,9 @@ fn text(p: &crate::output::Printer, s: &MoveSummary) -> Result<()> {
     }
     if s.held > 0 {
         p.line(&p.prose(&format!(
-            "held {} (redriven --max-redrives times already; left where they were: look at them with `dlqctl peek QUEUE --where '.attrs[\"dlqctl-redrive-count\"]'`)",
-            s.held
+            "held {} (redriven --max-redrives times already; left where they were: look at them with `{}`)",
+            s.held,
+            held_peek(s)
         )))?;
     }
     if s.committed_past > 0 {
@@ -189,6 +206,52 @@ mod tests {
             text.lines().filter(|l| l.starts_with("  ")).count() >= 4,
             "{text}"
         );
+    }
+
+    /// The held line's command runs as it is printed: its `--where` is a test (not the count
+    /// itself, which a `--where` refuses) and selects exactly what the loop guard held.
+    #[test]
+    fn the_held_line_names_a_peek_that_selects_the_held_messages() {
+        let (p, out) = Printer::capture(OutputFormat::Table);
+        let s = MoveSummary {
+            operation: "redrive".into(),
+            from: "sqs://orders-dlq".into(),
+            held: 2,
+            max_redrives: Some(3),
+            ..MoveSummary::default()
+        };
+        text(&p, &s).unwrap();
+        let text = out.text().replace('\n', " ");
+        let code = text
+            .split("--where '")
+            .nth(1)
+            .and_then(|r| r.split("'`").next())
+            .unwrap_or_else(|| panic!("no --where in {text}"));
+        assert!(
+            text.contains("dlqctl peek 'sqs://orders-dlq' --where"),
+            "{text}"
+        );
+        let q = crate::query::Query::compile("--where", code).unwrap();
+        let classifier = crate::classify::Classifier::builtin();
+        let with = |count: Option<&str>| {
+            let mut m = crate::message::Message::default();
+            if let Some(c) = count {
+                m.attributes.push(crate::message::Attribute {
+                    name: REDRIVE_COUNT_ATTRIBUTE.into(),
+                    value: crate::message::AttrValue::from_bytes(Some(c.as_bytes())),
+                });
+            }
+            q.test(&m, chrono::Utc::now(), &classifier)
+        };
+        use crate::query::Test;
+        assert!(
+            matches!(with(Some("3")), Test::True),
+            "{:?}",
+            with(Some("3"))
+        );
+        assert!(matches!(with(Some("4")), Test::True));
+        assert!(matches!(with(Some("2")), Test::False));
+        assert!(matches!(with(None), Test::False), "{:?}", with(None));
     }
 
     fn line(p: &Printer, s: &MoveSummary) {
