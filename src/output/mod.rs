@@ -25,6 +25,19 @@ pub use table::{Cell, Col, Grid};
 /// for every column a person needs, narrow enough to read in a file, a mail or a CI log.
 pub const DEFAULT_WIDTH: usize = 120;
 
+/// A command line suggested in a message, each word quoted for a POSIX shell where it needs it
+/// (a queue name or jq text with quotes, spaces or `$` stays one word): what is shown can be
+/// pasted as it is.
+pub fn command_line(words: &[&str]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            shlex::try_quote(w).map_or_else(|_| w.escape_debug().to_string(), |q| q.into_owned())
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// What a command writes to stdout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputFormat {

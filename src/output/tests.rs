@@ -147,3 +147,33 @@ async fn an_audit_warning_is_captured() {
         "{err}"
     );
 }
+
+/// A suggested command pastes as it is: each word comes back whole from a POSIX shell's
+/// splitting, quotes, spaces and `$` in it included.
+#[test]
+fn a_suggested_command_line_splits_back_into_its_words() {
+    let words = [
+        "dlqctl",
+        "peek",
+        "sqs://orders-dlq.fifo",
+        "--where",
+        r#".group == "it's \"$HOME\" tenant 7""#,
+    ];
+    let line = command_line(&words);
+    assert!(
+        line.starts_with("dlqctl peek sqs://orders-dlq.fifo --where "),
+        "{line}"
+    );
+    assert_eq!(shlex::split(&line).unwrap(), words, "{line}");
+    let simple = command_line(&[
+        "dlqctl",
+        "peek",
+        "sqs://q.fifo",
+        "--where",
+        r#".group == "cust-7""#,
+    ]);
+    assert_eq!(
+        simple,
+        r#"dlqctl peek sqs://q.fifo --where '.group == "cust-7"'"#
+    );
+}

@@ -352,7 +352,7 @@ impl SqsMoveSession<'_> {
             None => {
                 let groups: Vec<&str> = self.blocked.iter().map(String::as_str).collect();
                 format!(
-                    "not examined: {} FIFO message group(s) ({}) start with messages this run left in the queue (skipped by the filters, over --max-redrives or not sent), and SQS hands out nothing of a group behind a message that is still there (at most 10 a receive). Remove or move those first (`dlqctl peek {} --where '.group == \"{}\"'`), or run without the filter that skips them{note}",
+                    "not examined: {} FIFO message group(s) ({}) start with messages this run left in the queue (skipped by the filters, over --max-redrives or not sent), and SQS hands out nothing of a group behind a message that is still there (at most 10 a receive). Remove or move those first (`{}`), or run without the filter that skips them{note}",
                     groups.len(),
                     groups
                         .iter()
@@ -360,8 +360,13 @@ impl SqsMoveSession<'_> {
                         .copied()
                         .collect::<Vec<_>>()
                         .join(", "),
-                    self.b.addr,
-                    groups[0],
+                    crate::output::command_line(&[
+                        "dlqctl",
+                        "peek",
+                        &self.b.addr.to_string(),
+                        "--where",
+                        &format!(".group == {}", serde_json::Value::from(groups[0])),
+                    ]),
                 )
             }
         };

@@ -16,11 +16,8 @@ pub(super) fn render(ctx: &Ctx, s: &MoveSummary) -> Result<()> {
 
 /// The command that shows the messages a run held: those redriven `--max-redrives` times.
 fn held_peek(s: &MoveSummary) -> String {
-    format!(
-        "dlqctl peek '{}' --where '{}'",
-        s.from,
-        held_test(s.max_redrives.unwrap_or(1))
-    )
+    let test = held_test(s.max_redrives.unwrap_or(1));
+    crate::output::command_line(&["dlqctl", "peek", &s.from, "--where", &test])
 }
 
 /// The `--where` test that selects messages redriven at least `n` times (the loop guard's
@@ -222,15 +219,15 @@ mod tests {
         };
         text(&p, &s).unwrap();
         let text = out.text().replace('\n', " ");
-        let code = text
-            .split("--where '")
+        let command = text
+            .split('`')
             .nth(1)
-            .and_then(|r| r.split("'`").next())
-            .unwrap_or_else(|| panic!("no --where in {text}"));
-        assert!(
-            text.contains("dlqctl peek 'sqs://orders-dlq' --where"),
-            "{text}"
-        );
+            .unwrap_or_default()
+            .replace("   ", " ");
+        let words = shlex::split(&command).unwrap_or_default();
+        assert_eq!(words[..3], ["dlqctl", "peek", "sqs://orders-dlq"], "{text}");
+        assert_eq!(words[3], "--where", "{text}");
+        let code = &words[4];
         let q = crate::query::Query::compile("--where", code).unwrap();
         let classifier = crate::classify::Classifier::builtin();
         let with = |count: Option<&str>| {
