@@ -499,6 +499,11 @@ async fn bad_credentials_and_missing_things_are_one_line_errors() {
         e.stderr
     );
     assert!(!e.stderr.contains("wrong-password"), "{}", e.stderr);
+    assert!(
+        e.stderr.contains("rabbitmqctl list_users") && !e.stderr.contains("pg_hba"),
+        "the hint is RabbitMQ's: {}",
+        e.stderr
+    );
     let e = run(&sb, &["peek", &r.url("nope")]).code(3);
     assert!(e.stderr.contains("not found"), "{}", e.stderr);
     assert_eq!(

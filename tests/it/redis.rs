@@ -201,6 +201,15 @@ async fn an_unknown_bullmq_layout_is_refused() {
         "{}",
         r.stderr
     );
+    // Another application's `dead` key: the wrong database, said so.
+    let _: () = db.q(redis::cmd("SET").arg("dead").arg("a string")).await;
+    let r = sb.run(&["inspect", &db.sidekiq()]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("WRONGTYPE") && r.stderr.contains("is not the job library's"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// Sidekiq 8 writes integer milliseconds and compresses the backtrace: read, and retried with

@@ -131,8 +131,14 @@ pub(super) fn err(target: &str, password_from: &'static str, e: redis::RedisErro
             e
         };
     }
-    Error::Backend {
+    let wrong_type = code == "WRONGTYPE";
+    let e = Error::Backend {
         target: target.into(),
         reason,
+    };
+    if wrong_type {
+        // Another application's key of the same name: the wrong database, namespace or prefix.
+        return e.hinted("a key dlqctl reads holds another kind of value: this database, namespace= or prefix= is not the job library's (check the /DB number and the address's namespace= or prefix=; `redis-cli -n DB TYPE KEY` shows what is there)");
     }
+    e
 }
