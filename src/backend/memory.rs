@@ -29,6 +29,9 @@ pub struct Queue {
     accepted: u64,
     /// Refuse copies whose body contains this text (a target that rejects some messages).
     pub reject_bodies_with: Option<String>,
+    /// Refuse copies whose body contains this text, and say so before sending
+    /// ([`QueueSink::check`]: SQS's binary bodies, a table without a column a copy needs).
+    pub refuse_before_send_with: Option<String>,
     /// After this many accepted copies, set the interrupt (Ctrl-C in the middle of a run).
     pub interrupt_after: Option<(u64, Interrupt)>,
     /// Settle by position per `Message::partition`, like a Kafka redrive group's offsets.
@@ -164,10 +167,11 @@ impl QueueSink for MemoryBackend {
         let mut q = self.q.lock().unwrap();
         let mut out = Vec::with_capacity(batch.len());
         for m in batch {
-            if q.reject_bodies_with
-                .as_ref()
-                .is_some_and(|t| String::from_utf8_lossy(&m.body).contains(t.as_str()))
-            {
+            let has = |t: &Option<String>| {
+                t.as_ref()
+                    .is_some_and(|t| String::from_utf8_lossy(&m.body).contains(t.as_str()))
+            };
+            if has(&q.reject_bodies_with) || has(&q.refuse_before_send_with) {
                 out.push(SendOutcome::Rejected {
                     reason: "the target refused this body".into(),
                 });
@@ -185,6 +189,16 @@ impl QueueSink for MemoryBackend {
             }
         }
         Ok(out)
+    }
+
+    fn check(&self, copy: &Message) -> std::result::Result<(), String> {
+        let q = self.q.lock().unwrap();
+        match &q.refuse_before_send_with {
+            Some(t) if String::from_utf8_lossy(&copy.body).contains(t.as_str()) => {
+                Err("the target refused this body".into())
+            }
+            _ => Ok(()),
+        }
     }
 }
 

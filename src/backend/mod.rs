@@ -355,6 +355,13 @@ pub trait QueueSink: Send + Sync {
         let outcomes = self.send(batch).await;
         Ok(Box::pin(futures::future::ready(outcomes)))
     }
+    /// Why the target would refuse this copy before sending anything (SQS: a binary body, one
+    /// over MaximumMessageSize; a table with no column for its headers; a property RabbitMQ
+    /// cannot carry): the refusals a dry run predicts. What only the server decides (a
+    /// constraint, an unroutable copy) shows in a real run. The default refuses nothing.
+    fn check(&self, _copy: &Message) -> std::result::Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A queue service's own move task (SQS: StartMessageMoveTask, ListMessageMoveTasks,

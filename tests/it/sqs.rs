@@ -325,27 +325,30 @@ async fn limits_are_reported_per_message_and_the_rest_is_sent() {
     .await;
     let sb = Sandbox::new();
     let env = q.env(&sb);
-    let r = sb
-        .run_with(
-            &[
-                "redrive",
-                &db.dlq(),
-                "--to",
-                &small,
-                "--yes",
-                "--output",
-                "json",
-            ],
-            &env,
-        )
-        .code(1);
-    let j = r.json();
+    let dlq = db.dlq();
+    let redrive = |dry: bool| {
+        let mut args = vec!["redrive", &dlq, "--to", &small, "--yes"];
+        args.extend(["--output", "json"]);
+        if dry {
+            args.push("--dry-run");
+        }
+        sb.run_with(&args, &env).code(1).json()
+    };
+    // The dry run predicts each refusal SQS's limits make before sending, with its reason,
+    // and exits 1 as the run will.
+    let dry = redrive(true);
+    let j = redrive(false);
     assert_eq!(j["moved"], 4, "{j}");
     assert_eq!(j["failed"], 4);
     let reasons = j["failures"].to_string();
     for want in ["MaximumMessageSize", "binary", "at most 10", "null value"] {
         assert!(reasons.contains(want), "{want}: {reasons}");
     }
+    assert_eq!(
+        (&dry["would_move"], &dry["failed"], &dry["failures"]),
+        (&j["moved"], &j["failed"], &j["failures"]),
+        "the dry run: {dry}"
+    );
     assert_eq!(
         db.ids("dead_letters").await,
         ["big-1", "bin-1", "nul-1", "wide-1"],

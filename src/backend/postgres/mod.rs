@@ -439,6 +439,10 @@ impl QueueSink for PgBackend {
             r => r.map_err(|e| self.err(e)),
         }
     }
+
+    fn check(&self, copy: &Message) -> std::result::Result<(), String> {
+        write::check(&self.layout, self.pg.queue.as_deref(), copy)
+    }
 }
 
 impl PgBackend {

@@ -214,6 +214,16 @@ struct Row {
 /// The row a message becomes, or why it cannot become one: no stable id, an id the id column
 /// would change, attributes without a headers column, no queue name for a required queue
 /// column, or a body the payload columns cannot hold.
+/// Why a copy of `m` could not be a row of the table, known before the INSERT (the server's
+/// own refusals, and a changed id's, show only then).
+pub(crate) fn check(
+    l: &Layout,
+    queue: Option<&str>,
+    m: &Message,
+) -> std::result::Result<(), String> {
+    row(l, queue, &HashMap::new(), m).map(|_| ())
+}
+
 fn row(
     l: &Layout,
     queue: Option<&str>,

@@ -414,4 +414,8 @@ impl QueueSink for RabbitBackend {
     async fn send_start(&self, batch: &[Message]) -> Result<PendingSend> {
         self.publisher().await?.send_start(batch).await
     }
+
+    fn check(&self, copy: &Message) -> std::result::Result<(), String> {
+        super::record::to_publish(copy, &self.broker.user).map(|_| ())
+    }
 }

@@ -383,6 +383,10 @@ impl QueueSink for SqsBackend {
     async fn send(&self, batch: &[Message]) -> Result<Vec<SendOutcome>> {
         send::send(self, batch).await
     }
+
+    fn check(&self, copy: &Message) -> std::result::Result<(), String> {
+        send::prepare(self, 0, copy).map(|_| ())
+    }
 }
 
 /// `redrive --native`: the queue's own message move task.

@@ -123,13 +123,16 @@ async fn dispatch(
         let started = if req.dry_run {
             // The dry run's sink: each target is opened (a missing table or queue shows now; a
             // job system's in-place retry has no separate target), nothing is sent, and every
-            // copy counts as one the run would offer.
+            // copy counts as one the run would offer, but those the target says it would
+            // refuse before sending (QueueSink::check).
             if *in_place && fixed == Some(&addr) {
-                Ok(())
+                Ok(Outcomes::Known(Ok(vec![SendOutcome::Sent; idx.len()])))
             } else {
-                targets.get(&addr).await.map(|_| ())
+                match targets.get(&addr).await {
+                    Ok(t) => Ok(Outcomes::Known(Ok(predict(req, t, batch, &idx)))),
+                    Err(e) => Err(e),
+                }
             }
-            .map(|()| Outcomes::Known(Ok(vec![SendOutcome::Sent; idx.len()])))
         } else {
             send(req, targets, &addr, batch, &idx).await
         };
@@ -201,6 +204,31 @@ async fn by_destination(
 
 /// Hand the copies at `idx` to the target at `addr` (with the header rules applied); their
 /// outcomes come later.
+/// A dry run's outcome of each copy: refused where the target says it would refuse it before
+/// sending, else offered. The copies are checked as they would go (after the header rules).
+fn predict(
+    req: &super::MoveRequest,
+    t: &dyn crate::backend::QueueSink,
+    batch: &[Message],
+    idx: &[usize],
+) -> Vec<SendOutcome> {
+    idx.iter()
+        .map(|&i| {
+            let checked = if req.headers.is_empty() {
+                t.check(&batch[i])
+            } else {
+                let mut m = batch[i].clone();
+                req.headers.apply(&mut m);
+                t.check(&m)
+            };
+            match checked {
+                Ok(()) => SendOutcome::Sent,
+                Err(reason) => SendOutcome::Rejected { reason },
+            }
+        })
+        .collect()
+}
+
 async fn send(
     req: &super::MoveRequest,
     targets: &mut super::targets::Targets,

@@ -1,7 +1,9 @@
 //! A dry run predicts its run: the same engine, a session that settles nothing and a sink that
 //! accepts everything. For any mix of filters, `--max`, batch size, loop guard, transform and
-//! settling by position, the dry run's counts are the real run's (where the target accepts
-//! every copy: a dry run cannot know what a target would refuse).
+//! settling by position, the dry run's counts are the real run's, failures included where the
+//! target says before sending what it would refuse (QueueSink::check: SQS's binary bodies, a
+//! table without a column a copy needs). What only the server decides (a constraint, an
+//! unroutable copy) a dry run cannot know.
 
 use proptest::prelude::*;
 
@@ -22,6 +24,8 @@ struct Case {
     transform: bool,
     /// A purge's archive (`--archive`); false: `--no-archive`.
     archive: bool,
+    /// The target refuses the poisoned bodies, and says so before sending.
+    refuse: bool,
 }
 
 fn cases() -> impl Strategy<Value = Case> {
@@ -35,9 +39,21 @@ fn cases() -> impl Strategy<Value = Case> {
         proptest::option::of(1u32..4),
         any::<bool>(),
         any::<bool>(),
+        any::<bool>(),
     )
         .prop_map(
-            |(mode, n, batch_size, max, filter, by_position, max_redrives, transform, archive)| {
+            |(
+                mode,
+                n,
+                batch_size,
+                max,
+                filter,
+                by_position,
+                max_redrives,
+                transform,
+                archive,
+                refuse,
+            )| {
                 let copies = mode != Mode::Purge;
                 Case {
                     mode,
@@ -50,6 +66,7 @@ fn cases() -> impl Strategy<Value = Case> {
                     max_redrives: max_redrives.filter(|_| copies),
                     transform: transform && copies,
                     archive,
+                    refuse,
                 }
             },
         )
@@ -68,6 +85,13 @@ impl Case {
             }
         }
         drop(q);
+        if self.refuse {
+            pair.queues
+                .queue(&pair.main)
+                .lock()
+                .unwrap()
+                .refuse_before_send_with = Some("poison".into());
+        }
         pair
     }
 
