@@ -128,10 +128,8 @@ async fn dispatch(
             if *in_place && fixed == Some(&addr) {
                 Ok(Outcomes::Known(Ok(vec![SendOutcome::Sent; idx.len()])))
             } else {
-                match targets.get(&addr).await {
-                    Ok(t) => Ok(Outcomes::Known(Ok(predict(req, t, batch, &idx)))),
-                    Err(e) => Err(e),
-                }
+                let t = targets.get(&addr).await;
+                t.map(|t| Outcomes::Known(Ok(predict(req, t, batch, &idx))))
             }
         } else {
             send(req, targets, &addr, batch, &idx).await
@@ -202,8 +200,6 @@ async fn by_destination(
     Ok(groups)
 }
 
-/// Hand the copies at `idx` to the target at `addr` (with the header rules applied); their
-/// outcomes come later.
 /// A dry run's outcome of each copy: refused where the target says it would refuse it before
 /// sending, else offered. The copies are checked as they would go (after the header rules).
 fn predict(
@@ -229,6 +225,8 @@ fn predict(
         .collect()
 }
 
+/// Hand the copies at `idx` to the target at `addr` (with the header rules applied); their
+/// outcomes come later.
 async fn send(
     req: &super::MoveRequest,
     targets: &mut super::targets::Targets,
