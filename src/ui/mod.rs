@@ -53,10 +53,12 @@ pub struct UiRequest {
 /// `ctx` is lent to `dlqctl edit` (`e`) with the reason typed for it.
 pub async fn run(ctx: &mut Ctx, req: UiRequest) -> Result<i32> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        return Err(Error::invalid_arg(
-            "ui",
-            "needs a terminal (stdin and stdout); for scripts use inspect, classify or peek",
-        ));
+        return Err(Error::Refused {
+            command: "ui",
+            reason:
+                "needs a terminal (stdin and stdout); for scripts use inspect, classify or peek"
+                    .into(),
+        });
     }
     let mut app = App::new(req.queues.iter().map(label).collect(), req.read_only);
     app.color = req.color;

@@ -548,7 +548,11 @@ fn without_a_terminal_it_refuses() {
     let r = sb
         .run(&["ui", "postgres://127.0.0.1:1/x?table=dead_letters"])
         .code(2);
-    assert!(r.stderr.contains("needs a terminal"), "{}", r.stderr);
+    assert!(
+        r.stderr.starts_with("error: dlqctl ui: needs a terminal"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
 }
 
