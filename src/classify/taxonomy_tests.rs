@@ -372,4 +372,20 @@ const SEVENTH_ROUND: &[(&str, Kind)] = &[
         "azure.core.exceptions.ResourceNotFoundError: (ContainerNotFound) The specified container does not exist.",
         Kind::Unclassified,
     ),
+    (
+        "software.amazon.awssdk.services.ecs.model.EcsException: Unknown error (Service: Ecs, Status Code: 400, Request ID: 2b4d) (SDK Attempt Count: 4)",
+        Kind::Transient,
+    ),
+    (
+        "software.amazon.awssdk.services.ecs.model.EcsException: Unknown error (Service: Ecs, Status Code: 400, Request ID: 2b4d) (SDK Attempt Count: 1)",
+        Kind::Permanent,
+    ),
+    (
+        "InsufficientCapacityException: Insufficient capacity.\n    at de_InsufficientCapacityExceptionRes {\n  '$fault': 'server',\n  '$metadata': {\n    httpStatusCode: 400,\n    attempts: 3,\n    totalRetryDelay: 1843\n  }\n}",
+        Kind::Transient,
+    ),
+    (
+        "Amazon.Glue.Model.InternalServiceException: An internal service error occurred.",
+        Kind::Transient,
+    ),
 ];
