@@ -43,6 +43,7 @@ fn families_decide_for_their_members() {
         MORE_FAMILIES,
         THIRD_ROUND,
         FIFTH_ROUND,
+        SEVENTH_ROUND,
     ]
     .concat()
     {
@@ -323,5 +324,68 @@ const FIFTH_ROUND: &[(&str, Kind)] = &[
     (
         "ModuleNotFoundError: No module named 'timeout'",
         Kind::Unclassified,
+    ),
+];
+
+/// The seventh round's families, by members the corpus does not spell out: Lambda's other 502
+/// configuration errors, the SDKs' retried markers around a code no rule lists, PostgreSQL's
+/// class 54, PHP's missing traits; and the members that must keep their class: PgBouncer's own
+/// 08P01 errors stay transient, an undefined method stays permanent.
+const SEVENTH_ROUND: &[(&str, Kind)] = &[
+    (
+        "software.amazon.awssdk.services.lambda.model.InvalidSecurityGroupIdException: The security group ID 'sg-0a1b' does not exist (Service: Lambda, Status Code: 502, Request ID: 3c2b)",
+        Kind::Permanent,
+    ),
+    (
+        "operation error Lambda: Invoke, https response error StatusCode: 502, RequestID: 9e8d, KMSNotFoundException: Lambda was unable to decrypt the environment variables because the KMS key was not found.",
+        Kind::Permanent,
+    ),
+    (
+        "An error occurred (InsufficientHostCapacity) when calling the AllocateHosts operation (reached max retries: 4): Insufficient capacity.",
+        Kind::Transient,
+    ),
+    (
+        "operation error ECS: RunTask, exceeded maximum number of attempts, 3, https response error StatusCode: 500, RequestID: 1a2b, api error ServerException: Service Unavailable",
+        Kind::Transient,
+    ),
+    (
+        "pymysql.err.OperationalError: (1153, \"Got a packet bigger than 'max_allowed_packet' bytes\")",
+        Kind::Permanent,
+    ),
+    (
+        "SQLSTATE[54001]: Statement too complex: 7 ERROR:  stack depth limit exceeded",
+        Kind::Permanent,
+    ),
+    (
+        "SQLSTATE[08P01]: <<Unknown error>>: 7 ERROR:  query_wait_timeout",
+        Kind::Transient,
+    ),
+    (
+        "Error: Trait \"App\\Models\\Concerns\\HasUuid\" not found",
+        Kind::Unclassified,
+    ),
+    (
+        "Error: Call to undefined method App\\Models\\Order::refundLines()",
+        Kind::Permanent,
+    ),
+    (
+        "azure.core.exceptions.ResourceNotFoundError: (ContainerNotFound) The specified container does not exist.",
+        Kind::Unclassified,
+    ),
+    (
+        "software.amazon.awssdk.services.ecs.model.EcsException: Unknown error (Service: Ecs, Status Code: 400, Request ID: 2b4d) (SDK Attempt Count: 4)",
+        Kind::Transient,
+    ),
+    (
+        "software.amazon.awssdk.services.ecs.model.EcsException: Unknown error (Service: Ecs, Status Code: 400, Request ID: 2b4d) (SDK Attempt Count: 1)",
+        Kind::Permanent,
+    ),
+    (
+        "InsufficientCapacityException: Insufficient capacity.\n    at de_InsufficientCapacityExceptionRes {\n  '$fault': 'server',\n  '$metadata': {\n    httpStatusCode: 400,\n    attempts: 3,\n    totalRetryDelay: 1843\n  }\n}",
+        Kind::Transient,
+    ),
+    (
+        "Amazon.Glue.Model.InternalServiceException: An internal service error occurred.",
+        Kind::Transient,
     ),
 ];
