@@ -251,10 +251,13 @@ fn builtin_rules_against_the_held_out_corpus() {
 /// (The second round of taxonomy rules, 2026-12-05, took it from 216 right, 7 wrong and 7
 /// ambiguous classified to 240, 6 and 9; the third, the same day, to 254, 4 and 8; the fourth,
 /// later that day, to 256, 4 and 6; the fifth to 260, 2 and 6; the sixth, that night, to 262, 1
-/// and 5.)
-const HELD_OUT_RIGHT_AT_LEAST: usize = 262;
-const HELD_OUT_WRONG_DIRECTION_AT_MOST: usize = 1;
-const HELD_OUT_AMBIGUOUS_CLASSIFIED_AT_MOST: usize = 5;
+/// and 5, and the seventh kept them.) On 2026-12-06 the labels were audited: two labellers,
+/// each blind to the old labels and to the rules, relabelled all 274 texts, and the 8 labels
+/// both gave alike and unlike the collector's were changed (tests/data/errors-heldout/README.md).
+/// The same rules measure 263, 2 and 1 on the audited labels; the floors start again there.
+const HELD_OUT_RIGHT_AT_LEAST: usize = 263;
+const HELD_OUT_WRONG_DIRECTION_AT_MOST: usize = 2;
+const HELD_OUT_AMBIGUOUS_CLASSIFIED_AT_MOST: usize = 1;
 
 fn hold_the_floor(tallies: &BTreeMap<String, Tally>) {
     let sum = |f: fn(&Tally) -> usize| tallies.values().map(f).sum::<usize>();
