@@ -235,12 +235,10 @@ fn builtin_rules_against_the_held_out_corpus() {
         files.len() >= 12,
         "the held-out corpus has its twelve files"
     );
-    let (tallies, misses) = measure(&files);
+    // The misses are not printed (as for the second part): whoever runs this may write rules.
+    let (tallies, _misses) = measure(&files);
     let table = table(&tallies);
     eprintln!("held out:\n{table}");
-    for m in &misses {
-        eprintln!("  {m}");
-    }
     update_marked(&[("heldout-table", &table)]);
     hold_the_floor(&tallies);
 }
