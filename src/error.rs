@@ -241,6 +241,7 @@ impl Error {
             Error::Unreachable { .. } => "check the host, port and network (and the endpoint or region for SQS)".into(),
             Error::PermissionDenied { .. } => "grant the permissions listed in docs/permissions.md to the user or role dlqctl runs as".into(),
             Error::AuthenticationFailed { target, .. } => auth_hint(target).into(),
+            Error::Input { .. } => "each line is one message record, as `dlqctl export` writes it (docs/jsonl.md lists its fields)".into(),
             Error::Schema { .. } => "map your column names in dlqctl.toml under [queues.NAME.columns] (see docs/postgres.md)".into(),
             _ => return None,
         })
@@ -359,6 +360,21 @@ mod tests {
         assert!(
             api.contains("management tag") && !api.contains("pg_hba"),
             "{api}"
+        );
+    }
+
+    /// A bad line of a JSON Lines file says what a line must be, and where that is written.
+    #[test]
+    fn a_bad_input_line_points_at_the_record_format() {
+        let e = Error::Input {
+            what: "dead.jsonl".into(),
+            line: 2,
+            reason: "missing field `body_encoding`".into(),
+        };
+        assert!(
+            e.hints().join("\n").contains("docs/jsonl.md"),
+            "{:?}",
+            e.hints()
         );
     }
 
