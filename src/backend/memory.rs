@@ -167,11 +167,7 @@ impl QueueSink for MemoryBackend {
         let mut q = self.q.lock().unwrap();
         let mut out = Vec::with_capacity(batch.len());
         for m in batch {
-            let has = |t: &Option<String>| {
-                t.as_ref()
-                    .is_some_and(|t| String::from_utf8_lossy(&m.body).contains(t.as_str()))
-            };
-            if has(&q.reject_bodies_with) || has(&q.refuse_before_send_with) {
+            if body_has(m, &q.reject_bodies_with) || body_has(m, &q.refuse_before_send_with) {
                 out.push(SendOutcome::Rejected {
                     reason: "the target refused this body".into(),
                 });
@@ -192,14 +188,17 @@ impl QueueSink for MemoryBackend {
     }
 
     fn check(&self, copy: &Message) -> std::result::Result<(), String> {
-        let q = self.q.lock().unwrap();
-        match &q.refuse_before_send_with {
-            Some(t) if String::from_utf8_lossy(&copy.body).contains(t.as_str()) => {
-                Err("the target refused this body".into())
-            }
-            _ => Ok(()),
+        if body_has(copy, &self.q.lock().unwrap().refuse_before_send_with) {
+            return Err("the target refused this body".into());
         }
+        Ok(())
     }
+}
+
+/// Whether `m`'s body contains `text` (None: nothing to look for).
+fn body_has(m: &Message, text: &Option<String>) -> bool {
+    text.as_ref()
+        .is_some_and(|t| String::from_utf8_lossy(&m.body).contains(t.as_str()))
 }
 
 /// Claims the messages that were in the queue when it began, in order; `settle` removes the

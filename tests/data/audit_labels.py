@@ -1,5 +1,13 @@
+"""Compare two blind labellers' labels of a held-out corpus with the collector's, and (with
+--apply, once) change the labels both labellers gave alike and unlike the collector's.
+
+Usage, from the repository's root:
+  python3 tests/data/audit_labels.py CORPUS_DIR AUDIT_DIR [--apply]
+e.g. tests/data/errors-heldout tests/data/errors-heldout/audit-2026-12-06
+AUDIT_DIR holds labels-A.jsonl and labels-B.jsonl (id `ecosystem:index`, label, why).
+"""
 import json, tomllib, glob, os, sys, collections
-base='tests/data/errors-heldout-2'
+base, audit = sys.argv[1], sys.argv[2]
 old={}
 for f in sorted(glob.glob(base+'/*.toml')):
     eco=os.path.basename(f)[:-5]
@@ -11,12 +19,13 @@ def load(p):
         if line.strip():
             o=json.loads(line); d[o['id']]=o
     return d
-A=load('tests/data/errors-heldout-2/audit-2026-12-06/labels-A.jsonl'); B=load('tests/data/errors-heldout-2/audit-2026-12-06/labels-B.jsonl')
+A=load(f'{audit}/labels-A.jsonl'); B=load(f'{audit}/labels-B.jsonl')
 assert set(A)==set(old)==set(B), (len(A),len(B),len(old))
 agreeAO=sum(A[k]['label']==old[k]['label'] for k in old)
 agreeBO=sum(B[k]['label']==old[k]['label'] for k in old)
 agreeAB=sum(A[k]['label']==B[k]['label'] for k in old)
-print(f'A=old {agreeAO}/{len(old)}  B=old {agreeBO}/{len(old)}  A=B {agreeAB}/{len(old)}')
+n=len(old)
+print(f'A=old {agreeAO}/{n}  B=old {agreeBO}/{n}  A=B {agreeAB}/{n}')
 change=[k for k in old if A[k]['label']==B[k]['label']!=old[k]['label']]
 print('relabel (A==B!=old):',len(change))
 for k in sorted(change):
