@@ -5,7 +5,8 @@
 //!
 //! 1. Refused copies stay: a copy the run refuses (here: a `--transform` that would change the
 //!    stable id of two messages) leaves its message in the source, counted as failed with its
-//!    id; the rest move; exit 1. A re-run moves the two, and nothing was copied twice.
+//!    id; the rest move; exit 1. A re-run moves the two, and nothing was copied twice. A dry
+//!    run before it predicts the same (no target's pre-send check refuses a good copy).
 //! 2. The source as its own target is refused before anything moves (exit 2), dry run too.
 //! 3. Every copy carries `dlqctl-redrive-count` one more than its original (and
 //!    `--max-redrives` holds: `conformance::every_copy_counts_and_the_guard_holds`, run where
@@ -71,6 +72,26 @@ pub async fn refused_copies_stay<P: Pair>(p: &mut P, by_offset: bool) {
         ids[2], ids[7]
     );
     let sb = Sandbox::new();
+    // The dry run predicts the run: the same refusals (the target's own checks before sending
+    // refuse none of the good copies), and exit 1 as the run will.
+    let dry = run(
+        p,
+        &sb,
+        &[
+            "--transform",
+            &code,
+            "--dry-run",
+            "--yes",
+            "--output",
+            "json",
+        ],
+    );
+    assert_eq!(
+        dry.code, 1,
+        "{name}: the dry run\n{}\n{}",
+        dry.stdout, dry.stderr
+    );
+    let d = dry.json();
     let r = run(p, &sb, &["--transform", &code, "--yes", "--output", "json"]);
     assert_eq!(
         r.code, 1,
@@ -84,6 +105,11 @@ pub async fn refused_copies_stay<P: Pair>(p: &mut P, by_offset: bool) {
         "{name}: {j}"
     );
     assert_eq!(failed_ids(&j), bad, "{name}: the summary names them: {j}");
+    assert_eq!(
+        (&d["would_move"], &d["failed"], failed_ids(&d)),
+        (&j["moved"], &j["failed"], bad.clone()),
+        "{name}: the dry run predicted {d}"
+    );
     p.settle().await;
     let (stay, twice) = if by_offset { (6, 4) } else { (2, 0) };
     assert_eq!(
