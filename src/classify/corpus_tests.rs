@@ -4,7 +4,7 @@
 //! accuracy table is printed and kept up to date in docs/classification.md, with the table of
 //! built-in rules.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -241,6 +241,14 @@ fn builtin_rules_against_the_second_held_out_corpus() {
     held_out("tests/data/errors-heldout-2", "heldout2-table", HELD_OUT_2);
 }
 
+/// The third held-out corpus (tests/data/errors-heldout-3, collected 2026-12-06 by someone who
+/// saw neither the rules nor their output, nor either earlier part's results; labels audited
+/// before it was first measured).
+#[test]
+fn builtin_rules_against_the_third_held_out_corpus() {
+    held_out("tests/data/errors-heldout-3", "heldout3-table", HELD_OUT_3);
+}
+
 /// What the rules reached on a held-out part: right at least, in the wrong direction at most,
 /// ambiguous cases classified at most.
 type Floor = (usize, usize, usize);
@@ -254,20 +262,46 @@ type Floor = (usize, usize, usize);
 /// and 5, and the seventh kept them.) On 2026-12-06 the labels were audited: two labellers,
 /// each blind to the old labels and to the rules, relabelled all 274 texts, and the 8 labels
 /// both gave alike and unlike the collector's were changed (tests/data/errors-heldout/README.md).
-/// The same rules measure 263, 2 and 1 on the audited labels; the floors start again there.
-const HELD_OUT: Floor = (263, 2, 1);
+/// The same rules measure 263, 2 and 1 on the audited labels. 25 of its texts were later found
+/// in the public corpus too (27 public cases, found again at their sources by rule rounds that
+/// never saw this part; 8 were already there in the commit that added it): they are no longer
+/// measured, and the floors start again from 238, 2 and 1 of the 249 left.
+const HELD_OUT: Floor = (238, 2, 1);
 
 /// What the 102 rules of the seventh round measured on the second held-out part the day it was
 /// collected, on its audited labels (on the collector's labels: 149, 6 and 16).
 const HELD_OUT_2: Floor = (151, 7, 7);
 
+/// What the 102 rules of the seventh round measured on the third held-out part, on its audited
+/// labels, before any rule was written after it was collected.
+const HELD_OUT_3: Floor = (156, 10, 7);
+
 /// Measure the held-out part in `dir`, keep its table in docs/classification.md current, and
-/// hold its floor. The misses are not printed: whoever runs this may write rules.
+/// hold its floor. The misses are not printed: whoever runs this may write rules. A held-out
+/// text that is also in the public corpus (the same once white space and numbers are set
+/// aside) is not measured: rules were written against it.
 fn held_out(dir: &str, marker: &str, floor: Floor) {
-    let files = load_from(dir);
+    let public: HashSet<String> = load()
+        .values()
+        .flatten()
+        .map(|c| same_text(&c.text))
+        .collect();
+    let mut files = load_from(dir);
     assert!(files.len() >= 12, "{dir} has its twelve files");
+    let mut left_out = 0;
+    for cases in files.values_mut() {
+        let before = cases.len();
+        cases.retain(|c| !public.contains(&same_text(&c.text)));
+        left_out += before - cases.len();
+    }
     let (tallies, _misses) = measure(&files);
-    let table = table(&tallies);
+    let mut table = table(&tallies);
+    if left_out > 0 {
+        let _ = writeln!(
+            table,
+            "\nNot measured: {left_out} texts that are also in the public corpus (rules were written against them)."
+        );
+    }
     eprintln!("{dir}:\n{table}");
     update_marked(&[(marker, &table)]);
     let sum = |f: fn(&Tally) -> usize| tallies.values().map(f).sum::<usize>();
@@ -280,6 +314,31 @@ fn held_out(dir: &str, marker: &str, floor: Floor) {
         got.0 >= floor.0 && got.1 <= floor.1 && got.2 <= floor.2,
         "{dir}: (right, wrong direction, ambiguous classified) = {got:?}, worse than the {floor:?} reached before"
     );
+}
+
+/// A text as the held-out measure compares it with the public corpus: lower case, white space
+/// collapsed, every run of digits one `0`.
+fn same_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut words = text.split_whitespace().peekable();
+    while let Some(w) = words.next() {
+        let mut digits = false;
+        for ch in w.chars() {
+            if ch.is_ascii_digit() {
+                if !digits {
+                    out.push('0');
+                }
+                digits = true;
+            } else {
+                digits = false;
+                out.extend(ch.to_lowercase());
+            }
+        }
+        if words.peek().is_some() {
+            out.push(' ');
+        }
+    }
+    out
 }
 
 /// Fingerprints over the real error texts: no template keeps a digit (every number, id,
