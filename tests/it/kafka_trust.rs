@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use crate::harness::{Kafka, Rec, Sandbox};
+use crate::harness::{Db, Kafka, Rec, Sandbox};
 use crate::pair::wait_until;
 
 /// `n` dead letters `r-0 … r-(n-1)`, record `i` on partition `i % partitions` (so at offset
@@ -359,4 +359,55 @@ async fn a_redrive_suspended_past_its_lease_stops_and_the_next_one_finishes() {
         "{twice} copies twice: more than A had on its way ({} copies of {N})",
         recs.len()
     );
+}
+
+/// A copy over the producer's `message.max.bytes` is refused before it is sent: the dry run
+/// predicts it with the real run's reason and exits 1 as the run will, the row stays, and the
+/// rest are delivered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_copy_over_message_max_bytes_is_predicted_refused_and_kept() {
+    let k = Kafka::new("maxbytes");
+    k.create("orders", 1, &[]).await;
+    let db = Db::new("kafkamax").await;
+    db.seed(3).await;
+    db.exec(
+        "INSERT INTO {s}.dead_letters (message_id, queue, payload) VALUES ('big-1', 'orders', jsonb_build_object('blob', repeat('x', 2500)))",
+    )
+    .await;
+    let sb = Sandbox::new();
+    sb.write(
+        "dlqctl.toml",
+        "[kafka.properties]\n\"message.max.bytes\" = \"2000\"\n",
+    );
+    let (dlq, to) = (db.dlq(), k.url("orders"));
+    let redrive = |dry: bool| {
+        let mut args = vec!["redrive", &dlq, "--to", &to, "--yes", "--output", "json"];
+        if dry {
+            args.push("--dry-run");
+        }
+        sb.run_with(&args, &k.env()).code(1).json()
+    };
+    let dry = redrive(true);
+    assert_eq!(
+        k.read_all("orders").await.len(),
+        0,
+        "a dry run sends nothing"
+    );
+    let j = redrive(false);
+    assert_eq!((&j["moved"], &j["failed"]), (&3.into(), &1.into()), "{j}");
+    assert!(
+        j["failures"].to_string().contains("too large"),
+        "librdkafka's reason: {j}"
+    );
+    assert_eq!(
+        (&dry["would_move"], &dry["failed"], &dry["failures"]),
+        (&j["moved"], &j["failed"], &j["failures"]),
+        "the dry run: {dry}"
+    );
+    assert_eq!(
+        db.ids("dead_letters").await,
+        ["big-1"],
+        "the refused one stays"
+    );
+    assert_eq!(k.read_all("orders").await.len(), 3);
 }

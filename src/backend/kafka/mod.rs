@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use chrono::Utc;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::error::KafkaError;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message as _;
 use rdkafka::producer::Producer;
 use rdkafka::{Offset, TopicPartitionList};
@@ -449,5 +449,22 @@ impl QueueSink for KafkaBackend {
             let _ = blocking(|| h.join());
         }
         Ok(produce::enqueue(producer, &self.k.topic, &self.shown(), batch).await)
+    }
+
+    /// librdkafka refuses a record over `message.max.bytes` before queueing it: the same
+    /// arithmetic here ([`produce::wire_size`]), so that a dry run predicts the refusal with the
+    /// real run's words. The broker's own limit (the topic's `max.message.bytes`) shows in a
+    /// real run only.
+    fn check(&self, copy: &Message) -> std::result::Result<(), String> {
+        let max = self
+            .props
+            .get("message.max.bytes")
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(produce::DEFAULT_MESSAGE_MAX_BYTES);
+        if produce::wire_size(copy) > max {
+            let e = KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge);
+            return Err(kafka_err(&self.shown(), e).to_string());
+        }
+        Ok(())
     }
 }

@@ -177,6 +177,65 @@ pub(super) fn copy_headers(m: &Message) -> OwnedHeaders {
     })
 }
 
+/// librdkafka's `message.max.bytes` where the config does not set it.
+pub(super) const DEFAULT_MESSAGE_MAX_BYTES: usize = 1_000_000;
+
+/// A tombstone (a record without a value) is copied as one.
+fn tombstone(m: &Message) -> bool {
+    m.meta
+        .get("tombstone")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// The size librdkafka gives a copy when it decides, before queueing it, whether the record is
+/// over `message.max.bytes` (`rd_kafka_msg_new0` and `rd_kafka_msg_max_wire_size` in
+/// librdkafka 2.12): a v2 record's largest overhead (36 bytes:
+/// `RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD`), the key, the value, and each header of
+/// [`copy_headers`] as serialized (its name and value, each after its zigzag-varint length; a
+/// null value counts as empty).
+pub(super) fn wire_size(m: &Message) -> usize {
+    use rdkafka::message::Headers;
+    const V2_MAX_OVERHEAD: usize = 36;
+    fn varint(n: usize) -> usize {
+        let mut z = (n as u64) << 1;
+        let mut len = 1;
+        while z >= 0x80 {
+            z >>= 7;
+            len += 1;
+        }
+        len
+    }
+    let headers = copy_headers(m);
+    let headers: usize = headers
+        .iter()
+        .map(|h| {
+            let (k, v) = (h.key.len(), h.value.map_or(0, <[u8]>::len));
+            k + v + varint(k) + varint(v)
+        })
+        .sum();
+    let key = m.key.as_ref().map_or(0, Vec::len);
+    let value = if tombstone(m) { 0 } else { m.body.len() };
+    V2_MAX_OVERHEAD + key + value + headers
+}
+
+/// The record a copy of `m` is: its key, its value (none for a tombstone) and
+/// [`copy_headers`].
+fn record<'a, C: rdkafka::util::IntoOpaque>(
+    topic: &'a str,
+    m: &'a Message,
+    opaque: C,
+) -> BaseRecord<'a, [u8], [u8], C> {
+    let mut rec = BaseRecord::with_opaque_to(topic, opaque).headers(copy_headers(m));
+    if let Some(k) = &m.key {
+        rec = rec.key(k.as_slice());
+    }
+    if !tombstone(m) {
+        rec = rec.payload(m.body.as_slice());
+    }
+    rec
+}
+
 /// Hand every record of `batch` to the producer (librdkafka copies it into its queue), and
 /// return the outcomes to come, all known once the last delivery report arrived.
 pub(super) async fn enqueue(
@@ -191,23 +250,11 @@ pub(super) async fn enqueue(
         done: Notify::new(),
     });
     for (index, m) in batch.iter().enumerate() {
-        let tombstone = m
-            .meta
-            .get("tombstone")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
         let slot = Box::new(Slot {
             tracker: tracker.clone(),
             index,
         });
-        let mut rec: BaseRecord<'_, [u8], [u8], Box<Slot>> =
-            BaseRecord::with_opaque_to(topic, slot).headers(copy_headers(m));
-        if let Some(k) = &m.key {
-            rec = rec.key(k.as_slice());
-        }
-        if !tombstone {
-            rec = rec.payload(m.body.as_slice());
-        }
+        let mut rec = record(topic, m, slot);
         // librdkafka's queue is bounded (queue.buffering.max.messages): wait for deliveries
         // to make room rather than fail the copy.
         loop {
@@ -248,4 +295,80 @@ async fn outcomes(tracker: &Tracker, n: usize, shown: &str) -> Result<Vec<SendOu
         };
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use rdkafka::producer::BaseProducer;
+
+    use super::*;
+    use crate::message::{AttrValue, Attribute};
+
+    /// A copy of `n` bytes of body, with a key, headers and a tombstone flag as given.
+    fn copy(
+        key: Option<usize>,
+        body: usize,
+        headers: &[(usize, Option<usize>)],
+        tomb: bool,
+    ) -> Message {
+        let mut m = Message {
+            id: "ord-7".into(),
+            native_id: "orders.DLT/0@41".into(),
+            body: vec![b'x'; body],
+            key: key.map(|n| vec![b'k'; n]),
+            attributes: headers
+                .iter()
+                .enumerate()
+                .map(|(i, (name, value))| Attribute {
+                    name: format!("{i}{}", "h".repeat(*name)),
+                    value: value.map_or(AttrValue::Null, |n| AttrValue::text("v".repeat(n))),
+                })
+                .collect(),
+            ..Message::default()
+        };
+        if tomb {
+            m.meta.insert("tombstone", Value::Bool(true));
+        }
+        m
+    }
+
+    /// One producer for every case: librdkafka's smallest allowed `message.max.bytes`, and
+    /// nothing listening on port 9 (a record over the limit is refused in `send`, before any
+    /// connection; the others wait in its queue).
+    fn producer() -> &'static BaseProducer {
+        static P: std::sync::OnceLock<BaseProducer> = std::sync::OnceLock::new();
+        P.get_or_init(|| {
+            ClientConfig::new()
+                .set("bootstrap.servers", "127.0.0.1:9")
+                .set("message.max.bytes", "1000")
+                .create()
+                .expect("a producer")
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// The dry run's arithmetic and librdkafka's own refusal agree on copies within two
+        /// bytes of the limit: keys, tombstones, headers with null and long values (lengths
+        /// past a one-byte varint included).
+        #[test]
+        fn wire_size_is_what_librdkafka_refuses_over_message_max_bytes(
+            key in proptest::option::of(0usize..200),
+            headers in proptest::collection::vec((0usize..150, proptest::option::of(0usize..200)), 0..4),
+            tomb in any::<bool>(),
+            off in -2i64..=2,
+        ) {
+            let rest = wire_size(&copy(key, 0, &headers, tomb)) as i64;
+            let body = (1000 + off - rest).max(0) as usize;
+            let m = copy(key, body, &headers, tomb);
+            let refused = match producer().send(record("t", &m, ())) {
+                Ok(()) => false,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge), _)) => true,
+                Err((e, _)) => panic!("unexpected {e}"),
+            };
+            prop_assert_eq!(wire_size(&m) > 1000, refused, "wire size {}", wire_size(&m));
+        }
+    }
 }
