@@ -144,6 +144,18 @@ pub(super) const EIGHTH_ROUND_JOBS: &[(&str, Kind)] = &[
         "com.rabbitmq.client.ShutdownSignalException: channel error; protocol method: #method<channel.close>(reply-code=541, reply-text=INTERNAL_ERROR - Feature `transient_nonexcl_queues` is deprecated., class-id=50, method-id=10)",
         Kind::Permanent,
     ),
+    (
+        "{\"code\":\"TASK_PROCESS_SIGKILL_TIMEOUT\",\"type\":\"INTERNAL_ERROR\",\"message\":\"Process kill timeout\"}",
+        Kind::Unclassified,
+    ),
+    (
+        "trigger.dev internal error (RECURSIVE_WAIT_DEADLOCK)",
+        Kind::Permanent,
+    ),
+    (
+        "trigger.dev internal error (POD_EVICTED)",
+        Kind::Transient,
+    ),
     // The retries ran out, and the text does not say why.
     (
         "DeadLetterReason: MaxDeliveryCountExceeded. Message could not be consumed after 5 delivery attempts.",
