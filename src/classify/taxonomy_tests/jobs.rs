@@ -17,6 +17,10 @@ pub(super) const EIGHTH_ROUND_JOBS: &[(&str, Kind)] = &[
         Kind::Unclassified,
     ),
     (
+        "Task of kind 'billing.tasks.retry_on_timeout' is not registered, please make sure it's imported.",
+        Kind::Unclassified,
+    ),
+    (
         "AssertionError [ERR_ASSERTION]: Unsupported task 'send_receipt'",
         Kind::Unclassified,
     ),
