@@ -135,7 +135,10 @@ mod tests {
             ),
             // A marker at the very end: no cause (and no slice outside the text).
             ("Outer: o\n ---> ", None),
-            ("ActiveJob::DeserializationError: Error while trying to deserialize arguments: ", None),
+            (
+                "ActiveJob::DeserializationError: Error while trying to deserialize arguments: ",
+                None,
+            ),
             ("plain error: no chain here", None),
         ];
         for (text, want) in cases {

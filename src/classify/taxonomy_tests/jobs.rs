@@ -74,14 +74,8 @@ pub(super) const EIGHTH_ROUND_JOBS: &[(&str, Kind)] = &[
         Kind::Unclassified,
     ),
     // What the system, the broker or the ORM put back itself: transient.
-    (
-        "dramatiq.middleware.shutdown.Shutdown",
-        Kind::Transient,
-    ),
-    (
-        "WaitingError: bullmq:movedToWait",
-        Kind::Transient,
-    ),
+    ("dramatiq.middleware.shutdown.Shutdown", Kind::Transient),
+    ("WaitingError: bullmq:movedToWait", Kind::Transient),
     (
         "huey.exceptions.TaskLockedException: unable to set lock: nightly-export",
         Kind::Transient,
@@ -132,14 +126,8 @@ pub(super) const EIGHTH_ROUND_JOBS: &[(&str, Kind)] = &[
         "io.temporal.failure.ApplicationFailure: message='iban rejected', type='InvalidIban', nonRetryable=true",
         Kind::Permanent,
     ),
-    (
-        "ThreadError: deadlock; recursive locking",
-        Kind::Permanent,
-    ),
-    (
-        "RestClient::NotFound: 404 Not Found",
-        Kind::Permanent,
-    ),
+    ("ThreadError: deadlock; recursive locking", Kind::Permanent),
+    ("RestClient::NotFound: 404 Not Found", Kind::Permanent),
     (
         "UnrecoverableError: job stalled more than allowable limit",
         Kind::Transient,
@@ -156,10 +144,7 @@ pub(super) const EIGHTH_ROUND_JOBS: &[(&str, Kind)] = &[
         "trigger.dev internal error (RECURSIVE_WAIT_DEADLOCK)",
         Kind::Permanent,
     ),
-    (
-        "trigger.dev internal error (POD_EVICTED)",
-        Kind::Transient,
-    ),
+    ("trigger.dev internal error (POD_EVICTED)", Kind::Transient),
     // The retries ran out, and the text does not say why.
     (
         "DeadLetterReason: MaxDeliveryCountExceeded. Message could not be consumed after 5 delivery attempts.",
