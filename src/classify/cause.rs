@@ -14,6 +14,7 @@
 //! | .NET | ` ---> ` | the last inner exception's line |
 //! | Elixir | `** (EXIT) ` | the last exit reason's line |
 //! | Spring | `nested exception is ` | the rest of the last one's line |
+//! | Rails (ActiveJob) | `Error while trying to deserialize arguments: ` | the rest of that line |
 
 use std::sync::LazyLock;
 
@@ -32,10 +33,14 @@ static CAUSED_BY: LazyLock<Regex> =
 static NODE_CAUSE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\[cause\]: ").expect("regex"));
 static LINE_MARKERS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r" ---> |\*\* \(EXIT\) |nested exception is ").expect("regex"));
+/// ActiveJob's DeserializationError quotes the message of the error that stopped it (a record not
+/// found, a lost connection) after this (activejob/lib/active_job/arguments.rb); its line only, so
+/// that a backtrace below (a `timeout.rb` frame) does not speak for the cause.
+const ACTIVEJOB: &str = "Error while trying to deserialize arguments: ";
 /// Every marker above as a literal: one pass says whether a text is a chain at all (most are
 /// not, and then none of the searches above runs).
 static ANY_MARKER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"The above exception|During handling of the above|\nNext |Caused by|\[cause\]: | ---> |\*\* \(EXIT\) |nested exception is ").expect("regex")
+    Regex::new(r"The above exception|During handling of the above|\nNext |Caused by|\[cause\]: | ---> |\*\* \(EXIT\) |nested exception is |Error while trying to deserialize arguments: ").expect("regex")
 });
 
 /// The part of `text` that holds its root cause when `text` is a chain of wrapped errors, else
@@ -68,7 +73,12 @@ pub fn innermost(text: &str) -> Option<&str> {
     }
     if let Some(m) = LINE_MARKERS.find_iter(text).last() {
         let rest = &text[m.end()..];
-        let line = rest.lines().next().unwrap_or_default();
+        let line = rest.lines().next().unwrap_or(rest);
+        return Some(subslice(text, line)).filter(|s| nonempty(s));
+    }
+    if let Some(at) = text.find(ACTIVEJOB) {
+        let rest = &text[at + ACTIVEJOB.len()..];
+        let line = rest.lines().next().unwrap_or(rest);
         return Some(subslice(text, line)).filter(|s| nonempty(s));
     }
     None
@@ -118,6 +128,16 @@ mod tests {
             (
                 "** (exit) exited in: GenServer.call(X, :y, 5000)\n    ** (EXIT) time out\n    (elixir) lib",
                 Some("time out"),
+            ),
+            (
+                "ActiveJob::DeserializationError: Error while trying to deserialize arguments: Couldn't find User with 'id'=42\n/app/vendor/ruby/timeout.rb:43:in `timeout'",
+                Some("Couldn't find User with 'id'=42"),
+            ),
+            // A marker at the very end: no cause (and no slice outside the text).
+            ("Outer: o\n ---> ", None),
+            (
+                "ActiveJob::DeserializationError: Error while trying to deserialize arguments: ",
+                None,
             ),
             ("plain error: no chain here", None),
         ];

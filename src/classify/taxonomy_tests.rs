@@ -2,7 +2,10 @@
 //! each rule says which (`taxonomy`, `source`), and a family matches texts the corpus does not
 //! spell out (the members of an exception family, every errno name, every parser's wording).
 
+mod jobs;
+
 use super::{Classifier, Kind};
+use jobs::EIGHTH_ROUND_JOBS;
 
 #[test]
 fn every_builtin_rule_cites_its_taxonomy() {
@@ -44,6 +47,7 @@ fn families_decide_for_their_members() {
         THIRD_ROUND,
         FIFTH_ROUND,
         SEVENTH_ROUND,
+        EIGHTH_ROUND_JOBS,
     ]
     .concat()
     {

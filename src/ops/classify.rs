@@ -425,7 +425,7 @@ mod tests {
         );
         assert!(
             lines[4].starts_with(
-                "did not match: declared-permanent, go-runtime-fatal, handler-missing, php-engine-identifier, lock-conflict, "
+                "did not match: declared-permanent, go-runtime-fatal, handler-missing, php-engine-identifier, code-deadlock, lock-conflict, "
             ),
             "{lines:?}"
         );
