@@ -20,6 +20,16 @@ pub fn pg_url() -> String {
     })
 }
 
+/// A dry run's summary predicted its run's: what it would move, what it would fail, and why
+/// (the refusals a target makes before sending, `QueueSink::check`).
+pub fn assert_dry_run_predicted(dry: &serde_json::Value, run: &serde_json::Value) {
+    assert_eq!(
+        (&dry["would_move"], &dry["failed"], &dry["failures"]),
+        (&run["moved"], &run["failed"], &run["failures"]),
+        "the dry run: {dry}"
+    );
+}
+
 /// One output of the binary.
 pub struct Run {
     pub code: i32,
