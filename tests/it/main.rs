@@ -26,6 +26,7 @@ mod purge;
 mod rabbitmq;
 mod rabbitmq_moves;
 mod redis;
+mod redis_faults;
 mod redis_harness;
 mod redis_ops;
 mod redis_retry;

@@ -363,9 +363,13 @@ async fn edit_retries_the_edited_job_in_place() {
 /// changes; else the data is set and BullMQ's retry runs (1).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_bullmq_edit_script_changes_nothing_unless_the_job_is_as_read() {
+    // As src/backend/redis/bullmq.rs composes it (EDIT_SCRIPT).
     const EDIT: &str = concat!(
         include_str!("../../src/backend/redis/bullmq_editJob.lua"),
-        include_str!("../../src/backend/redis/bullmq_reprocessJobs.lua")
+        "local function bullmq_retry()\n",
+        include_str!("../../src/backend/redis/bullmq_reprocessJobs.lua"),
+        "end\n",
+        include_str!("../../src/backend/redis/bullmq_editJobEnd.lua")
     );
     let db = RedisDb::new().await;
     seed_bullmq(&db, "q", 2).await;

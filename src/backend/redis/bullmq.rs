@@ -21,15 +21,20 @@ pub(super) const KNOWN_MAJOR: &str = "bullmq:6.";
 /// `job.retry()` for a batch of jobs in one call: dlqctl's batched form of BullMQ 6.7.6's
 /// `reprocessJob-9.lua` (each job with that script's checks and effects, in order; the diff
 /// is stated in docs/systems/bullmq.md), with the loop guard's count on each retried job's
-/// hash (`ARGV[6]` = "1"). One code per job: 1 retried, -1 hash gone, -3 no longer failed.
+/// hash (`ARGV[6]` = "1"). One code per job: 1 retried, -1 hash gone, -3 no longer failed,
+/// -4 the job's key not a hash, -5 a parent's key of another type; a queue key of another type
+/// is an error before any write.
 pub(super) const RETRY_SCRIPT: &str = include_str!("bullmq_reprocessJobs.lua");
-/// `dlqctl edit` in place: the edited data set (while the job is failed as it was opened),
-/// then the batched retry of that one job, in one script (docs/systems/bullmq.md#edit).
+/// `dlqctl edit` in place: the checks of bullmq_editJob.lua (the job still failed as it was
+/// opened), the batched retry of that one job, then the edited data set if it was retried,
+/// in one script (docs/systems/bullmq.md#edit).
 pub(super) const EDIT_SCRIPT: &str = concat!(
     include_str!("bullmq_editJob.lua"),
-    include_str!("bullmq_reprocessJobs.lua")
+    "local function bullmq_retry()\n",
+    include_str!("bullmq_reprocessJobs.lua"),
+    "end\n",
+    include_str!("bullmq_editJobEnd.lua")
 );
-
 /// BullMQ 6.7.6's `reprocessJob-9.lua` verbatim: what the batched script is derived from
 /// (and what the tests hold it to).
 #[cfg(test)]
@@ -72,7 +77,7 @@ impl BullMq {
     /// Refuse a queue whose `meta` says another layout than the pinned scripts know.
     pub fn check_version(&self, meta_version: Option<&str>, target: &str) -> Result<String, Error> {
         match meta_version {
-            Some(v) if v.starts_with(KNOWN_MAJOR) => Ok(v.to_string()),
+            Some(v) if is_known(v) => Ok(v.to_string()),
             Some(v) => Err(Error::Unsupported {
                 backend: "redis",
                 operation: "this BullMQ queue",
@@ -154,6 +159,24 @@ impl BullMq {
     }
 }
 
+/// `bullmq:6.MINOR.PATCH`, with a pre-release (`-beta.1`) at most: the layout the pinned
+/// scripts are for, and nothing that only starts like it.
+fn is_known(v: &str) -> bool {
+    let Some(rest) = v.strip_prefix(KNOWN_MAJOR) else {
+        return false;
+    };
+    let (release, pre) = rest.split_once('-').unwrap_or((rest, "alpha"));
+    let parts: Vec<&str> = release.split('.').collect();
+    parts.len() == 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && !pre.is_empty()
+        && pre
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+}
+
 /// `TypeError` of a Node.js stack whose first line is `TypeError: message`.
 fn error_class(trace: &str, message: Option<&str>) -> Option<String> {
     let first = trace.lines().next()?;
@@ -231,6 +254,16 @@ mod tests {
     #[test]
     fn only_the_pinned_layout_is_accepted() {
         assert!(b().check_version(Some("bullmq:6.7.6"), "t").is_ok());
+        assert!(b().check_version(Some("bullmq:6.0.0-beta.1"), "t").is_ok());
+        for v in [
+            "bullmq:6",
+            "bullmq:6.x-beta",
+            "bullmq:6.7.6:extra",
+            "bullmq:6.7",
+            "bullmq:6.7.6-",
+        ] {
+            assert!(b().check_version(Some(v), "t").is_err(), "{v}");
+        }
         let e = b().check_version(Some("bullmq:4.17.0"), "t").unwrap_err();
         assert!(
             e.to_string().contains("bullmq:4.17.0") && e.to_string().contains("6.7.6"),

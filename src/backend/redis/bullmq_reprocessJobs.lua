@@ -20,7 +20,11 @@
   Output: one code per job id, in order, as reprocessJob returns it:
      1 means the job was retried
     -1 means the job does not exist
-    -3 means the job was not found in the expected set.
+    -3 means the job was not found in the expected set
+  and two of dlqctl's, where reprocessJob would stop with an error halfway (left failed):
+    -4 means the job's key holds another type than a hash
+    -5 means a key of the job's parent holds another type than BullMQ gives it.
+  A queue key of another type than BullMQ gives it: an error, and nothing changed.
 ]]
 local rcall = redis.call;
 local function addBaseMarkerIfNeeded(markerKey, isPausedOrMaxed)
@@ -79,6 +83,39 @@ local function isLifo(opts)
   end
   return false
 end
+-- Redis keeps what a script wrote before an error stopped it: a job taken out of failed whose
+-- push then failed would be in no state at all. So whatever a write could fail on is checked
+-- before the first write: the queue's keys here (one of another type refuses the whole call,
+-- nothing changed), each job's hash and its parent's keys before that job is touched.
+local function wrongType(key, want)
+  local t = rcall("TYPE", key)["ok"]
+  if t ~= "none" and t ~= want then
+    return t
+  end
+end
+local function refuse(key, what)
+  return redis.error_reply("dlqctl: " .. key .. " holds " .. what ..
+    ", not what BullMQ keeps there; nothing was changed")
+end
+for k, want in ipairs({"stream", "zset", "list", "hash", "list", "zset", "zset", "string"}) do
+  local t = wrongType(KEYS[k], want)
+  if t then
+    return refuse(KEYS[k], "a " .. t)
+  end
+end
+local counter = rcall("GET", KEYS[8])
+if counter and not string.match(counter, "^%-?%d+$") then
+  return refuse(KEYS[8], "`" .. counter .. "`")
+end
+local maxLen = rcall("HGET", KEYS[4], "opts.maxLenEvents")
+if maxLen and not string.match(maxLen, "^%d+$") then
+  return refuse(KEYS[4], "opts.maxLenEvents `" .. maxLen .. "`")
+end
+local function parentKeysFit(parentKey)
+  return not (wrongType(parentKey .. ":unsuccessful", "zset") or
+    wrongType(parentKey .. ":failed", "hash") or wrongType(parentKey .. ":processed", "hash") or
+    wrongType(parentKey .. ":dependencies", "set"))
+end
 local prefix = ARGV[1]
 local propVal = ARGV[2]
 local prevState = ARGV[3]
@@ -102,12 +139,22 @@ for i = 7, #ARGV do
   -- The fields reprocessJob reads after its HDEL (which touches none of them), read first,
   -- with "timestamp", which every job's hash has: then they also answer reprocessJob's EXISTS
   -- (any field present: the job exists; none of them: EXISTS decides, for a hash written by
-  -- hand). One command a job fewer, the same effects.
-  local fields = rcall("HMGET", jobKey, "priority", "opts", "parentKey", "timestamp")
-  if fields[1] or fields[2] or fields[3] or fields[4] or rcall("EXISTS", jobKey) == 1 then
-    if (rcall("ZREM", KEYS[2], jobId) == 1) then
+  -- hand). One command a job fewer, the same effects. With the loop guard's count, read here
+  -- and written whole below (a count that is not an integer starts again at 1).
+  local fields = redis.pcall("HMGET", jobKey, "priority", "opts", "parentKey", "timestamp",
+    "dlqctl-redrive-count")
+  if fields["err"] then
+    codes[#codes + 1] = -4
+  elseif fields[1] or fields[2] or fields[3] or fields[4] or rcall("EXISTS", jobKey) == 1 then
+    if fields[3] and not parentKeysFit(fields[3]) then
+      codes[#codes + 1] = -5
+    elseif (rcall("ZREM", KEYS[2], jobId) == 1) then
       rcall("HDEL", jobKey, "finishedOn", "processedOn", propVal, unpack(attributesToRemove))
       local priority = tonumber(fields[1]) or 0
+      if priority ~= priority then
+        -- NaN (Lua reads "nan" as a number), which ZADD refuses: as no priority.
+        priority = 0
+      end
       -- Standard or priority add (the list pushes of the whole batch are made below, in
       -- order, each end on its own: the same list as one push per job)
       if priority == 0 then
@@ -129,7 +176,8 @@ for i = 7, #ARGV do
       rcall("XADD", KEYS[1], "MAXLEN", "~", maxEvents, "*", "event", "waiting",
         "jobId", jobId, "prev", prevState);
       if ARGV[6] == "1" then
-        rcall("HINCRBY", jobKey, "dlqctl-redrive-count", 1)
+        local n = fields[5] and string.match(fields[5], "^%d+$") and tonumber(fields[5]) or 0
+        rcall("HSET", jobKey, "dlqctl-redrive-count", string.format("%d", n + 1))
       end
       codes[#codes + 1] = 1
     else

@@ -56,14 +56,14 @@ pub(super) async fn connect(a: &RedisAddress) -> Result<MultiplexedConnection, E
         Some(certs) => redis::Client::build_with_tls(u.as_str(), certs),
         None => redis::Client::open(u.as_str()),
     }
-    .map_err(|e| err(&target, from, e))?;
+    .map_err(|e| err(&target, from, None, e))?;
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(std::time::Duration::from_secs(10)))
         .set_response_timeout(Some(std::time::Duration::from_secs(60)));
     client
         .get_multiplexed_async_connection_with_config(&config)
         .await
-        .map_err(|e| err(&target, from, e))
+        .map_err(|e| err(&target, from, None, e))
 }
 
 /// The certificate files an address names (`sslcert`, `sslkey`, `sslrootcert`), read; None
@@ -97,18 +97,28 @@ fn tls_files(a: &RedisAddress) -> Result<Option<redis::TlsCertificates>, Error> 
 }
 
 /// A Redis error as one of dlqctl's: unreachable, authentication, permission (ACL), or the
-/// server's own word.
-pub(super) fn err(target: &str, password_from: &'static str, e: redis::RedisError) -> Error {
+/// server's own word. `key`: the set the address reads, named where a key holds another type.
+pub(super) fn err(
+    target: &str,
+    password_from: &'static str,
+    key: Option<&str>,
+    e: redis::RedisError,
+) -> Error {
     let reason = crate::secrets::scrub(&e.to_string());
     let code = e.code().unwrap_or_default().to_string();
-    if code == "WRONGPASS" || reason.contains("WRONGPASS") || code == "NOAUTH" {
+    if code == "WRONGPASS"
+        || reason.contains("WRONGPASS")
+        || code == "NOAUTH"
+        || e.kind() == redis::ErrorKind::AuthenticationFailed
+    {
         return Error::AuthenticationFailed {
             target: target.into(),
             reason,
             password_from,
         };
     }
-    if code == "NOPERM" {
+    // The connection's SELECT refused by an ACL comes back as the crate's own error.
+    if code == "NOPERM" || reason.contains("no permissions to run") {
         return Error::PermissionDenied {
             target: target.into(),
             reason,
@@ -131,14 +141,19 @@ pub(super) fn err(target: &str, password_from: &'static str, e: redis::RedisErro
             e
         };
     }
-    let wrong_type = code == "WRONGTYPE";
+    let wrong_type = code == "WRONGTYPE" || reason.contains("WRONGTYPE");
+    let no_db = reason.contains("DB index is out of range");
     let e = Error::Backend {
         target: target.into(),
         reason,
     };
     if wrong_type {
         // Another application's key of the same name: the wrong database, namespace or prefix.
-        return e.hinted("a key dlqctl reads holds another kind of value: this database, namespace= or prefix= is not the job library's (check the /DB number and the address's namespace= or prefix=; `redis-cli -n DB TYPE KEY` shows what is there)");
+        let which = key.map_or("KEY".to_string(), |k| format!("{k} (and the job keys)"));
+        return e.hinted(format!("a key dlqctl reads holds another kind of value: this database, namespace= or prefix= is not the job library's (check the /DB number and the address's namespace= or prefix=; `redis-cli -n DB TYPE {which}` shows what is there)"));
+    }
+    if no_db {
+        return e.hinted("the server has fewer databases than the URL's /DB number (its `databases` setting, 16 by default): check the number after the port");
     }
     e
 }

@@ -114,7 +114,7 @@ impl RedisBackend {
                     .arg("version")
                     .query_async(&mut con)
                     .await
-                    .map_err(|e| conn::err(&ra.to_string(), "the URL", e))?;
+                    .map_err(|e| conn::err(&ra.to_string(), "the URL", None, e))?;
                 let v = b.check_version(v.as_deref(), &ra.to_string())?;
                 let d = format!("{v} (queue `{}`, failed set `{}`)", b.queue, b.set_key());
                 (Library::BullMq(b), d)
@@ -136,7 +136,12 @@ impl RedisBackend {
     }
 
     fn err(&self, e: redis::RedisError) -> Error {
-        conn::err(&self.ra.to_string(), "the URL or REDISCLI_AUTH", e)
+        conn::err(
+            &self.ra.to_string(),
+            "the URL or REDISCLI_AUTH",
+            Some(&self.key),
+            e,
+        )
     }
 
     /// The next page of jobs after `cursor` (scores up to `hi`): the entries read, and the
@@ -421,5 +426,6 @@ mod tests {
         assert!(bq.contains(super::bullmq::RETRY_SCRIPT));
         assert!(bq.contains(include_str!("bullmq_removeJob-2.lua")));
         assert!(bq.contains(include_str!("bullmq_editJob.lua")));
+        assert!(bq.contains(include_str!("bullmq_editJobEnd.lua")));
     }
 }

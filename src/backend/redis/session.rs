@@ -35,23 +35,15 @@ pub(super) struct RedisMoveSession<'a> {
     last_n: usize,
     ahead: Option<Ahead>,
     opts: MoveOptions,
-    /// SHA1 of the scripts this session runs (loaded once).
-    retry_sha: String,
+    /// SHA1 of the scripts this session runs, each loaded when first needed (a purge runs no
+    /// retry: it needs no `SCRIPT LOAD` of one).
+    retry_sha: Option<String>,
     remove_sha: Option<String>,
 }
 
 impl<'a> RedisMoveSession<'a> {
     pub(super) async fn begin(b: &'a RedisBackend, opts: MoveOptions) -> Result<Self> {
         let hi = b.last_score().await?;
-        let retry = match &b.lib {
-            Library::Sidekiq(_) => sidekiq::RETRY_SCRIPT,
-            Library::BullMq(_) => bullmq::RETRY_SCRIPT,
-        };
-        let retry_sha = script_load(b, retry).await?;
-        let remove_sha = match &b.lib {
-            Library::BullMq(_) => Some(script_load(b, bullmq::REMOVE_SCRIPT).await?),
-            Library::Sidekiq(_) => None,
-        };
         let ids_only = matches!(b.lib, Library::BullMq(_))
             && (!opts.need_content || opts.count_only)
             && matches!(b.id, None | Some(IdSource::Native));
@@ -65,8 +57,8 @@ impl<'a> RedisMoveSession<'a> {
             claimed: Vec::new(),
             read_data: Vec::new(),
             opts,
-            retry_sha,
-            remove_sha,
+            retry_sha: None,
+            remove_sha: None,
         })
     }
 
@@ -88,17 +80,19 @@ impl<'a> RedisMoveSession<'a> {
             }
             (Library::Sidekiq(s), _) => s,
         };
+        let sha = self.retry_sha().await?;
         let jobs: Vec<&(Entry, String)> = selected.iter().map(|&i| &self.claimed[i]).collect();
         let mut con = self.b.con.clone();
         let now = chrono::Utc::now();
         let mut outcomes: Vec<Option<SendOutcome>> = Vec::with_capacity(jobs.len());
         let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(&self.retry_sha)
+        cmd.arg(&sha)
             .arg(2)
             .arg(s.set_key())
             .arg(s.queues_key())
             .arg(&s.prefix);
-        let mut sent = 0;
+        // The queue of each job sent, in order (named where its list is not a list).
+        let mut queues = Vec::new();
         for (k, (e, _)) in jobs.iter().enumerate() {
             let member = match edited.map(|batch| self.edited_job(s, e, &batch[selected[k]])) {
                 None => Ok(e.member.clone()),
@@ -106,24 +100,27 @@ impl<'a> RedisMoveSession<'a> {
             };
             match member.and_then(|m| sidekiq::retry_payload(&m, self.opts.count_redrive, now)) {
                 Ok((queue, payload)) => {
-                    cmd.arg(&e.member).arg(queue).arg(payload);
+                    cmd.arg(&e.member).arg(&queue).arg(payload);
                     outcomes.push(None);
-                    sent += 1;
+                    queues.push(queue);
                 }
                 Err(reason) => outcomes.push(Some(SendOutcome::Rejected { reason })),
             }
         }
-        let done: Vec<i64> = if sent == 0 {
+        let done: Vec<i64> = if queues.is_empty() {
             Vec::new()
         } else {
             cmd.query_async(&mut con).await.map_err(|e| self.b.err(e))?
         };
-        let mut done = done.into_iter();
+        let mut done = done.into_iter().zip(queues);
         Ok(outcomes
             .into_iter()
             .map(|o| {
                 o.unwrap_or_else(|| match done.next() {
-                    Some(1) => SendOutcome::Sent,
+                    Some((1, _)) => SendOutcome::Sent,
+                    Some((-1, queue)) => SendOutcome::Rejected {
+                        reason: format!("sidekiq: {}queue:{queue} holds another type than a list, so Sidekiq could not read the job there; left dead (check the key with TYPE)", s.prefix),
+                    },
                     _ => SendOutcome::Rejected {
                         reason: "sidekiq: no longer in the set when retried (retried or removed meanwhile); nothing pushed".into(),
                     },
@@ -203,7 +200,8 @@ impl<'a> RedisMoveSession<'a> {
         q: &bullmq::BullMq,
         selected: &[usize],
     ) -> Result<Vec<SendOutcome>> {
-        let mut cmd = reprocess_call(&self.retry_sha, q, self.opts.count_redrive);
+        let sha = self.retry_sha().await?;
+        let mut cmd = reprocess_call(&sha, q, self.opts.count_redrive);
         for &i in selected {
             cmd.arg(&self.claimed[i].0.member);
         }
@@ -270,6 +268,20 @@ impl<'a> RedisMoveSession<'a> {
 }
 
 impl RedisMoveSession<'_> {
+    /// The retry script's SHA1, loaded at the first retry.
+    async fn retry_sha(&mut self) -> Result<String> {
+        if let Some(sha) = &self.retry_sha {
+            return Ok(sha.clone());
+        }
+        let src = match &self.b.lib {
+            Library::Sidekiq(_) => sidekiq::RETRY_SCRIPT,
+            Library::BullMq(_) => bullmq::RETRY_SCRIPT,
+        };
+        let sha = script_load(self.b, src).await?;
+        self.retry_sha = Some(sha.clone());
+        Ok(sha)
+    }
+
     /// BullMQ by ids alone for the loop guard: each job's `dlqctl-redrive-count` (pipelined);
     /// nothing read without the guard.
     async fn redrive_counts(&self, entries: &[Entry]) -> Result<Vec<Option<Vec<u8>>>> {
@@ -324,6 +336,12 @@ fn bullmq_outcome(code: i64) -> SendOutcome {
         -3 => SendOutcome::Rejected {
             reason: "bullmq: no longer in failed when retried (retried or removed meanwhile)"
                 .into(),
+        },
+        -4 => SendOutcome::Rejected {
+            reason: "bullmq: the job's key holds another type than a hash, so it is no job BullMQ could run; left in failed (check the key with TYPE)".into(),
+        },
+        -5 => SendOutcome::Rejected {
+            reason: "bullmq: a key of the job's parent (its parentKey's :dependencies, :unsuccessful, :failed or :processed) holds another type than BullMQ gives it; left in failed".into(),
         },
         other => SendOutcome::Rejected {
             reason: format!("bullmq: reprocessJob returned {other}"),
@@ -415,6 +433,9 @@ impl MoveSession for RedisMoveSession<'_> {
                 let _: i64 = cmd.query_async(&mut con).await.map_err(|e| self.b.err(e))?;
             }
             Library::BullMq(q) => {
+                if self.remove_sha.is_none() {
+                    self.remove_sha = Some(script_load(self.b, bullmq::REMOVE_SCRIPT).await?);
+                }
                 let sha = self.remove_sha.as_deref().unwrap_or_default();
                 let mut pipe = redis::pipe();
                 for &i in accepted {

@@ -161,11 +161,34 @@ pub(super) fn retry_payload(
 ) -> Result<(String, Vec<u8>), String> {
     let mut job: IndexMap<String, Box<RawValue>> = serde_json::from_slice(member)
         .map_err(|e| format!("sidekiq: the dead job is not a JSON object ({e}); left dead"))?;
-    let queue = job
-        .get("queue")
-        .and_then(|q| serde_json::from_str::<String>(q.get()).ok())
-        .ok_or("sidekiq: the dead job names no queue; left dead")?;
     let raw = |v: String| RawValue::from_string(v).map_err(|e| e.to_string());
+    // Client.push's `validate` and `normalize_item` (Sidekiq 6.4, job_util.rb), which raise
+    // after "Retry now" has taken the job out of the set: what they refuse is refused here,
+    // before; what they fill in (`default_worker_options`) or turn into a name is done alike.
+    let field = |k: &str| {
+        job.get(k)
+            .map(|v| serde_json::from_str::<Value>(v.get()).unwrap_or(Value::Null))
+    };
+    if !field("class").is_some_and(|c| c.is_string())
+        || !field("args").is_some_and(|a| a.is_array())
+    {
+        return Err("sidekiq: the dead job has no `class` name and `args` array, which Sidekiq's push requires (\"Job must be a Hash with 'class' and 'args' keys\"); left dead".into());
+    }
+    let queue = match field("queue") {
+        None => "default".to_string(),
+        Some(Value::String(q)) if !q.is_empty() => q,
+        Some(v @ (Value::Number(_) | Value::Bool(_))) => v.to_string(),
+        Some(_) => {
+            return Err("sidekiq: the dead job's `queue` is empty, null or not a name, which Sidekiq's push refuses (\"Job must include a valid queue name\"); left dead".into());
+        }
+    };
+    job.insert(
+        "queue".into(),
+        raw(Value::String(queue.clone()).to_string())?,
+    );
+    if !job.contains_key("retry") {
+        job.insert("retry".into(), raw("true".into())?);
+    }
     // SortedEntry#retry: `msg["retry_count"] -= 1 if msg["retry_count"]`.
     if let Some(c) = job
         .get("retry_count")
@@ -339,5 +362,30 @@ mod tests {
         );
         assert!(retry_payload(b"[1]", false, now).is_err());
         assert!(retry_payload(br#"{"jid":"x"}"#, false, now).is_err());
+        // As Client.push's validate and normalize_item: no queue is `default` (with
+        // `retry: true`), a number or a boolean is its text; an empty, null or other queue,
+        // args that are not an array or no class are refused before the job leaves the set.
+        let of = |job: &str| retry_payload(job.as_bytes(), false, now);
+        let (q, out) = of(r#"{"class":"A","args":[]}"#).unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            (q.as_str(), &v["queue"], &v["retry"]),
+            ("default", &Value::from("default"), &Value::Bool(true))
+        );
+        let (q, out) = of(r#"{"class":"A","args":[],"queue":123,"retry":false}"#).unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            (q.as_str(), &v["queue"], &v["retry"]),
+            ("123", &Value::from("123"), &Value::Bool(false))
+        );
+        for bad in [
+            r#"{"class":"A","args":[],"queue":""}"#,
+            r#"{"class":"A","args":[],"queue":null}"#,
+            r#"{"class":"A","args":[],"queue":{"a":1}}"#,
+            r#"{"class":"A","args":{},"queue":"q"}"#,
+            r#"{"args":[],"queue":"q"}"#,
+        ] {
+            assert!(of(bad).is_err(), "{bad}");
+        }
     }
 }

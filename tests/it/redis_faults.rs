@@ -1,0 +1,113 @@
+//! A key of another type than the library gives it, in the middle of a retry in place. Redis
+//! keeps what a script wrote before an error stopped it, so the retry scripts check every key a
+//! write could fail on before writing: a job whose own keys are wrong is refused alone and left
+//! where it is, the others of its batch are retried; a queue key that is wrong refuses the whole
+//! call and changes nothing (docs/systems/sidekiq.md, docs/systems/bullmq.md).
+
+use std::collections::HashSet;
+
+use crate::harness::Sandbox;
+use crate::redis_harness::{RedisDb, seed_bullmq, seed_sidekiq};
+
+fn set(ids: Vec<String>) -> HashSet<String> {
+    ids.into_iter().collect()
+}
+
+/// BullMQ: a failed id whose key is a string (`m-1z`), between good jobs, in one batch.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bullmq_job_of_another_type_strands_no_other_job_of_its_batch() {
+    let db = RedisDb::new().await;
+    let ids = seed_bullmq(&db, "u", 3).await;
+    // Between m-1 and m-2 in the failed set's order.
+    let score: f64 = db
+        .q(redis::cmd("ZSCORE").arg("bull:u:failed").arg("m-1"))
+        .await;
+    let _: i64 = db
+        .q(redis::cmd("ZADD")
+            .arg("bull:u:failed")
+            .arg(score)
+            .arg("m-1z"))
+        .await;
+    let _: () = db.q(redis::cmd("SET").arg("bull:u:m-1z").arg("x")).await;
+    let r = Sandbox::new()
+        .run(&["redrive", &db.bullmq("u"), "--yes", "--output", "json"])
+        .code(1)
+        .json();
+    assert_eq!(
+        (r["moved"].as_u64(), r["failed"].as_u64()),
+        (Some(3), Some(1)),
+        "{r}"
+    );
+    assert!(r.to_string().contains("another type than a hash"), "{r}");
+    assert_eq!(set(db.lrange("bull:u:wait").await), set(ids));
+    assert_eq!(db.zrange("bull:u:failed").await, vec!["m-1z"]);
+}
+
+/// BullMQ: the queue's `wait` list is a string: the call is refused before any write.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bullmq_queue_key_of_another_type_refuses_the_retry_and_changes_nothing() {
+    let db = RedisDb::new().await;
+    let ids = seed_bullmq(&db, "v", 3).await;
+    let _: () = db.q(redis::cmd("SET").arg("bull:v:wait").arg("x")).await;
+    let before: Vec<(String, String)> = db.q(redis::cmd("HGETALL").arg("bull:v:m-0")).await;
+    let r = Sandbox::new().run(&["redrive", &db.bullmq("v"), "--yes", "--output", "json"]);
+    let r = r.code(3);
+    assert!(
+        r.stderr.contains("bull:v:wait holds a string") && r.stderr.contains("nothing was changed"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(set(db.zrange("bull:v:failed").await), set(ids));
+    let after: Vec<(String, String)> = db.q(redis::cmd("HGETALL").arg("bull:v:m-0")).await;
+    assert_eq!(before, after);
+    let events: u64 = db.q(redis::cmd("EXISTS").arg("bull:v:events")).await;
+    assert_eq!(events, 0);
+}
+
+/// Sidekiq: a dead job whose queue's key is a string, between good jobs, in one batch.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sidekiq_job_whose_queue_is_another_type_strands_no_other_job() {
+    let db = RedisDb::new().await;
+    let ids = seed_sidekiq(&db, 3).await;
+    let dead = db.zrange("dead").await;
+    let mut bad: serde_json::Value = serde_json::from_str(&dead[1]).unwrap();
+    bad["jid"] = "bad-1".into();
+    bad["queue"] = "broken".into();
+    let score: f64 = db.q(redis::cmd("ZSCORE").arg("dead").arg(&dead[1])).await;
+    let _: i64 = db
+        .q(redis::cmd("ZADD")
+            .arg("dead")
+            .arg(score)
+            .arg(bad.to_string()))
+        .await;
+    let _: () = db.q(redis::cmd("SET").arg("queue:broken").arg("x")).await;
+    let r = Sandbox::new()
+        .run(&["redrive", &db.sidekiq(), "--yes", "--output", "json"])
+        .code(1)
+        .json();
+    assert_eq!(
+        (r["moved"].as_u64(), r["failed"].as_u64()),
+        (Some(3), Some(1)),
+        "{r}"
+    );
+    assert!(
+        r.to_string().contains("queue:broken holds another type"),
+        "{r}"
+    );
+    assert_eq!(set(db.sidekiq_queue_jids("default").await), set(ids));
+    assert_eq!(db.sidekiq_dead_jids().await, vec!["bad-1"]);
+}
+
+/// Sidekiq: `queues` is a string: the call is refused before any write.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sidekiq_queues_key_of_another_type_refuses_the_retry_and_changes_nothing() {
+    let db = RedisDb::new().await;
+    let ids = seed_sidekiq(&db, 3).await;
+    let _: () = db.q(redis::cmd("SET").arg("queues").arg("x")).await;
+    let r = Sandbox::new()
+        .run(&["redrive", &db.sidekiq(), "--yes"])
+        .code(3);
+    assert!(r.stderr.contains("queues holds a string"), "{}", r.stderr);
+    assert_eq!(set(db.sidekiq_dead_jids().await), set(ids));
+    assert_eq!(db.llen("queue:default").await, 0);
+}
