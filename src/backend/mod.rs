@@ -283,6 +283,11 @@ pub trait QueueBackend: Send + Sync {
     fn retries_edits_in_place(&self) -> bool {
         false
     }
+    /// Why a retry in place would refuse `m` before trying (a dry run's prediction, as
+    /// [`QueueSink::check`] is a target's); None: it would try.
+    fn in_place_refusal(&self, _m: &Message) -> Option<String> {
+        None
+    }
     /// What a filtered run costs to read, where reading has a price the plan should name
     /// (SQS: receive calls, receive counts, billing). `backlog`: the plan's count, if any.
     fn describe_filtered_read(&self, _backlog: Option<Backlog>) -> Option<String> {

@@ -111,3 +111,40 @@ async fn a_sidekiq_queues_key_of_another_type_refuses_the_retry_and_changes_noth
     assert_eq!(set(db.sidekiq_dead_jids().await), set(ids));
     assert_eq!(db.llen("queue:default").await, 0);
 }
+
+/// Sidekiq: a dry run predicts the dead jobs a retry in place leaves dead before trying (what
+/// Sidekiq's push would refuse), and the run refuses exactly those, leaving them dead.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sidekiq_dry_run_predicts_the_jobs_its_push_would_refuse() {
+    let db = RedisDb::new().await;
+    let ids = seed_sidekiq(&db, 3).await;
+    let dead = db.zrange("dead").await;
+    let mut no_queue: serde_json::Value = serde_json::from_str(&dead[0]).unwrap();
+    no_queue["jid"] = "empty-queue".into();
+    no_queue["queue"] = "".into();
+    for (i, member) in ["this is not json", "[1,2,3]", &no_queue.to_string()]
+        .iter()
+        .enumerate()
+    {
+        let _: i64 = db
+            .q(redis::cmd("ZADD").arg("dead").arg(1 + i).arg(*member))
+            .await;
+    }
+    let sb = Sandbox::new();
+    let args = ["redrive", &db.sidekiq(), "--yes", "--output", "json"];
+    let dry = sb.run(&[&args[..], &["--dry-run"]].concat()).code(1).json();
+    let run = sb.run(&args).code(1).json();
+    crate::harness::assert_dry_run_predicted(&dry, &run);
+    assert_eq!(
+        (run["moved"].as_u64(), run["failed"].as_u64()),
+        (Some(3), Some(3)),
+        "{run}"
+    );
+    assert!(
+        run.to_string()
+            .contains("Job must include a valid queue name"),
+        "{run}"
+    );
+    assert_eq!(set(db.sidekiq_queue_jids("default").await), set(ids));
+    assert_eq!(db.zcard("dead").await, 3);
+}

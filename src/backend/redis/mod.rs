@@ -307,6 +307,13 @@ impl QueueBackend for RedisBackend {
         true
     }
 
+    fn in_place_refusal(&self, m: &Message) -> Option<String> {
+        m.meta
+            .get(sidekiq::RETRY_REFUSED)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    }
+
     fn retries_edits_in_place(&self) -> bool {
         true
     }

@@ -17,6 +17,11 @@ use crate::message::{AttrValue, Attribute, ErrorInfo, Message, REDRIVE_COUNT_ATT
 
 /// The retry, as one script per batch (docs/systems/sidekiq.md shows it verbatim).
 pub(super) const RETRY_SCRIPT: &str = include_str!("sidekiq_retry.lua");
+/// `meta.retry_refused`: why a retry in place would leave this job dead (Sidekiq's push would
+/// refuse it), for a dry run to predict and an operator to read.
+pub(super) const RETRY_REFUSED: &str = "retry_refused";
+/// Why a member that is not a JSON object stays dead.
+const NOT_AN_OBJECT: &str = "sidekiq: the dead job is not a JSON object; left dead";
 
 /// Dead-set retention Sidekiq applies unless the application changed it (`Sidekiq.options`).
 pub(super) const DEFAULT_DEAD_TIMEOUT_SECONDS: u64 = 180 * 24 * 3600;
@@ -89,8 +94,16 @@ impl Sidekiq {
                 ..Message::default()
             };
             m.meta.insert("system", Value::String("sidekiq".into()));
+            m.meta
+                .insert(RETRY_REFUSED, Value::String(NOT_AN_OBJECT.into()));
             return Some(m);
         };
+        let refused = push_checks(
+            job.get("class").cloned(),
+            job.get("args").cloned(),
+            job.get("queue").cloned(),
+        )
+        .err();
         let s = |k: &str| job.get(k).and_then(Value::as_str).map(str::to_string);
         let jid = s("jid").unwrap_or_else(|| String::from_utf8_lossy(&e.member).into_owned());
         let mut attributes = Vec::new();
@@ -138,6 +151,9 @@ impl Sidekiq {
             ..Message::default()
         };
         m.meta.insert("system", Value::String("sidekiq".into()));
+        if let Some(reason) = refused {
+            m.meta.insert(RETRY_REFUSED, Value::String(reason));
+        }
         m.meta.insert(
             "set",
             Value::String(
@@ -159,29 +175,14 @@ pub(super) fn retry_payload(
     count_redrive: bool,
     now: DateTime<Utc>,
 ) -> Result<(String, Vec<u8>), String> {
-    let mut job: IndexMap<String, Box<RawValue>> = serde_json::from_slice(member)
-        .map_err(|e| format!("sidekiq: the dead job is not a JSON object ({e}); left dead"))?;
+    let mut job: IndexMap<String, Box<RawValue>> =
+        serde_json::from_slice(member).map_err(|_| NOT_AN_OBJECT.to_string())?;
     let raw = |v: String| RawValue::from_string(v).map_err(|e| e.to_string());
-    // Client.push's `validate` and `normalize_item` (Sidekiq 6.4, job_util.rb), which raise
-    // after "Retry now" has taken the job out of the set: what they refuse is refused here,
-    // before; what they fill in (`default_worker_options`) or turn into a name is done alike.
     let field = |k: &str| {
         job.get(k)
             .map(|v| serde_json::from_str::<Value>(v.get()).unwrap_or(Value::Null))
     };
-    if !field("class").is_some_and(|c| c.is_string())
-        || !field("args").is_some_and(|a| a.is_array())
-    {
-        return Err("sidekiq: the dead job has no `class` name and `args` array, which Sidekiq's push requires (\"Job must be a Hash with 'class' and 'args' keys\"); left dead".into());
-    }
-    let queue = match field("queue") {
-        None => "default".to_string(),
-        Some(Value::String(q)) if !q.is_empty() => q,
-        Some(v @ (Value::Number(_) | Value::Bool(_))) => v.to_string(),
-        Some(_) => {
-            return Err("sidekiq: the dead job's `queue` is empty, null or not a name, which Sidekiq's push refuses (\"Job must include a valid queue name\"); left dead".into());
-        }
-    };
+    let queue = push_checks(field("class"), field("args"), field("queue"))?;
     job.insert(
         "queue".into(),
         raw(Value::String(queue.clone()).to_string())?,
@@ -218,11 +219,31 @@ pub(super) fn retry_payload(
     Ok((queue, out))
 }
 
+/// Client.push's `validate` and `normalize_item` (Sidekiq 6.4, job_util.rb), which raise after
+/// "Retry now" has taken the job out of the set: what they refuse is refused before, and what
+/// they make of the queue (`default_worker_options`' `default` where there is none, a number or
+/// boolean as its text) is the queue pushed to.
+fn push_checks(
+    class: Option<Value>,
+    args: Option<Value>,
+    queue: Option<Value>,
+) -> Result<String, String> {
+    if !class.is_some_and(|c| c.is_string()) || !args.is_some_and(|a| a.is_array()) {
+        return Err("sidekiq: the dead job has no `class` name and `args` array, which Sidekiq's push requires (\"Job must be a Hash with 'class' and 'args' keys\"); left dead".into());
+    }
+    match queue {
+        None => Ok("default".to_string()),
+        Some(Value::String(q)) if !q.is_empty() => Ok(q),
+        Some(v @ (Value::Number(_) | Value::Bool(_))) => Ok(v.to_string()),
+        Some(_) => Err("sidekiq: the dead job's `queue` is empty, null or not a name, which Sidekiq's push refuses (\"Job must include a valid queue name\"); left dead".into()),
+    }
+}
+
 /// The dead job `member` with its `args` replaced by `body` (`dlqctl edit`'s copy: a JSON
 /// array), every other field kept byte for byte.
 pub(super) fn with_args(member: &[u8], body: &[u8]) -> Result<Vec<u8>, String> {
-    let mut job: IndexMap<String, Box<RawValue>> = serde_json::from_slice(member)
-        .map_err(|e| format!("sidekiq: the dead job is not a JSON object ({e}); left dead"))?;
+    let mut job: IndexMap<String, Box<RawValue>> =
+        serde_json::from_slice(member).map_err(|_| NOT_AN_OBJECT.to_string())?;
     let args = serde_json::from_slice::<Box<RawValue>>(body)
         .ok()
         .filter(|a| a.get().trim_start().starts_with('['))

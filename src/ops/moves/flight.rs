@@ -100,6 +100,7 @@ async fn dispatch(
         targets,
         s,
         tally,
+        source,
         ..
     } = run;
     let (req, fixed) = (*req, fixed.as_ref());
@@ -126,7 +127,14 @@ async fn dispatch(
             // copy counts as one the run would offer, but those the target says it would
             // refuse before sending (QueueSink::check).
             if *in_place && fixed == Some(&addr) {
-                Ok(Outcomes::Known(Ok(vec![SendOutcome::Sent; idx.len()])))
+                let predicted = idx
+                    .iter()
+                    .map(|&i| match source.in_place_refusal(&batch[i]) {
+                        None => SendOutcome::Sent,
+                        Some(reason) => SendOutcome::Rejected { reason },
+                    })
+                    .collect();
+                Ok(Outcomes::Known(Ok(predicted)))
             } else {
                 let t = targets.get(&addr).await;
                 t.map(|t| Outcomes::Known(Ok(predict(req, t, batch, &idx))))
