@@ -1359,6 +1359,8 @@ const ROWS: &[(&[&str], i32, &str)] = &[
     (&["redrive", "good.jsonl", "--to", "{src}", "--yes"], 2, "does not support redrive"),
     (&["--output", "prometheus", "peek", "{dlq}"], 2, "prometheus is for `dlqctl inspect` and `dlqctl check` only"),
     (&["peek", "{dlq}", "--where", ".json.amount >"], 2, "at character 15: expected term, found the end"),
+    // Found on the first message, once the JSON array would have begun: stdout stays empty.
+    (&["peek", "{dlq}", "--where", ".json.amount = 3"], 2, "a --where must be a test"),
     (&["redrive", "{dlq}", "--to", "{src}", "--where", ".a | nosuch", "--yes"], 2, "undefined filter `nosuch`"),
     (&["redrive", "{dlq}", "--to", "{src}", "--fingerprint", "3fa2c1", "--yes"], 2, "is not a fingerprint"),
     (&["classify", "{dlq}", "--by", "tenant"], 2, "attr:NAME"),
@@ -1425,6 +1427,8 @@ const ROWS: &[(&[&str], i32, &str)] = &[
     (&["replay", "no-encoding.jsonl", "--to", "{src}", "--yes"], 2, "missing field `body_encoding`"),
     (&["replay", "both-forms.jsonl", "--to", "{src}", "--yes"], 2, "both value and base64"),
     (&["replay", "good-then-bad.jsonl", "--to", "{src}", "--yes"], 2, "line 4"),
+    // An error after two records were shown: the JSON array on stdout is closed.
+    (&["peek", "good-then-bad.jsonl", "-n", "10"], 2, "line 4"),
     // Not found: exit 3, still nothing changed.
     (&["replay", "missing.jsonl", "--to", "{src}", "--yes"], 3, "not found"),
     (&["redrive", "{dlq}", "--to", "{pg}?table={s}.nope", "--yes"], 3, "not found"),
@@ -1531,6 +1535,10 @@ async fn bad_command_lines_change_nothing() {
             if !rest.iter().all(|l| l.starts_with("  hint: ")) {
                 wrong.push("more than the error line and its `  hint:` lines".into());
             }
+        }
+        // A script reads stdout (JSON here: it is not a terminal): one document, or nothing.
+        if !r.stdout.trim().is_empty() && serde_json::from_str::<Value>(&r.stdout).is_err() {
+            wrong.push("stdout is neither empty nor one JSON document".into());
         }
         for panic_text in ["panicked", "RUST_BACKTRACE", "stack backtrace"] {
             if r.stderr.contains(panic_text) || r.stdout.contains(panic_text) {
