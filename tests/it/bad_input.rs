@@ -1445,6 +1445,12 @@ const ROWS: &[(&[&str], i32, &str)] = &[
 const CLAP_ROWS: &[(&[&str], &str)] = &[
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--bogus"], "unexpected argument '--bogus'"),
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--max", "many"], "invalid value 'many'"),
+    (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--max", "0"], "--max 0 would do nothing"),
+    (&["replay", "good.jsonl", "--to", "{src}", "--yes", "--max", "0"], "--max 0 would do nothing"),
+    (&["purge", "{dlq}", "--no-archive", "--yes", "--max", "0"], "--max 0 would do nothing"),
+    (&["export", "{dlq}", "--max", "0"], "--max 0 would do nothing"),
+    (&["classify", "{dlq}", "--max", "0"], "--max 0 would do nothing"),
+    (&["tail", "{dlq}", "--max", "0"], "--max 0 would do nothing"),
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--batch-size", "-1"], "-1"),
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--cancel"], "--native"),
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--dedup-id", "sometimes"], "invalid value 'sometimes'"),
