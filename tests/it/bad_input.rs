@@ -1353,6 +1353,10 @@ const ROWS: &[(&[&str], i32, &str)] = &[
     (&["redrive", "{dlq}", "--to", "{dl}", "--yes"], 2, "is the queue being read"),
     (&["redrive", "{dlq}", "--to", "{src}"], 2, "no terminal"),
     (&["redrive", "{dl}", "--yes"], 2, "no destination"),
+    // A bare name as a target is looked up as the queue argument is.
+    (&["redrive", "{dlq}", "--to", "w2", "--yes"], 2, "unknown queue `w2`: it is not a URL and no [queues.w2] is defined"),
+    (&["purge", "{dlq}", "--archive", "w2", "--yes"], 2, "unknown queue `w2`: it is not a URL"),
+    (&["redrive", "{dlq}", "--to", "{src}", "--max-redrives", "2", "--park", "w2", "--yes"], 2, "unknown queue `w2`: it is not a URL"),
     (&["redrive", "{dlq}", "--to", "kafka://127.0.0.1:9/t", "--yes", "--exactly-once"], 2, "--exactly-once"),
     (&["--output", "junit", "redrive", "{dlq}", "--to", "{src}", "--yes"], 2, "junit is for `dlqctl verify` and `dlqctl check` only"),
     (&["--output", "junit", "peek", "{dlq}"], 2, "junit"),
