@@ -1373,6 +1373,7 @@ const ROWS: &[(&[&str], i32, &str)] = &[
     (&["check", "{dlq}", "--max-class", "permanant=0"], 2, "neither transient, permanent"),
     (&["check", "{dlq}", "--baseline", "good.jsonl"], 2, "has no `groups`"),
     (&["replay", "good.jsonl", "--to", "copy.jsonl", "--yes"], 2, "cannot be a redrive or replay target"),
+    (&["redrive", "{dlq}", "--to", "file:///tmp/dlqctl-never-written.jsonl", "--yes"], 2, "cannot be a redrive or replay target"),
     (&["verify"], 2, "nothing to verify"),
     // PostgreSQL addresses: typos are refused, never ignored.
     (&["redrive", "{pg}?table={s}.dead_letters&source={s}.queue_messages&qeue=billing", "--yes"], 2, "did you mean `queue`"),
@@ -1594,6 +1595,34 @@ async fn bad_command_lines_change_nothing() {
         failures.len(),
         failures.join("\n\n")
     );
+}
+
+/// What the table does not read (it reads the error line): the hints that say what to run
+/// instead. Files only: no service is needed.
+#[test]
+fn hints_say_what_to_run_instead() {
+    let sb = Sandbox::new();
+    write_files(&sb, "postgres://h/db?table=t");
+    for (args, hint) in [
+        (
+            &["replay", "good.jsonl", "--to", "file:copy.jsonl", "--yes"][..],
+            "hint: to write messages to a file use `dlqctl export QUEUE -o FILE` (with the same filters), or `dlqctl purge QUEUE --archive FILE`",
+        ),
+        (
+            &["replay", "good.jsonl", "--to", "w2", "--yes"][..],
+            "hint: name the queue by its URL (an SQS queue: sqs://w2;",
+        ),
+    ] {
+        let r = sb.run(args).code(2);
+        assert!(
+            r.stderr.contains(hint),
+            "dlqctl {}: no {hint:?} in\n{}",
+            args.join(" "),
+            r.stderr
+        );
+        assert!(r.stdout.is_empty(), "{}", r.stdout);
+        assert!(!sb.path("copy.jsonl").exists(), "a file was written");
+    }
 }
 
 /// The inputs the properties found, kept as examples: each once put a line break inside its
