@@ -146,8 +146,8 @@ impl PgConn {
         let mut seen: Vec<String> = Vec::new();
         for (k, v) in url.query_pairs() {
             let (k, v) = (k.into_owned(), v.into_owned());
-            if seen.contains(&k) && !k.starts_with("options[") {
-                return Err(format!("`{k}` given twice"));
+            if seen.contains(&k) {
+                return Err(format!("`{k}` is given twice"));
             }
             seen.push(k.clone());
             if own.contains(&k.as_str()) {

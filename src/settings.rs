@@ -203,20 +203,8 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
             backends: config.backends(),
         });
     }
-    let looks_like_name =
-        !arg.contains("://") && !arg.contains(':') && !arg.contains('.') && arg != "-";
-    if looks_like_name {
-        let e = Error::UnknownQueue {
-            name: arg.to_string(),
-            config: config.path.clone(),
-        };
-        let hint = match crate::text::closest(arg, config.queues.keys().map(String::as_str)) {
-            Some(c) => format!("did you mean `{c}`?"),
-            None => format!(
-                "name the queue by its URL (an SQS queue: sqs://{arg}; a Kafka topic: kafka://HOST:PORT/{arg}), or define [queues.{arg}] in dlqctl.toml (--config FILE or DLQCTL_CONFIG)"
-            ),
-        };
-        return Err(e.hinted(hint));
+    if let Some(e) = unknown_name(config, arg) {
+        return Err(e);
     }
     let address = Address::parse(arg)?;
     // A URL that matches a configured queue's address picks up its settings.
@@ -242,6 +230,29 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
     })
 }
 
+/// A bare name (no scheme, no `:`, no `.`, not `-`) that no `[queues.NAME]` defines, given as a
+/// queue or a target (`--to`, `--archive`, `--park`): the unknown-queue error, with the closest
+/// configured name or the URL forms as its hint (where parsing it as an address would only
+/// say `not a URL`).
+fn unknown_name(config: &Config, arg: &str) -> Option<Error> {
+    let looks_like_name =
+        !arg.contains("://") && !arg.contains(':') && !arg.contains('.') && arg != "-";
+    if !looks_like_name || config.queues.contains_key(arg) {
+        return None;
+    }
+    let e = Error::UnknownQueue {
+        name: arg.to_string(),
+        config: config.path.clone(),
+    };
+    let hint = match crate::text::closest(arg, config.queues.keys().map(String::as_str)) {
+        Some(c) => format!("did you mean `{c}`?"),
+        None => format!(
+            "name the queue by its URL (an SQS queue: sqs://{arg}; a Kafka topic: kafka://HOST:PORT/{arg}), or define [queues.{arg}] in dlqctl.toml (--config FILE or DLQCTL_CONFIG)"
+        ),
+    };
+    Some(e.hinted(hint))
+}
+
 /// A redrive/replay target: a URL, or the name of a `[queues.NAME]` entry (its `dlq` URL and
 /// `columns` mapping are the target's). The source queue's `source_columns` mapping applies
 /// when the target is that queue's configured `source`.
@@ -264,6 +275,9 @@ pub fn resolve_target(
                 exactly_once: false,
             },
         ));
+    }
+    if let Some(e) = unknown_name(config, arg) {
+        return Err(e);
     }
     let address = Address::parse(arg)?;
     let is_configured_source = source

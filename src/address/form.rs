@@ -42,3 +42,74 @@ pub fn invalid(input: &str, reason: &str) -> Error {
         reason: escape_controls(reason),
     }
 }
+
+/// A query parameter given twice (`?queue=default&queue=nope`): refused on every backend's
+/// address, where the backend's own parsing would let the last one win (or the first) without
+/// a word. Names are compared as decoded (`%71ueue` is `queue`); an empty name is left to the
+/// backend, which refuses it as unknown.
+pub fn refuse_repeated_parameter(input: &str) -> Result<(), Error> {
+    let Some((_, query)) = input.split_once('?') else {
+        return Ok(());
+    };
+    let query = query.split('#').next().unwrap_or_default();
+    let mut seen: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+    for (name, _) in url::form_urlencoded::parse(query.as_bytes()) {
+        if name.is_empty() {
+            continue;
+        }
+        if seen.contains(&name) {
+            let shown = escape_controls(&name);
+            return Err(
+                invalid(input, &format!("`{shown}` is given twice")).hinted(format!(
+                    "give `{shown}=` once: dlqctl does not pick one of two values"
+                )),
+            );
+        }
+        seen.push(name);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_parameter_is_refused_by_name() {
+        for (input, name) in [
+            (
+                "redis://h:6379/0?system=sidekiq&queue=default&queue=nope",
+                "queue",
+            ),
+            ("amqp://h/%2F?queue=a&%71ueue=b", "queue"),
+            ("kafka://h:9092/t?from=1&to=5&from=2", "from"),
+            (
+                "postgres://h/db?table=t&sslmode=require&sslmode=disable",
+                "sslmode",
+            ),
+            (
+                "postgres://h/db?table=t&options[search_path]=a&options[search_path]=b",
+                "options[search_path]",
+            ),
+        ] {
+            let e = refuse_repeated_parameter(input).expect_err(input);
+            assert_eq!(e.exit_code(), 2, "{e}");
+            assert!(
+                e.to_string().contains(&format!("`{name}` is given twice")),
+                "{e}"
+            );
+            assert!(
+                e.hints()[0].contains(&format!("give `{name}=` once")),
+                "{e}"
+            );
+        }
+        for input in [
+            "redis://h:6379/0?system=sidekiq&queue=default",
+            "postgres://h/db?table=t&options[a]=1&options[b]=2",
+            "sqs://orders-dlq",
+            "kafka://h:9092/t?from=1#from=2",
+        ] {
+            refuse_repeated_parameter(input).unwrap_or_else(|e| panic!("{input}: {e}"));
+        }
+    }
+}

@@ -234,6 +234,10 @@ impl Address {
             return Err(bad("empty"));
         }
         if let Some(b) = BACKENDS.iter().find(|b| b.claims(trimmed)) {
+            // A file's name may hold a `?`: only URLs have parameters.
+            if !b.bare {
+                super::form::refuse_repeated_parameter(trimmed)?;
+            }
             return (b.parse)(trimmed);
         }
         if !trimmed.contains("://") {
@@ -367,6 +371,24 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), BACKENDS.len(), "two backends share a name");
         assert_eq!(BACKENDS.iter().filter(|b| b.bare).count(), 1);
+    }
+
+    /// The last of two values does not silently win, whatever the backend.
+    #[test]
+    fn every_url_backend_refuses_a_repeated_parameter() {
+        for input in [
+            "sqs://orders-dlq?x=1&x=2",
+            "kafka://b1:9092/orders.DLT?partition=1&partition=2",
+            "postgres://app@db/app?table=a&table=b",
+            "redis://127.0.0.1:6379/0?system=sidekiq&queue=default&queue=nope",
+            "amqp://app@mq/%2F?queue=a&queue=b",
+        ] {
+            let e = Address::parse(input).expect_err(input);
+            assert_eq!(e.exit_code(), 2, "{input}: {e}");
+            assert!(e.to_string().contains("is given twice"), "{input}: {e}");
+        }
+        // A file's name is not a URL.
+        assert!(Address::parse("file:a?x=1&x=2.jsonl").is_ok());
     }
 
     #[test]

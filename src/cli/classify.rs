@@ -35,7 +35,7 @@ pub struct Args {
     )]
     pub by: Vec<String>,
     /// Look at no more than N messages
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::cli::max_count)]
     pub max: Option<u64>,
     #[command(flatten)]
     pub filters: FilterArgs,

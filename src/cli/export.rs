@@ -18,7 +18,7 @@ pub struct Args {
     #[arg(short = 'o', long = "output-file", value_name = "FILE")]
     pub output_file: Option<PathBuf>,
     /// Export at most N messages
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::cli::max_count)]
     pub max: Option<u64>,
     /// Replace FILE if it exists (without it, an existing file is an error)
     #[arg(long, requires = "output_file")]

@@ -226,11 +226,23 @@ pub struct HeaderArgs {
     pub strip: Vec<String>,
 }
 
+/// `--max N` (redrive, replay, purge, export, classify, tail): a count from 1. `--max 0` would
+/// do nothing and exit 0 as if it had done it all, so it is refused, as `peek -n 0` is.
+pub fn max_count(s: &str) -> std::result::Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err(
+            "must be at least 1 (--max 0 would do nothing); leave --max out for no limit".into(),
+        ),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// How a changing run goes (redrive, replay, purge): how many, how fast, asked or not.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// At most N messages
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::cli::max_count)]
     pub max: Option<u64>,
     /// At most this many messages per second (50, 50/s, 3000/m)
     #[arg(long, value_name = "RATE")]

@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long)]
     pub from_start: bool,
     /// Stop after N messages
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::cli::max_count)]
     pub max: Option<u64>,
     /// Stop when nothing arrives for DURATION
     #[arg(long, value_name = "DURATION")]

@@ -66,26 +66,40 @@ async fn peek_with(ctx: &Ctx, req: &ReadRequest, b: &dyn backend::QueueBackend) 
     let now = Utc::now();
     let mut shown = 0u64;
     let json_array = p.format == OutputFormat::Json;
-    if json_array {
-        p.write("[")?;
-    }
-    while shown < limit {
-        if ctx.interrupt.is_set() {
-            break;
+    let read = async {
+        while shown < limit {
+            if ctx.interrupt.is_set() {
+                break;
+            }
+            let Some(m) = stream.next().await else { break };
+            let m = m?;
+            if !req.filter.matches(&m, now, &req.classifier)? {
+                continue;
+            }
+            shown += 1;
+            emit(ctx, &m, &req.classifier, shown, json_array, req.explain)?;
         }
-        let Some(m) = stream.next().await else { break };
-        let m = m?;
-        if !req.filter.matches(&m, now, &req.classifier)? {
-            continue;
-        }
-        shown += 1;
-        emit(ctx, &m, &req.classifier, shown, json_array, req.explain)?;
+        Ok::<(), Error>(())
     }
+    .await;
+    // stdout holds one JSON document or nothing, whatever ends the read: the `[` went out with
+    // the first record, and the array is closed after an error too (the records read before
+    // it, as `--output jsonl` leaves them); an error before the first record leaves stdout
+    // empty. The error itself goes to stderr, with its exit code.
     if json_array {
-        p.line(if shown == 0 { "]" } else { "\n]" })?;
-    } else if p.is_table() && shown == 0 {
+        match (&read, shown) {
+            (Err(_), 0) => {}
+            (Ok(()), 0) => p.line("[]")?,
+            (Err(_), _) => {
+                // A closed stdout ends the command quietly: the error says so.
+                let _ = p.line("\n]").and_then(|()| p.flush());
+            }
+            (Ok(()), _) => p.line("\n]")?,
+        }
+    } else if read.is_ok() && p.is_table() && shown == 0 {
         p.note("no messages");
     }
+    read?;
     p.flush()?;
     Ok(if ctx.interrupt.is_set() {
         exit::INTERRUPTED
@@ -139,7 +153,7 @@ fn emit(
     match p.format {
         OutputFormat::Json if json_array => {
             let text = serde_json::to_string_pretty(&record).expect("serialisable");
-            p.write(if n == 1 { "\n" } else { ",\n" })?;
+            p.write(if n == 1 { "[\n" } else { ",\n" })?;
             p.write(&text)
         }
         _ => p.jsonl(&record),

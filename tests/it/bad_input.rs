@@ -1353,12 +1353,18 @@ const ROWS: &[(&[&str], i32, &str)] = &[
     (&["redrive", "{dlq}", "--to", "{dl}", "--yes"], 2, "is the queue being read"),
     (&["redrive", "{dlq}", "--to", "{src}"], 2, "no terminal"),
     (&["redrive", "{dl}", "--yes"], 2, "no destination"),
+    // A bare name as a target is looked up as the queue argument is.
+    (&["redrive", "{dlq}", "--to", "w2", "--yes"], 2, "unknown queue `w2`: it is not a URL and no [queues.w2] is defined"),
+    (&["purge", "{dlq}", "--archive", "w2", "--yes"], 2, "unknown queue `w2`: it is not a URL"),
+    (&["redrive", "{dlq}", "--to", "{src}", "--max-redrives", "2", "--park", "w2", "--yes"], 2, "unknown queue `w2`: it is not a URL"),
     (&["redrive", "{dlq}", "--to", "kafka://127.0.0.1:9/t", "--yes", "--exactly-once"], 2, "--exactly-once"),
     (&["--output", "junit", "redrive", "{dlq}", "--to", "{src}", "--yes"], 2, "junit is for `dlqctl verify` and `dlqctl check` only"),
     (&["--output", "junit", "peek", "{dlq}"], 2, "junit"),
     (&["redrive", "good.jsonl", "--to", "{src}", "--yes"], 2, "does not support redrive"),
     (&["--output", "prometheus", "peek", "{dlq}"], 2, "prometheus is for `dlqctl inspect` and `dlqctl check` only"),
     (&["peek", "{dlq}", "--where", ".json.amount >"], 2, "at character 15: expected term, found the end"),
+    // Found on the first message, once the JSON array would have begun: stdout stays empty.
+    (&["peek", "{dlq}", "--where", ".json.amount = 3"], 2, "a --where must be a test"),
     (&["redrive", "{dlq}", "--to", "{src}", "--where", ".a | nosuch", "--yes"], 2, "undefined filter `nosuch`"),
     (&["redrive", "{dlq}", "--to", "{src}", "--fingerprint", "3fa2c1", "--yes"], 2, "is not a fingerprint"),
     (&["classify", "{dlq}", "--by", "tenant"], 2, "attr:NAME"),
@@ -1367,6 +1373,7 @@ const ROWS: &[(&[&str], i32, &str)] = &[
     (&["check", "{dlq}", "--max-class", "permanant=0"], 2, "neither transient, permanent"),
     (&["check", "{dlq}", "--baseline", "good.jsonl"], 2, "has no `groups`"),
     (&["replay", "good.jsonl", "--to", "copy.jsonl", "--yes"], 2, "cannot be a redrive or replay target"),
+    (&["redrive", "{dlq}", "--to", "file:///tmp/dlqctl-never-written.jsonl", "--yes"], 2, "cannot be a redrive or replay target"),
     (&["verify"], 2, "nothing to verify"),
     // PostgreSQL addresses: typos are refused, never ignored.
     (&["redrive", "{pg}?table={s}.dead_letters&source={s}.queue_messages&qeue=billing", "--yes"], 2, "did you mean `queue`"),
@@ -1376,7 +1383,11 @@ const ROWS: &[(&[&str], i32, &str)] = &[
     (&["peek", "{pg}?system=rivr"], 2, "did you mean `river`"),
     (&["peek", "{pg}"], 2, "say what to read"),
     (&["peek", "{pg}?table={s}.dead_letters&system=river"], 2, "not both"),
-    (&["peek", "{pg}?table={s}.dead_letters&table=x"], 2, "`table` given twice"),
+    (&["peek", "{pg}?table={s}.dead_letters&table=x"], 2, "`table` is given twice"),
+    (&["peek", "redis://127.0.0.1:9/0?system=sidekiq&queue=default&queue=nope"], 2, "`queue` is given twice"),
+    (&["peek", "kafka://127.0.0.1:9/t?partition=0&partition=1"], 2, "`partition` is given twice"),
+    (&["peek", "https://sqs.us-east-1.amazonaws.com/1/q?a=1&a=2"], 2, "`a` is given twice"),
+    (&["redrive", "{dlq}", "--to", "amqp://127.0.0.1:9/%2F?queue=a&queue=b", "--yes"], 2, "`queue` is given twice"),
     (&["peek", "{pg}?table={s}.dead_letters&sslmode=maybe"], 2, "sslmode"),
     (&["peek", "{pg}?table={s}.dead_letters&port=99999"], 2, "not a port number"),
     (&["peek", "{pg}?table={s}.dead_letters&connect_timeout=5"], 2, "libpq parameter"),
@@ -1425,6 +1436,8 @@ const ROWS: &[(&[&str], i32, &str)] = &[
     (&["replay", "no-encoding.jsonl", "--to", "{src}", "--yes"], 2, "missing field `body_encoding`"),
     (&["replay", "both-forms.jsonl", "--to", "{src}", "--yes"], 2, "both value and base64"),
     (&["replay", "good-then-bad.jsonl", "--to", "{src}", "--yes"], 2, "line 4"),
+    // An error after two records were shown: the JSON array on stdout is closed.
+    (&["peek", "good-then-bad.jsonl", "-n", "10"], 2, "line 4"),
     // Not found: exit 3, still nothing changed.
     (&["replay", "missing.jsonl", "--to", "{src}", "--yes"], 3, "not found"),
     (&["redrive", "{dlq}", "--to", "{pg}?table={s}.nope", "--yes"], 3, "not found"),
@@ -1437,6 +1450,12 @@ const ROWS: &[(&[&str], i32, &str)] = &[
 const CLAP_ROWS: &[(&[&str], &str)] = &[
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--bogus"], "unexpected argument '--bogus'"),
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--max", "many"], "invalid value 'many'"),
+    (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--max", "0"], "--max 0 would do nothing"),
+    (&["replay", "good.jsonl", "--to", "{src}", "--yes", "--max", "0"], "--max 0 would do nothing"),
+    (&["purge", "{dlq}", "--no-archive", "--yes", "--max", "0"], "--max 0 would do nothing"),
+    (&["export", "{dlq}", "--max", "0"], "--max 0 would do nothing"),
+    (&["classify", "{dlq}", "--max", "0"], "--max 0 would do nothing"),
+    (&["tail", "{dlq}", "--max", "0"], "--max 0 would do nothing"),
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--batch-size", "-1"], "-1"),
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--cancel"], "--native"),
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--dedup-id", "sometimes"], "invalid value 'sometimes'"),
@@ -1532,6 +1551,10 @@ async fn bad_command_lines_change_nothing() {
                 wrong.push("more than the error line and its `  hint:` lines".into());
             }
         }
+        // A script reads stdout (JSON here: it is not a terminal): one document, or nothing.
+        if !r.stdout.trim().is_empty() && serde_json::from_str::<Value>(&r.stdout).is_err() {
+            wrong.push("stdout is neither empty nor one JSON document".into());
+        }
         for panic_text in ["panicked", "RUST_BACKTRACE", "stack backtrace"] {
             if r.stderr.contains(panic_text) || r.stdout.contains(panic_text) {
                 wrong.push(format!("{panic_text:?} in the output"));
@@ -1572,6 +1595,34 @@ async fn bad_command_lines_change_nothing() {
         failures.len(),
         failures.join("\n\n")
     );
+}
+
+/// What the table does not read (it reads the error line): the hints that say what to run
+/// instead. Files only: no service is needed.
+#[test]
+fn hints_say_what_to_run_instead() {
+    let sb = Sandbox::new();
+    write_files(&sb, "postgres://h/db?table=t");
+    for (args, hint) in [
+        (
+            &["replay", "good.jsonl", "--to", "file:copy.jsonl", "--yes"][..],
+            "hint: to write messages to a file use `dlqctl export QUEUE -o FILE` (with the same filters), or `dlqctl purge QUEUE --archive FILE`",
+        ),
+        (
+            &["replay", "good.jsonl", "--to", "w2", "--yes"][..],
+            "hint: name the queue by its URL (an SQS queue: sqs://w2;",
+        ),
+    ] {
+        let r = sb.run(args).code(2);
+        assert!(
+            r.stderr.contains(hint),
+            "dlqctl {}: no {hint:?} in\n{}",
+            args.join(" "),
+            r.stderr
+        );
+        assert!(r.stdout.is_empty(), "{}", r.stdout);
+        assert!(!sb.path("copy.jsonl").exists(), "a file was written");
+    }
 }
 
 /// The inputs the properties found, kept as examples: each once put a line break inside its

@@ -525,3 +525,63 @@ async fn bad_credentials_and_missing_things_are_one_line_errors() {
     let e = sb.run(&["peek", &r.url("dlq")]).code(3);
     assert!(e.stderr.contains("no password given"), "{}", e.stderr);
 }
+
+/// A queue another consumer holds exclusively (as a dlqctl redrive or purge holds its DLQ while
+/// it runs) is busy, not forbidden: each read says so and to wait, exits 3 as a held lock does,
+/// and leaves no broken JSON on stdout.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_of_a_queue_in_exclusive_use_says_to_wait_for_its_holder() {
+    let r = Rabbit::new("busy").await;
+    r.declare("dlq", Kind::Classic, &[]).await;
+    r.publish_n("dlq", "m", 3).await;
+    let holder = lapin::Connection::connect(
+        &crate::amqp::amqp_url(),
+        lapin::ConnectionProperties::default(),
+    )
+    .await
+    .unwrap();
+    let ch = holder.create_channel().await.unwrap();
+    ch.basic_qos(1, Default::default()).await.unwrap();
+    let _held = ch
+        .basic_consume(
+            r.name("dlq").as_str().into(),
+            "holder".into(),
+            lapin::options::BasicConsumeOptions {
+                exclusive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    let sb = Sandbox::new();
+    let url = r.url("dlq");
+    for args in [
+        &["peek", &url][..],
+        &["peek", &url, "--output", "jsonl"],
+        &["classify", &url],
+        &["inspect", &url, "--scan"],
+        &["export", &url],
+    ] {
+        let e = run(&sb, args).code(3);
+        let said = format!("dlqctl {}:\n{}{}", args.join(" "), e.stdout, e.stderr);
+        assert!(
+            e.stderr.contains(&format!(
+                "queue {} is in exclusive use by another consumer (a dlqctl redrive or purge",
+                r.name("dlq")
+            )),
+            "{said}"
+        );
+        assert!(
+            e.stderr
+                .contains("hint: wait for that run to end, then re-run"),
+            "{said}"
+        );
+        assert!(
+            !e.stderr.contains("permission denied") && !e.stderr.contains("grant"),
+            "{said}"
+        );
+        assert!(e.stdout.trim().is_empty(), "{said}");
+    }
+    holder.close(200, "".into()).await.unwrap();
+}

@@ -210,6 +210,11 @@ async fn an_unknown_bullmq_layout_is_refused() {
         "{}",
         r.stderr
     );
+    // A peek fails as it reads: no JSON array left open on stdout.
+    let r = sb.run(&["peek", &db.sidekiq()]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("WRONGTYPE"), "{}", r.stderr);
+    assert_eq!(r.stdout, "", "stdout is one JSON document or nothing");
 }
 
 /// Sidekiq 8 writes integer milliseconds and compresses the backtrace: read, and retried with

@@ -129,6 +129,15 @@ impl Broker {
                     password_from: self.password_from,
                 }
             }
+            // Not a permission: another consumer holds the queue exclusively, as a dlqctl
+            // redrive or purge does while it runs. Busy, like a held lock: exit 3, re-run later.
+            403 if text.contains("in exclusive use") => Error::Backend {
+                target,
+                reason: format!(
+                    "{what} is in exclusive use by another consumer (a dlqctl redrive or purge takes the queue with one while it runs)"
+                ),
+            }
+            .hinted("wait for that run to end, then re-run (the broker's management UI names the consumer's connection)"),
             403 => Error::PermissionDenied {
                 target: what.into(),
                 reason: text,

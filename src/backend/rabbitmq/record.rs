@@ -17,6 +17,14 @@ use crate::message::{AttrValue, Attribute, Message, STABLE_ID_ATTRIBUTE};
 /// left out of the native id.
 pub const DELIVERY_COUNT: &str = "x-delivery-count";
 
+/// A stream gives each delivery its offset in this header: where the message sits in the
+/// stream, the broker's and not the message's (a copy does not carry it, and it is left out
+/// of the native id, as the delivery count is).
+pub const STREAM_OFFSET: &str = "x-stream-offset";
+
+/// The headers the broker adds to a delivery: not part of the message.
+const BROKER_HEADERS: [&str; 2] = [DELIVERY_COUNT, STREAM_OFFSET];
+
 /// What a delivery carries besides its body.
 pub struct Delivered<'a> {
     pub exchange: &'a str,
@@ -76,7 +84,7 @@ fn attributes_and_id(
     let mut attributes = Vec::with_capacity(headers.inner().len());
     buf.push(b'{');
     for (k, v) in headers.inner() {
-        if k.as_str() == DELIVERY_COUNT {
+        if BROKER_HEADERS.contains(&k.as_str()) {
             continue;
         }
         if !attributes.is_empty() {
@@ -453,5 +461,25 @@ mod tests {
         let a = to_message(delivered(&first), b"x".to_vec(), None);
         let b = to_message(delivered(&returned), b"x".to_vec(), None);
         assert_eq!(a.native_id, b.native_id, "the first read and a later one");
+    }
+
+    /// Replayed from a stream, a message is as it was published: its offset in the stream
+    /// (the header a stream consumer gets) is neither an attribute (its copies would carry
+    /// it) nor part of the native id (the same message in two streams is the same message).
+    #[test]
+    fn a_streams_offset_is_not_part_of_the_message() {
+        let mut h = FieldTable::default();
+        h.insert("tenant".into(), AMQPValue::LongString("acme".into()));
+        let published = BasicProperties::default().with_headers(h.clone());
+        h.insert(STREAM_OFFSET.into(), AMQPValue::LongLongInt(41));
+        let from_stream = BasicProperties::default().with_headers(h);
+        let a = to_message(delivered(&published), b"x".to_vec(), None);
+        let b = to_message(delivered(&from_stream), b"x".to_vec(), None);
+        let names: Vec<&str> = b.attributes.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["tenant"]);
+        assert_eq!(a.native_id, b.native_id);
+        let copy = to_publish(&b, "u").unwrap();
+        let headers = copy.headers().clone().unwrap_or_default();
+        assert!(!headers.inner().contains_key(STREAM_OFFSET), "{headers:?}");
     }
 }

@@ -74,10 +74,15 @@ impl Targets {
             // replay into a file is `export`.
             let caps = b.capabilities();
             if b.sink().is_none() || (caps.archive_only && self.mode != Mode::Purge) {
-                return Err(Error::Unsupported {
+                let e = Error::Unsupported {
                     backend: addr.backend_name(),
                     operation: "accepting copies",
                     reason: format!("{addr} cannot be a redrive or replay target"),
+                };
+                return Err(if caps.archive_only {
+                    e.hinted("to write messages to a file use `dlqctl export QUEUE -o FILE` (with the same filters), or `dlqctl purge QUEUE --archive FILE` to archive them there, then remove them")
+                } else {
+                    e
                 });
             }
             // A Kafka replay reads up to end offsets fixed at its start, so a range can be
