@@ -315,6 +315,14 @@ pub trait QueueBackend: Send + Sync {
     async fn close(&self) -> Result<()> {
         Ok(())
     }
+    /// What the reads under way cannot see, known as soon as a read has started: messages
+    /// the queue holds that another reader holds at the moment (RabbitMQ: unacknowledged by
+    /// another consumer or channel, where the management API counts them). A read that
+    /// reports any is not complete: classify and check say `complete: false`, export ends
+    /// with exit 1.
+    fn unseen(&self) -> Vec<Unaccounted> {
+        Vec::new()
+    }
     /// After [`QueueBackend::close`]: what the reads left unexamined, where the backend can
     /// tell (an SQS FIFO queue hands out nothing more of a group while a read holds one of
     /// its messages), so that a dry run says so.

@@ -40,8 +40,11 @@ pub struct FingerprintCount {
 pub struct Census {
     /// Messages counted.
     pub scanned: u64,
-    /// False when the scan stopped at its cap (or was interrupted): the counts are a sample.
+    /// False when the scan stopped at its cap (or was interrupted), or could not see some
+    /// messages (`unseen`): the counts are a sample.
     pub complete: bool,
+    /// Messages the scan could not see, how many and why ([`QueueBackend::unseen`]).
+    pub unseen: Vec<crate::backend::Unaccounted>,
     pub by_kind: BTreeMap<Kind, u64>,
     pub by_class: BTreeMap<(Kind, String), u64>,
     pub by_fingerprint: HashMap<String, FingerprintCount>,
@@ -121,6 +124,11 @@ pub fn sparkline(values: &[u64]) -> String {
 }
 
 impl Census {
+    /// How many messages the scan could not see (see `unseen`).
+    pub fn unseen_count(&self) -> u64 {
+        self.unseen.iter().map(|u| u.count).sum()
+    }
+
     /// Count one message.
     pub fn add(&mut self, m: &crate::message::Message, classifier: &Classifier) {
         self.add_against(m, classifier, None);
@@ -211,7 +219,9 @@ pub async fn take(
         bar.inc(1);
     }
     bar.finish_and_clear();
-    census.complete = !stopped && cap.is_none_or(|c| census.scanned < c);
+    census.unseen = b.unseen();
+    census.complete =
+        !stopped && cap.is_none_or(|c| census.scanned < c) && census.unseen.is_empty();
     Ok(census)
 }
 

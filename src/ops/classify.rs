@@ -117,7 +117,7 @@ async fn gather(
         tally.mark_pending(d).await?;
     }
     bar.finish_and_clear();
-    Ok(tally.into_report(ctx, req, dedupe.as_deref()))
+    Ok(tally.into_report(ctx, req, dedupe.as_deref(), b.unseen()))
 }
 
 /// What the scan has counted so far.
@@ -201,6 +201,7 @@ impl Tally {
         ctx: &Ctx,
         req: &ClassifyRequest,
         dedupe: Option<&dyn crate::dedupe::Table>,
+        unseen: Vec<crate::backend::Unaccounted>,
     ) -> ClassifyReport {
         let Tally {
             rows,
@@ -226,7 +227,8 @@ impl Tally {
         ClassifyReport {
             queue: req.queue.address.to_string(),
             total,
-            complete: !interrupted && !capped,
+            complete: !interrupted && !capped && unseen.is_empty(),
+            unseen,
             interrupted,
             kinds,
             classes,
@@ -328,7 +330,10 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
         k(Kind::Permanent),
         k(Kind::Unclassified)
     ))?;
-    if !r.complete {
+    for u in &r.unseen {
+        p.line(&format!("partial: {} {}", unseen_count(u), u.reason))?;
+    }
+    if !r.complete && (r.interrupted || r.unseen.is_empty()) {
         p.line(&format!(
             "partial: {} after {} messages; the queue may hold more",
             if r.interrupted {
@@ -346,6 +351,12 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
         ))?;
     }
     Ok(())
+}
+
+/// `5 messages` or `about 5 messages` (an estimate) a read could not see.
+pub fn unseen_count(u: &crate::backend::Unaccounted) -> String {
+    let about = if u.approximate { "about " } else { "" };
+    format!("{about}{} messages", u.count)
 }
 
 /// `classify --test TEXT`: the class of an error text alone, and why.

@@ -15,8 +15,13 @@ pub struct ClassifyReport {
     pub queue: String,
     pub total: u64,
     /// Whether every message of the queue was read: false when Ctrl-C stopped the run or
-    /// `--max` did (the counts are then of part of the queue; `check --baseline` refuses it).
+    /// `--max` did, or the queue holds messages the read could not see (`unseen`): the counts
+    /// are then of part of the queue; `check --baseline` refuses it.
     pub complete: bool,
+    /// Messages the read could not see, how many and why (RabbitMQ: held unacknowledged by
+    /// another consumer or channel).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unseen: Vec<crate::backend::Unaccounted>,
     /// Stopped by Ctrl-C.
     pub interrupted: bool,
     pub kinds: BTreeMap<Kind, u64>,

@@ -506,7 +506,20 @@ async fn export_with(ctx: &Ctx, req: &ExportRequest, b: &dyn backend::QueueBacke
             return Ok(exit::INTERRUPTED);
         }
     }
-    Ok(exit::OK)
+    // What the read could not see is not in the export: said, and not a clean finish.
+    let unseen = b.unseen();
+    for u in &unseen {
+        p.warn(&format!(
+            "partial export: {} {}",
+            crate::ops::classify::unseen_count(u),
+            u.reason
+        ));
+    }
+    Ok(if unseen.is_empty() {
+        exit::OK
+    } else {
+        exit::PARTIAL
+    })
 }
 
 /// An export's file while it is written: beside the output, under a name of its own (two

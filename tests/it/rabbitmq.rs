@@ -585,3 +585,127 @@ async fn a_read_of_a_queue_in_exclusive_use_says_to_wait_for_its_holder() {
     }
     holder.close(200, "".into()).await.unwrap();
 }
+
+/// Messages another channel holds unacknowledged (taken with basic.get, not acknowledged, no
+/// consumer) are in the queue but no read sees them. Where the management API counts them,
+/// every read says so: classify and check are not complete, export and redrive end with
+/// exit 1 and name them.
+#[tokio::test(flavor = "multi_thread")]
+async fn messages_another_channel_holds_are_reported_not_silently_missed() {
+    use lapin::options::BasicGetOptions;
+    let r = Rabbit::new("held").await;
+    r.declare("dlq", Kind::Classic, &[]).await;
+    r.declare("back", Kind::Classic, &[]).await;
+    r.publish_n("dlq", "h", 20).await;
+    // Another client's channel takes 5 and holds them.
+    let other = r.conn.create_channel().await.unwrap();
+    for _ in 0..5 {
+        other
+            .basic_get(r.name("dlq").as_str().into(), BasicGetOptions::default())
+            .await
+            .unwrap()
+            .expect("a message to hold");
+    }
+    // The management API counts them once its statistics come in (every 5 s by default).
+    let path = format!("queues/%2F/{}", r.name("dlq"));
+    crate::pair::wait_until(
+        Duration::from_secs(30),
+        "the API to count 5 unacknowledged",
+        || async {
+            let q = r.api_get(&path).await;
+            q["messages_unacknowledged"] == 5 && q["messages_ready"] == 15
+        },
+    )
+    .await;
+    let sb = Sandbox::new();
+    let dlq = r.url("dlq");
+
+    let c = run(&sb, &["classify", &dlq, "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(c["total"], 15, "{c}");
+    assert_eq!(c["complete"], false, "{c}");
+    assert_eq!(c["unseen"][0]["count"], 5, "{c}");
+    let table = run(&sb, &["classify", &dlq, "--output", "table"]).ok();
+    assert!(
+        table
+            .stdout
+            .contains("partial: about 5 messages not read: held unacknowledged"),
+        "{}",
+        table.stdout
+    );
+
+    let chk = run(
+        &sb,
+        &[
+            "check",
+            &dlq,
+            "--max-class",
+            "unclassified=16",
+            "--output",
+            "json",
+        ],
+    );
+    let j = chk.json();
+    assert_eq!(j["queues"][0]["complete"], false, "{j}");
+    let verdict = &j["queues"][0]["checks"][0];
+    assert_eq!(
+        verdict["status"], "WARN",
+        "15 read, 5 unseen, limit 16: {j}"
+    );
+    assert!(
+        verdict["detail"]
+            .as_str()
+            .unwrap()
+            .contains("(in the 15 messages read; about 5 messages not read: held"),
+        "{j}"
+    );
+
+    let ex = run(&sb, &["export", &dlq]).code(1);
+    assert_eq!(ex.stdout.lines().count(), 15);
+    assert!(
+        ex.stderr.contains("partial export: about 5 messages"),
+        "{}",
+        ex.stderr
+    );
+
+    let dry = run(
+        &sb,
+        &[
+            "redrive",
+            &dlq,
+            "--to",
+            &r.url("back"),
+            "--dry-run",
+            "--output",
+            "json",
+        ],
+    )
+    .code(1);
+    assert!(dry.stdout.contains("held unacknowledged"), "{}", dry.stdout);
+    let rd = run(
+        &sb,
+        &[
+            "redrive",
+            &dlq,
+            "--to",
+            &r.url("back"),
+            "--yes",
+            "--output",
+            "json",
+        ],
+    )
+    .code(1);
+    let s = rd.json();
+    assert_eq!(s["moved"], 15, "{s}");
+    assert_eq!(s["unaccounted"][0]["count"], 5, "{s}");
+    assert!(
+        s["unaccounted"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("another consumer or channel"),
+        "{s}"
+    );
+    other.close(200, "".into()).await.unwrap();
+    r.wait_ready("dlq", 5).await;
+}

@@ -19,7 +19,8 @@ use super::sink::{Publisher, not_a_queue};
 use crate::address::Address;
 use crate::backend::{
     Backlog, Capabilities, Inspection, MessageStream, MoveOptions, MoveSession, OpenOptions,
-    PendingSend, QueueBackend, QueueSink, ScanOptions, SendOutcome, TailOptions, VerifyFacts,
+    PendingSend, QueueBackend, QueueSink, ScanOptions, SendOutcome, TailOptions, Unaccounted,
+    VerifyFacts,
 };
 use crate::config::{IdSource, QueueConfig};
 use crate::error::{Error, Result};
@@ -47,6 +48,9 @@ pub struct RabbitBackend {
     /// The channels of reads under way, and the queue's consumers before each, closed by
     /// `close` (which gives their messages back).
     readers: Mutex<Vec<(Channel, u32)>>,
+    /// What the last read could not see: messages other consumers or channels held
+    /// unacknowledged when it began ([`RabbitBackend::held_by_others`]).
+    unseen: Mutex<Vec<Unaccounted>>,
 }
 
 impl RabbitBackend {
@@ -72,6 +76,7 @@ impl RabbitBackend {
             control: tokio::sync::OnceCell::new(),
             publisher: tokio::sync::OnceCell::new(),
             readers: Mutex::new(Vec::new()),
+            unseen: Mutex::new(Vec::new()),
         };
         if opts.as_target {
             b.publisher().await?;
@@ -194,6 +199,44 @@ impl RabbitBackend {
         Ok(r)
     }
 
+    /// The messages of `q` that another consumer or channel holds unacknowledged, which no
+    /// read can see until they are acknowledged or given back. AMQP does not count them; the
+    /// management API does (`messages_unacknowledged`), from statistics up to
+    /// `collect_statistics_interval` (5 s by default) old. So they are counted only where the
+    /// API's ready count agrees with `ready`, what a passive declare gave just before (no
+    /// message of this reader's taken yet): a count from before the last change (a run that
+    /// just gave back or removed what it held) is not taken for one held now. None without the
+    /// API, or where it cannot tell.
+    pub(super) async fn held_by_others(&self, q: &str, ready: u32) -> Option<Unaccounted> {
+        let api = self.api.as_ref()?;
+        let info = match api.queue(&self.a.vhost, q).await {
+            Ok(Some(info)) => info,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::debug!(error = %e, "rabbitmq: no unacknowledged count from the management API");
+                return None;
+            }
+        };
+        let held = info.number("messages_unacknowledged").unwrap_or(0);
+        if held == 0 || info.number("messages_ready") != Some(u64::from(ready)) {
+            return None;
+        }
+        Some(Unaccounted {
+            count: held,
+            approximate: true,
+            reason: format!(
+                "not read: held unacknowledged by another consumer or channel of {q} (the management API's count): no AMQP read sees a message while someone holds it; re-run once it is acknowledged or given back (the management UI's Channels page names the holder)"
+            ),
+            until: None,
+        })
+    }
+
+    /// Note what a read that found `ready` messages cannot see ([`QueueBackend::unseen`]).
+    async fn note_unseen(&self, q: &str, ready: u32) {
+        let held = self.held_by_others(q, ready).await;
+        *self.unseen.lock().unwrap_or_else(|p| p.into_inner()) = held.into_iter().collect();
+    }
+
     fn message(&self, d: lapin::message::Delivery) -> Message {
         to_message(
             Delivered {
@@ -261,6 +304,8 @@ impl QueueBackend for RabbitBackend {
         let total = if self.is_stream() {
             u64::MAX
         } else {
+            self.note_unseen(self.source_queue()?, reader.at_start)
+                .await;
             u64::from(reader.at_start)
         };
         let limit = opts.limit.map_or(total, |l| l.min(total));
@@ -316,6 +361,18 @@ impl QueueBackend for RabbitBackend {
 
     fn sink(&self) -> Option<&dyn QueueSink> {
         Some(self)
+    }
+
+    fn unseen(&self) -> Vec<Unaccounted> {
+        self.unseen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// A dry run's read reports what it could not see, as the run's session would.
+    fn unaccounted(&self) -> Vec<Unaccounted> {
+        self.unseen()
     }
 
     async fn identity(&self) -> Result<Option<String>> {

@@ -23,7 +23,7 @@ use lapin::types::FieldTable;
 use super::backend::RabbitBackend;
 use super::reader::{ReadMode, Reader};
 use super::record::{Delivered, to_message};
-use crate::backend::{Claim, MoveSession, Ticket};
+use crate::backend::{Claim, MoveSession, Ticket, Unaccounted};
 use crate::error::{Error, Result};
 
 /// The lock queue's argument that names its holder (the management API shows arguments at
@@ -120,6 +120,9 @@ pub struct RabbitMoveSession<'a> {
     /// The claimed batches not yet settled, oldest first: each delivery's tag and consumer
     /// generation, by index.
     claimed: VecDeque<Vec<(u64, u32)>>,
+    /// What other consumers or channels held unacknowledged when the run began: it cannot
+    /// see them, and says so.
+    held: Option<Unaccounted>,
 }
 
 /// How many claimed batches wait for their copies' confirms while the next is read and
@@ -172,7 +175,9 @@ impl<'a> RabbitMoveSession<'a> {
                 ),
             });
         }
+        let held = b.held_by_others(queue, reader.at_start).await;
         Ok(RabbitMoveSession {
+            held,
             limit: u64::from(reader.at_start),
             b,
             reader,
@@ -247,5 +252,9 @@ impl MoveSession for RabbitMoveSession<'_> {
         // connection.
         self.reader.give_back().await;
         Ok(())
+    }
+
+    fn unaccounted(&self) -> Vec<Unaccounted> {
+        self.held.iter().cloned().collect()
     }
 }

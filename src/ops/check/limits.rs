@@ -44,7 +44,15 @@ pub(super) fn checks(
 ) -> (Vec<Verdict>, Option<Vec<FingerprintCount>>) {
     let sample = census
         .filter(|c| !c.complete)
-        .map(|c| format!(" (in the first {} messages read)", c.scanned))
+        .map(|c| match c.unseen.first() {
+            Some(u) => format!(
+                " (in the {} messages read; {} {})",
+                c.scanned,
+                crate::ops::classify::unseen_count(u),
+                u.reason
+            ),
+            None => format!(" (in the first {} messages read)", c.scanned),
+        })
         .unwrap_or_default();
     let mut checks = Vec::new();
     let mut new_fingerprints = None;
@@ -175,12 +183,25 @@ fn max_class(c: &Census, name: &str, max: u64, sample: &str) -> Verdict {
         .filter(|((kind, rule), _)| kind.to_string() == *name || rule == name)
         .map(|(_, n)| n)
         .sum();
-    limit_check(
+    let v = limit_check(
         &format!("class:{name}"),
         &format!("At most {max} {name} messages"),
         (name, n, max),
         &format!("{n} {name} (limit {max}){sample}"),
-    )
+    );
+    // Within the limit on what was read, but not if the messages it could not see are of
+    // this class: not a pass.
+    if v.check.status == Status::Pass && n + c.unseen_count() > max {
+        return unsure(v, format!("{name} {n}+?"));
+    }
+    v
+}
+
+/// A passing verdict that a read which could not see every message cannot give: a warning.
+fn unsure(mut v: Verdict, short: String) -> Verdict {
+    v.check.status = Status::Warn;
+    v.short = short;
+    v
 }
 
 /// `--baseline`: fails on any fingerprint the baseline has not seen, naming the first five;
@@ -226,7 +247,14 @@ fn baseline_check(c: &Census, base: &Baseline, sample: &str) -> (Verdict, Vec<Fi
         )
     };
     let short = format!("{} new fp", new.len());
-    (Verdict::new(check, short), new)
+    let v = Verdict::new(check, short);
+    // No new fingerprint in what was read says nothing of what could not be read.
+    let v = if v.check.status == Status::Pass && c.unseen_count() > 0 {
+        unsure(v, "0 new fp+?".into())
+    } else {
+        v
+    };
+    (v, new)
 }
 
 /// A count held to its limit; `figure` is the short name, the count and the limit.

@@ -153,6 +153,7 @@ mod tests {
             queue: "q".into(),
             total: 3,
             complete: true,
+            unseen: Vec::new(),
             interrupted: false,
             kinds: BTreeMap::new(),
             classes: vec![ClassRow {
