@@ -446,3 +446,34 @@ async fn verify_checks_routes_guarantees_limits_and_the_arithmetic() {
         "{v}"
     );
 }
+
+/// The queue being read is refused as a target however its URL spells the broker: the
+/// identity is what the broker shows (a marker queue), not the host name.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_queue_being_read_is_refused_as_a_target_under_another_host_name() {
+    let r = Rabbit::new("self").await;
+    r.declare("d9", Kind::Classic, &[]).await;
+    r.publish_n("d9", "s", 2).await;
+    let sb = Sandbox::new();
+    let dlq = r.url("d9");
+    let alias = dlq.replacen("@127.0.0.1:", "@localhost:", 1);
+    assert_ne!(dlq, alias);
+    let purge = run(&sb, &["purge", &dlq, "--archive", &alias, "--yes"]).code(2);
+    assert!(
+        purge.stderr.contains("is the queue being purged"),
+        "{}",
+        purge.stderr
+    );
+    let redrive = run(&sb, &["redrive", &dlq, "--to", &alias, "--yes"]).code(2);
+    assert!(
+        redrive.stderr.contains("is the queue being read"),
+        "{}",
+        redrive.stderr
+    );
+    // Another queue on the same broker, spelled either way, is a target.
+    r.declare("other", Kind::Classic, &[]).await;
+    let other = r.url("other").replacen("@127.0.0.1:", "@localhost:", 1);
+    run(&sb, &["redrive", &dlq, "--to", &other, "--yes"]).ok();
+    assert_eq!(r.ready("other").await, 2);
+    assert_eq!(r.ready("d9").await, 0);
+}

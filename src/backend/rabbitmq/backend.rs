@@ -51,7 +51,12 @@ pub struct RabbitBackend {
     /// What the last read could not see: messages other consumers or channels held
     /// unacknowledged when it began ([`RabbitBackend::held_by_others`]).
     unseen: Mutex<Vec<Unaccounted>>,
+    /// Which broker and vhost this is, as the broker shows it ([`RabbitBackend::place`]).
+    place: tokio::sync::OnceCell<String>,
 }
+
+/// The marker queues this process's backends declared ([`RabbitBackend::place`]).
+static MARKERS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 impl RabbitBackend {
     pub async fn open(addr: &Address, opts: &OpenOptions) -> Result<RabbitBackend> {
@@ -77,6 +82,7 @@ impl RabbitBackend {
             publisher: tokio::sync::OnceCell::new(),
             readers: Mutex::new(Vec::new()),
             unseen: Mutex::new(Vec::new()),
+            place: tokio::sync::OnceCell::new(),
         };
         if opts.as_target {
             b.publisher().await?;
@@ -237,6 +243,86 @@ impl RabbitBackend {
         *self.unseen.lock().unwrap_or_else(|p| p.into_inner()) = held.into_iter().collect();
     }
 
+    /// Which broker and vhost this backend reaches, whatever host name, address or port its URL
+    /// spells: `marker QUEUE` when the broker shows it a marker queue, else `HOST:PORT/VHOST`
+    /// as spelled. AMQP names no server (lapin does not show the server's properties), so the
+    /// broker is asked: the first backend of the process declares an exclusive queue
+    /// `dlqctl.lock.id.PID.N` (the lock queues' prefix, whose configure permission a redrive
+    /// needs anyway) on its connection, and every other looks for the markers already
+    /// declared (a passive declare: there, or exclusive to another connection, is the same
+    /// broker and vhost; not found is another). Two round trips per backend, once.
+    async fn place(&self) -> String {
+        self.place
+            .get_or_init(|| async {
+                match self.marker().await {
+                    Ok(m) => format!("marker {m}"),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "rabbitmq: no marker queue; the identity is the address as spelled");
+                        format!(
+                            "{}:{}/{}",
+                            self.a.host.to_ascii_lowercase(),
+                            self.a.port,
+                            self.a.vhost
+                        )
+                    }
+                }
+            })
+            .await
+            .clone()
+    }
+
+    /// A marker queue this backend's broker and vhost has: one another backend of this process
+    /// declared, else one declared now (kept while the backend's connection lives).
+    async fn marker(&self) -> Result<String> {
+        let known: Vec<String> = MARKERS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for m in known {
+            let ch = self.channel().await?;
+            let found = ch
+                .queue_declare(
+                    m.as_str().into(),
+                    QueueDeclareOptions::default().passive(),
+                    FieldTable::default(),
+                )
+                .await;
+            match found {
+                Ok(_) => {
+                    let _ = ch.close(200, "".into()).await;
+                    return Ok(m);
+                }
+                // RESOURCE_LOCKED: exclusive to the connection that declared it, so it is here.
+                Err(e) if matches!(e.kind(), lapin::ErrorKind::ProtocolError(p) if p.get_id() == 405) =>
+                {
+                    return Ok(m);
+                }
+                Err(_) => {}
+            }
+        }
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let m = format!(
+            "dlqctl.lock.id.{}.{}",
+            std::process::id(),
+            SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let ch = self.channel().await?;
+        ch.queue_declare(
+            m.as_str().into(),
+            QueueDeclareOptions {
+                exclusive: true,
+                auto_delete: true,
+                ..QueueDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .map_err(|e| self.broker.error(&format!("marker queue {m}"), e))?;
+        let _ = ch.close(200, "".into()).await;
+        MARKERS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(m.clone());
+        Ok(m)
+    }
+
     fn message(&self, d: lapin::message::Delivery) -> Message {
         to_message(
             Delivered {
@@ -375,13 +461,11 @@ impl QueueBackend for RabbitBackend {
         self.unseen()
     }
 
+    /// The broker and vhost as the broker shows them ([`RabbitBackend::place`]), and the
+    /// queue (or exchange and key): two URLs naming one queue (`127.0.0.1` and `localhost`)
+    /// have one identity.
     async fn identity(&self) -> Result<Option<String>> {
-        let place = format!(
-            "rabbitmq:{}:{}/{}",
-            self.a.host.to_ascii_lowercase(),
-            self.a.port,
-            self.a.vhost
-        );
+        let place = format!("rabbitmq:{}", self.place().await);
         Ok(Some(match &self.a.target {
             AmqpTarget::Queue(q) => format!("{place}/queue/{q}"),
             AmqpTarget::Exchange {
