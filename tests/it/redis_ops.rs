@@ -205,6 +205,68 @@ async fn tail_sees_a_job_that_dies_after_it_started() {
     }
 }
 
+/// `tail` follows the set by member: a job that appears with a score below the last one it
+/// saw (Sidekiq's retry set is scored by the next attempt; a death written late by another
+/// process) is shown, once; the ones there before are not.
+#[tokio::test(flavor = "multi_thread")]
+async fn tail_sees_a_job_scored_below_the_last_one_it_saw() {
+    let db = RedisDb::new().await;
+    seed_sidekiq(&db, 2).await;
+    let sb = Sandbox::new();
+    let child = sb
+        .cmd(&[
+            "tail",
+            &db.sidekiq(),
+            "--max",
+            "2",
+            "--poll-interval",
+            "100ms",
+            "--idle-timeout",
+            "60s",
+            "--output",
+            "jsonl",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    client_ran(&db, "zrange").await;
+    // Give the tail a poll or two past the jobs already there.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let first: Vec<(String, f64)> = db
+        .q(redis::cmd("ZRANGE")
+            .arg("dead")
+            .arg(0)
+            .arg(0)
+            .arg("WITHSCORES"))
+        .await;
+    let (member, lowest) = &first[0];
+    let add = |jid: &str, score: f64| {
+        let mut job: serde_json::Value = serde_json::from_str(member).unwrap();
+        job["jid"] = jid.into();
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg("dead").arg(score).arg(job.to_string());
+        cmd
+    };
+    // Below every score the tail saw, then above.
+    let _: i64 = db.q(&mut add("late", lowest - 30.0)).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let _: i64 = db.q(&mut add("fresh", lowest + 120.0)).await;
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids, ["late", "fresh"], "{err}");
+}
+
 /// `check --max-messages`, `--max-class` and `--max-age` on both libraries: 0 within the
 /// limits, 1 over one (docs/exit-codes.md); nothing is changed by checking.
 #[tokio::test(flavor = "multi_thread")]

@@ -55,6 +55,11 @@ mod zset;
 #[cfg(feature = "redis")]
 use zset::{Cursor, Entry};
 
+/// How far below now a tail's poll reads the set again: a member that appears scored
+/// further back than this (a death written an hour late) is not shown (docs/systems/sidekiq.md).
+#[cfg(feature = "redis")]
+const TAIL_MARGIN: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Which library's jobs, resolved.
 #[cfg(feature = "redis")]
 enum Library {
@@ -201,6 +206,16 @@ impl RedisBackend {
         Ok(out)
     }
 
+    /// Where a tail's poll starts reading: [`TAIL_MARGIN`] before now, in the set's scores
+    /// (Sidekiq: seconds, BullMQ: milliseconds), or higher where `seen` forgot members.
+    fn tail_floor(&self, seen: &zset::Seen) -> f64 {
+        let now = chrono::Utc::now().timestamp_millis() as f64 - TAIL_MARGIN.as_millis() as f64;
+        seen.floor(match &self.lib {
+            Library::Sidekiq(_) => now / 1000.0,
+            Library::BullMq(_) => now,
+        })
+    }
+
     /// The highest score in the set now (a redrive's end: jobs that die during the run are
     /// left for the next one).
     async fn last_score(&self) -> Result<Option<f64>> {
@@ -269,32 +284,43 @@ impl QueueBackend for RedisBackend {
         }))
     }
 
+    /// Follow the set by member, not by a score cursor: a member can appear with a score
+    /// below ones already seen (Sidekiq's retry set is scored by the next attempt's time, which
+    /// a fresh failure often has sooner than an older job; a death can be written late by
+    /// another process). Each poll reads the members scored from [`TAIL_MARGIN`] before now
+    /// up and shows those not seen before ([`zset::Seen`]: at most
+    /// [`zset::SEEN_AT_MOST`] remembered). What was there when the tail started is shown only
+    /// with `--from-start`.
     async fn tail(&self, opts: TailOptions) -> Result<MessageStream<'_>> {
-        // A job that dies is added with the time of its death as its score: follow the
-        // scores from the last one (or the start).
-        let mut cursor = Cursor::default();
+        let mut seen = zset::Seen::new(zset::SEEN_AT_MOST);
+        // What is there when the tail starts is remembered, not shown (unless --from-start).
         if !opts.from_start {
-            let mut con = self.con.clone();
-            let last: Vec<(Vec<u8>, f64)> = redis::cmd("ZRANGE")
-                .arg(&self.key)
-                .arg(-1)
-                .arg(-1)
-                .arg("WITHSCORES")
-                .query_async(&mut con)
-                .await
-                .map_err(|e| self.err(e))?;
-            if let Some((member, score)) = last.into_iter().next() {
-                cursor = Cursor::after_entry(Entry { member, score });
+            let mut cursor = Cursor::before(self.tail_floor(&seen));
+            while let Some(jobs) = self.page(&mut cursor, 500, None).await? {
+                for (e, _) in jobs {
+                    seen.first_time(&e);
+                }
+                seen.prune(self.tail_floor(&seen));
             }
         }
         Ok(Box::pin(async_stream::try_stream! {
+            let mut first = opts.from_start;
             loop {
+                let mut cursor = if first {
+                    Cursor::default()
+                } else {
+                    tokio::time::sleep(opts.poll_interval).await;
+                    Cursor::before(self.tail_floor(&seen))
+                };
+                first = false;
                 while let Some(jobs) = self.page(&mut cursor, 500, None).await? {
-                    for (_, m) in jobs {
-                        yield m;
+                    for (e, m) in jobs {
+                        if seen.first_time(&e) {
+                            yield m;
+                        }
                     }
+                    seen.prune(self.tail_floor(&seen));
                 }
-                tokio::time::sleep(opts.poll_interval).await;
             }
         }))
     }

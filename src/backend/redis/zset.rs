@@ -37,11 +37,12 @@ impl Cursor {
         self.last = Some((e.score, e.member.clone()));
     }
 
-    /// A cursor standing after `e` (a tail starts after the last member).
-    pub fn after_entry(e: Entry) -> Cursor {
+    /// A cursor standing before every member scored `score` or more.
+    pub fn before(score: f64) -> Cursor {
         Cursor {
-            last: Some((e.score, e.member)),
-            same: 1,
+            // The empty member sorts before any other of its score.
+            last: Some((score, Vec::new())),
+            same: 0,
         }
     }
 
@@ -137,9 +138,102 @@ pub(super) fn first_extra(cursor: &Cursor) -> usize {
     cursor.same
 }
 
+/// How many members `tail` remembers ([`Seen`]): 100,000 (each a 64-bit digest and a
+/// score, about 3 MB with the table's overhead).
+pub(super) const SEEN_AT_MOST: usize = 100_000;
+
+/// What `tail` has seen of a sorted set, by member and score, so that a member that appears
+/// with a score below ones already seen (Sidekiq's retry set is scored by the next attempt's
+/// time, which a fresh failure often has sooner than an older job; a death written late by
+/// another process) is shown, once. Each poll re-reads the members scored from the floor up:
+/// the floor is the caller's (a margin below now), raised when more than [`SEEN_AT_MOST`]
+/// members are above it, past the lowest ones, which are then forgotten.
+#[derive(Debug, Default)]
+pub(super) struct Seen {
+    members: std::collections::HashMap<u64, f64>,
+    /// Raised past the members forgotten for room: none below it is read again.
+    raised: Option<f64>,
+    at_most: usize,
+}
+
+fn digest(e: &Entry) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    e.member.hash(&mut h);
+    e.score.to_bits().hash(&mut h);
+    h.finish()
+}
+
+impl Seen {
+    pub fn new(at_most: usize) -> Seen {
+        Seen {
+            at_most: at_most.max(1),
+            ..Seen::default()
+        }
+    }
+
+    /// Where this poll reads from: `floor`, or higher where members were forgotten.
+    pub fn floor(&self, floor: f64) -> f64 {
+        self.raised.map_or(floor, |r| r.max(floor))
+    }
+
+    /// Whether `e` (a member with its score) is seen for the first time; it is remembered.
+    /// The same member with another score (a job that died again) is new.
+    pub fn first_time(&mut self, e: &Entry) -> bool {
+        self.members.insert(digest(e), e.score).is_none()
+    }
+
+    /// Forget the members below `floor` (no poll reads them again), and the lowest ones past
+    /// the bound.
+    pub fn prune(&mut self, floor: f64) {
+        self.members.retain(|_, s| *s >= floor);
+        if self.members.len() > self.at_most {
+            let mut scores: Vec<f64> = self.members.values().copied().collect();
+            scores.sort_by(f64::total_cmp);
+            // Keep the highest `at_most`; a tie at the threshold keeps all of its score.
+            let keep_from = scores[scores.len() - self.at_most];
+            self.members.retain(|_, s| *s >= keep_from);
+            self.raised = Some(self.raised.map_or(keep_from, |r| r.max(keep_from)));
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.members.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seen_shows_a_member_once_and_forgets_below_the_floor_and_past_the_bound() {
+        let e = |m: &str, s: f64| Entry {
+            member: m.as_bytes().to_vec(),
+            score: s,
+        };
+        let mut seen = Seen::new(3);
+        assert!(seen.first_time(&e("a", 10.0)));
+        assert!(!seen.first_time(&e("a", 10.0)));
+        // Below what was seen: still new.
+        assert!(seen.first_time(&e("b", 5.0)));
+        // The same member scored again (it died again): new.
+        assert!(seen.first_time(&e("a", 12.0)));
+        seen.prune(6.0);
+        assert_eq!(seen.len(), 2, "b is below the floor");
+        assert_eq!(seen.floor(6.0), 6.0);
+        for (i, m) in ["c", "d", "f"].iter().enumerate() {
+            assert!(seen.first_time(&e(m, 20.0 + i as f64)));
+        }
+        seen.prune(6.0);
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen.floor(6.0), 20.0, "raised past the forgotten");
+        assert_eq!(seen.floor(30.0), 30.0);
+        assert!(!Cursor::before(5.0).after(&e("", 5.0)));
+        assert!(Cursor::before(5.0).after(&e("a", 5.0)));
+        assert!(!Cursor::before(5.0).after(&e("z", 4.9)));
+    }
 
     #[test]
     fn a_cursor_orders_by_score_then_bytes() {
