@@ -194,8 +194,8 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
         'dlqctl;redrive' {
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Where to send the messages [default: the configured or discovered source]')
             [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'At most N messages')
-            [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many messages per second (50, 50/s, 3000/m)')
-            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch (one transaction on PostgreSQL)')
+            [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many messages per second on average over the run (50, 50/s, 3000/m): each batch waits until the run is due to send it; without --batch-size a batch is one second''s worth (at least 1 message)')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch (one transaction on PostgreSQL) [default: 1000; with --rate, one second''s worth, at least 1]')
             [CompletionResult]::new('--transform', '--transform', [CompletionResultType]::ParameterName, 'Send each message''s record mapped by the jq expression JQ (body as .json, attributes as .attrs, key, group); the stable id cannot change. With --dry-run: a diff of the first few')
             [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
             [CompletionResult]::new('--match', '--match', [CompletionResultType]::ParameterName, 'Only messages whose body matches REGEX')
@@ -242,8 +242,8 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
         'dlqctl;replay' {
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Where to send the copies')
             [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'At most N messages')
-            [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many messages per second (50, 50/s, 3000/m)')
-            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch (one transaction on PostgreSQL)')
+            [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many messages per second on average over the run (50, 50/s, 3000/m): each batch waits until the run is due to send it; without --batch-size a batch is one second''s worth (at least 1 message)')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch (one transaction on PostgreSQL) [default: 1000; with --rate, one second''s worth, at least 1]')
             [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
             [CompletionResult]::new('--match', '--match', [CompletionResultType]::ParameterName, 'Only messages whose body matches REGEX')
             [CompletionResult]::new('--error', '--error', [CompletionResultType]::ParameterName, 'Only messages whose error (class and message) matches REGEX')
@@ -286,8 +286,8 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
         'dlqctl;purge' {
             [CompletionResult]::new('--archive', '--archive', [CompletionResultType]::ParameterName, 'Copy each message here before removing it: FILE.jsonl, a table, a queue or a topic')
             [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'At most N messages')
-            [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many messages per second (50, 50/s, 3000/m)')
-            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch (one transaction on PostgreSQL)')
+            [CompletionResult]::new('--rate', '--rate', [CompletionResultType]::ParameterName, 'At most this many messages per second on average over the run (50, 50/s, 3000/m): each batch waits until the run is due to send it; without --batch-size a batch is one second''s worth (at least 1 message)')
+            [CompletionResult]::new('--batch-size', '--batch-size', [CompletionResultType]::ParameterName, 'Messages per batch (one transaction on PostgreSQL) [default: 1000; with --rate, one second''s worth, at least 1]')
             [CompletionResult]::new('--class', '--class', [CompletionResultType]::ParameterName, 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)')
             [CompletionResult]::new('--match', '--match', [CompletionResultType]::ParameterName, 'Only messages whose body matches REGEX')
             [CompletionResult]::new('--error', '--error', [CompletionResultType]::ParameterName, 'Only messages whose error (class and message) matches REGEX')

@@ -186,8 +186,8 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
         &'dlqctl;redrive'= {
             cand --to 'Where to send the messages [default: the configured or discovered source]'
             cand --max 'At most N messages'
-            cand --rate 'At most this many messages per second (50, 50/s, 3000/m)'
-            cand --batch-size 'Messages per batch (one transaction on PostgreSQL)'
+            cand --rate 'At most this many messages per second on average over the run (50, 50/s, 3000/m): each batch waits until the run is due to send it; without --batch-size a batch is one second''s worth (at least 1 message)'
+            cand --batch-size 'Messages per batch (one transaction on PostgreSQL) [default: 1000; with --rate, one second''s worth, at least 1]'
             cand --transform 'Send each message''s record mapped by the jq expression JQ (body as .json, attributes as .attrs, key, group); the stable id cannot change. With --dry-run: a diff of the first few'
             cand --class 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)'
             cand --match 'Only messages whose body matches REGEX'
@@ -233,8 +233,8 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
         &'dlqctl;replay'= {
             cand --to 'Where to send the copies'
             cand --max 'At most N messages'
-            cand --rate 'At most this many messages per second (50, 50/s, 3000/m)'
-            cand --batch-size 'Messages per batch (one transaction on PostgreSQL)'
+            cand --rate 'At most this many messages per second on average over the run (50, 50/s, 3000/m): each batch waits until the run is due to send it; without --batch-size a batch is one second''s worth (at least 1 message)'
+            cand --batch-size 'Messages per batch (one transaction on PostgreSQL) [default: 1000; with --rate, one second''s worth, at least 1]'
             cand --class 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)'
             cand --match 'Only messages whose body matches REGEX'
             cand --error 'Only messages whose error (class and message) matches REGEX'
@@ -276,8 +276,8 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
         &'dlqctl;purge'= {
             cand --archive 'Copy each message here before removing it: FILE.jsonl, a table, a queue or a topic'
             cand --max 'At most N messages'
-            cand --rate 'At most this many messages per second (50, 50/s, 3000/m)'
-            cand --batch-size 'Messages per batch (one transaction on PostgreSQL)'
+            cand --rate 'At most this many messages per second on average over the run (50, 50/s, 3000/m): each batch waits until the run is due to send it; without --batch-size a batch is one second''s worth (at least 1 message)'
+            cand --batch-size 'Messages per batch (one transaction on PostgreSQL) [default: 1000; with --rate, one second''s worth, at least 1]'
             cand --class 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)'
             cand --match 'Only messages whose body matches REGEX'
             cand --error 'Only messages whose error (class and message) matches REGEX'

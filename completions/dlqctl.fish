@@ -210,8 +210,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -l allow-onward-
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand classify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l to -d 'Where to send the messages [default: the configured or discovered source]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l max -d 'At most N messages' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l rate -d 'At most this many messages per second (50, 50/s, 3000/m)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l batch-size -d 'Messages per batch (one transaction on PostgreSQL)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l rate -d 'At most this many messages per second on average over the run (50, 50/s, 3000/m): each batch waits until the run is due to send it; without --batch-size a batch is one second\'s worth (at least 1 message)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l batch-size -d 'Messages per batch (one transaction on PostgreSQL) [default: 1000; with --rate, one second\'s worth, at least 1]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l transform -d 'Send each message\'s record mapped by the jq expression JQ (body as .json, attributes as .attrs, key, group); the stable id cannot change. With --dry-run: a diff of the first few' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l match -d 'Only messages whose body matches REGEX' -r
@@ -260,8 +260,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -l allow-onward-r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand redrive" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l to -d 'Where to send the copies' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l max -d 'At most N messages' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l rate -d 'At most this many messages per second (50, 50/s, 3000/m)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l batch-size -d 'Messages per batch (one transaction on PostgreSQL)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l rate -d 'At most this many messages per second on average over the run (50, 50/s, 3000/m): each batch waits until the run is due to send it; without --batch-size a batch is one second\'s worth (at least 1 message)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l batch-size -d 'Messages per batch (one transaction on PostgreSQL) [default: 1000; with --rate, one second\'s worth, at least 1]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l match -d 'Only messages whose body matches REGEX' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l error -d 'Only messages whose error (class and message) matches REGEX' -r
@@ -306,8 +306,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -l allow-onward-re
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand replay" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l archive -d 'Copy each message here before removing it: FILE.jsonl, a table, a queue or a topic' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l max -d 'At most N messages' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l rate -d 'At most this many messages per second (50, 50/s, 3000/m)' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l batch-size -d 'Messages per batch (one transaction on PostgreSQL)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l rate -d 'At most this many messages per second on average over the run (50, 50/s, 3000/m): each batch waits until the run is due to send it; without --batch-size a batch is one second\'s worth (at least 1 message)' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l batch-size -d 'Messages per batch (one transaction on PostgreSQL) [default: 1000; with --rate, one second\'s worth, at least 1]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l class -d 'Only this class: transient, permanent, unclassified, or a rule name (repeatable)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l match -d 'Only messages whose body matches REGEX' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l error -d 'Only messages whose error (class and message) matches REGEX' -r

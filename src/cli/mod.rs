@@ -244,12 +244,15 @@ pub struct RunArgs {
     /// At most N messages
     #[arg(long, value_name = "N", value_parser = crate::cli::max_count)]
     pub max: Option<u64>,
-    /// At most this many messages per second (50, 50/s, 3000/m)
+    /// At most this many messages per second on average over the run (50, 50/s, 3000/m): each
+    /// batch waits until the run is due to send it; without --batch-size a batch is one
+    /// second's worth (at least 1 message)
     #[arg(long, value_name = "RATE")]
     pub rate: Option<String>,
-    /// Messages per batch (one transaction on PostgreSQL)
-    #[arg(long, default_value_t = 1000, value_name = "N")]
-    pub batch_size: usize,
+    /// Messages per batch (one transaction on PostgreSQL) [default: 1000; with --rate, one
+    /// second's worth, at least 1]
+    #[arg(long, value_name = "N")]
+    pub batch_size: Option<usize>,
     /// Show the plan and what would happen; change nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -266,11 +269,29 @@ impl RunArgs {
             .transpose()
     }
 
+    /// `--batch-size`, else [`default_batch_size`] for the `--rate`.
     pub fn batch_size(&self) -> Result<usize> {
-        if !(1..=10_000).contains(&self.batch_size) {
-            return Err(Error::invalid_arg("--batch-size", "must be 1 to 10000"));
+        match self.batch_size {
+            Some(n) if !(1..=10_000).contains(&n) => {
+                Err(Error::invalid_arg("--batch-size", "must be 1 to 10000"))
+            }
+            Some(n) => Ok(n),
+            None => Ok(default_batch_size(self.rate()?)),
         }
-        Ok(self.batch_size)
+    }
+}
+
+/// Messages per batch without `--batch-size`.
+pub const DEFAULT_BATCH_SIZE: usize = 1000;
+
+/// The batch size without `--batch-size`: 1000, and with a rate of R messages a second a
+/// second's worth, R (at least 1, at most 1000). A rate paces whole batches (each waits until
+/// the run is due to send it), so a batch of 1000 at `--rate 10` would send 1000 at once and
+/// then pause 100 s.
+pub fn default_batch_size(rate: Option<f64>) -> usize {
+    match rate {
+        None => DEFAULT_BATCH_SIZE,
+        Some(r) => (r.floor() as usize).clamp(1, DEFAULT_BATCH_SIZE),
     }
 }
 
@@ -589,5 +610,33 @@ mod tests {
     #[test]
     fn the_cli_definition_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    /// `--rate R` without `--batch-size` sends a second's worth at a time, not 1000 at once
+    /// and then a long pause; an explicit `--batch-size` is kept.
+    #[test]
+    fn a_rate_without_a_batch_size_batches_a_seconds_worth() {
+        use super::default_batch_size as b;
+        assert_eq!(b(None), 1000);
+        assert_eq!(b(Some(10.0)), 10);
+        assert_eq!(b(Some(2.5)), 2);
+        assert_eq!(b(Some(0.5)), 1, "below 1/s: one at a time");
+        assert_eq!(b(Some(1.0 / 3600.0)), 1);
+        assert_eq!(b(Some(50_000.0)), 1000, "never above the default");
+        let args = |extra: &[&str]| {
+            let mut v = vec!["dlqctl", "redrive", "q"];
+            v.extend_from_slice(extra);
+            match <super::Cli as clap::Parser>::try_parse_from(v)
+                .unwrap()
+                .command
+            {
+                super::Command::Redrive(a) => a.run.batch_size().unwrap(),
+                _ => unreachable!(),
+            }
+        };
+        assert_eq!(args(&[]), 1000);
+        assert_eq!(args(&["--rate", "10"]), 10);
+        assert_eq!(args(&["--rate", "600/m"]), 10);
+        assert_eq!(args(&["--rate", "10", "--batch-size", "500"]), 500);
     }
 }

@@ -465,3 +465,61 @@ async fn an_archive_file_is_created_private_and_only_by_a_run() {
     assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "mine\n");
     assert_eq!(p.remaining().await, (N - 3) as u64, "nothing removed");
 }
+
+/// `--rate R` without `--batch-size` moves a second's worth at a time: the first batch of a
+/// `--rate 10` run is at most 10 messages, not the default 1000 (all 30 at once, then a pause).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_without_a_batch_size_moves_a_seconds_worth_at_a_time() {
+    let mut p = PgSameDb::new();
+    p.fresh(30).await;
+    let (dlq, _) = p.urls();
+    let sb = Sandbox::new();
+    let plan = sb
+        .run(&[
+            "purge",
+            &dlq,
+            "--no-archive",
+            "--rate",
+            "10",
+            "--dry-run",
+            "--output",
+            "table",
+        ])
+        .ok();
+    let text = format!("{}{}", plan.stdout, plan.stderr);
+    assert!(text.contains("10/s on average: batches of 10"), "{text}");
+    let archive = sb.path("a.jsonl");
+    let mut child = sb
+        .cmd(&[
+            "purge",
+            &dlq,
+            "--archive",
+            archive.to_str().unwrap(),
+            "--rate",
+            "10",
+            "--yes",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = || {
+        std::fs::read_to_string(&archive)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    wait_until(
+        Duration::from_secs(60),
+        "the first archived batch",
+        || async { lines() > 0 },
+    )
+    .await;
+    let first = lines();
+    assert!(
+        first <= 20,
+        "{first} archived at once: not a second's worth"
+    );
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(lines(), 30);
+}

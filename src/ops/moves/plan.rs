@@ -78,11 +78,15 @@ pub(super) fn plan(req: &MoveRequest, setup: &Setup) -> Vec<(String, String)> {
     row(
         "rate",
         req.rate.map_or("unlimited".into(), |r| {
-            if r >= 1.0 {
+            let per = if r >= 1.0 {
                 format!("{r:.0}/s")
             } else {
                 format!("{:.0}/h", r * 3600.0)
-            }
+            };
+            format!(
+                "{per} on average: batches of {}, each sent when the run is due to send it",
+                req.batch_size
+            )
         }),
     );
     for (k, v) in keeps(req, setup) {
