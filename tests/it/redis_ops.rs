@@ -291,7 +291,8 @@ async fn edit_retries_the_edited_job_in_place() {
                 sb.path("state").display(),
                 env!("CARGO_BIN_EXE_dlqctl"),
             ),
-            "Send the edited copy",
+            // A retry in place, asked as one.
+            "Retry the job as edited, where it is?",
             b"y",
         )
     };
