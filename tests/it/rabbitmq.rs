@@ -247,9 +247,10 @@ async fn a_quorum_dlq_with_a_delivery_limit_is_read_only_when_allowed() {
         "{}",
         e.stderr
     );
-    // Allowed: each read gives the messages back and counts one delivery (x-delivery-count).
+    // Allowed: each read gives the messages back and counts one delivery (x-delivery-count),
+    // and the read's warning says what the limit then does.
     for _ in 0..2 {
-        run(
+        let w = run(
             &sb,
             &[
                 "peek",
@@ -260,6 +261,12 @@ async fn a_quorum_dlq_with_a_delivery_limit_is_read_only_when_allowed() {
             ],
         )
         .ok();
+        assert!(
+            w.stderr.contains("delivery-limit")
+                && w.stderr.contains("dead-lettered onward or dropped"),
+            "{}",
+            w.stderr
+        );
     }
     let v = run(
         &sb,

@@ -126,10 +126,7 @@ pub async fn send(
             None => "Send the edited copy to its source queue and remove the original?".into(),
         };
         ctx.interrupt.set_phase(Phase::Asking);
-        if !p.confirm(
-            &question,
-            "`dlqctl edit`",
-        )? {
+        if !p.confirm(&question, "`dlqctl edit`")? {
             p.plan_note(
                 &match kept {
                     Some(k) => format!(
