@@ -260,9 +260,30 @@ pub fn card(m: &Message, c: &Classifier, color: bool, width: Option<usize>) -> S
         };
         s.push_str(&hanging(&format!("  {} = ", a.name), &v, width));
     }
-    s.push_str(&body_for_people(&m.body));
+    s.push_str(&at_most(body_for_people(&m.body), m.body.len()));
     s.push('\n');
     s
+}
+
+/// How much of a body a card shows at a terminal: a screenful or so of a large message, not
+/// megabytes of it.
+const BODY_SHOWN: usize = 16 * 1024;
+
+/// `shown` cut after its last whole line within [`BODY_SHOWN`] bytes, with a note of the
+/// body's size and how to see all of it.
+fn at_most(shown: String, bytes: usize) -> String {
+    if shown.len() <= BODY_SHOWN {
+        return shown;
+    }
+    let mut end = BODY_SHOWN;
+    while !shown.is_char_boundary(end) {
+        end -= 1;
+    }
+    let end = shown[..end].rfind('\n').map_or(end, |i| i + 1);
+    format!(
+        "{}  … (the body has {bytes} bytes; `--output json` or `dlqctl export` shows all of it)\n",
+        &shown[..end]
+    )
 }
 
 fn body_for_people(body: &[u8]) -> String {
@@ -288,6 +309,21 @@ fn body_for_people(body: &[u8]) -> String {
             preview_hex(body, 64)
         ),
     }
+}
+
+#[cfg(test)]
+#[test]
+fn a_large_body_is_cut_at_a_terminal_and_says_so() {
+    let big = format!("[{}]", vec!["\"xxxxxxxxxxxxxxxxxxxx\""; 5000].join(","));
+    let shown = at_most(body_for_people(big.as_bytes()), big.len());
+    assert!(shown.len() < BODY_SHOWN + 200, "{}", shown.len());
+    assert!(shown.ends_with(&format!(
+        "… (the body has {} bytes; `--output json` or `dlqctl export` shows all of it)\n",
+        big.len()
+    )));
+    assert!(shown.lines().rev().nth(1).unwrap().ends_with("\","));
+    let small = body_for_people(b"{\"a\":1}");
+    assert_eq!(at_most(small.clone(), 7), small);
 }
 
 fn indent(t: &str) -> String {
