@@ -446,3 +446,83 @@ async fn verify_checks_routes_guarantees_limits_and_the_arithmetic() {
         "{v}"
     );
 }
+
+/// Operator report (2026-12-06): `--transform '.attrs.newh = "x"'` sent every header of the
+/// copy as a string (an i32 as `'5'`, a boolean as `'true'`, bytes as `'0xff00'`, `x-death` as
+/// JSON text, whose history RabbitMQ then reset). Headers the transform leaves alone keep their
+/// AMQP types: the copy's `x-death` is the broker's array of tables, its int an i32.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transform_that_adds_a_header_keeps_the_others_typed() {
+    let r = Rabbit::new("tx-types").await;
+    r.pair(Kind::Classic, "orders", "dlq").await;
+    r.declare("target", Kind::Classic, &[]).await;
+    r.publish(
+        "orders",
+        br#"{"order": 1}"#,
+        BasicProperties::default()
+            .with_message_id("typed-1".into())
+            .with_headers(table(&[
+                ("i", AMQPValue::LongInt(5)),
+                ("b", AMQPValue::Boolean(true)),
+                (
+                    "bin",
+                    AMQPValue::ByteArray(lapin::types::ByteArray::from(vec![0xff, 0x00])),
+                ),
+                ("tenant", s("acme")),
+            ])),
+    )
+    .await;
+    r.reject("orders", 1, "dlq").await;
+    let sb = Sandbox::new();
+    let out = run(
+        &sb,
+        &[
+            "redrive",
+            &r.url("dlq"),
+            "--to",
+            &r.url("target"),
+            "--transform",
+            r#".attrs.newh = "x""#,
+            "--yes",
+            "--output",
+            "json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(out["moved"], 1, "{out}");
+    let copies = r.drain("target").await;
+    assert_eq!(copies.len(), 1);
+    let p = &copies[0].delivery.properties;
+    let h = p.headers().clone().unwrap_or_default();
+    let get = |n: &str| h.inner().get(n).cloned();
+    assert_eq!(get("i"), Some(AMQPValue::LongInt(5)), "{h:?}");
+    assert_eq!(get("b"), Some(AMQPValue::Boolean(true)), "{h:?}");
+    assert_eq!(
+        get("bin"),
+        Some(AMQPValue::ByteArray(lapin::types::ByteArray::from(vec![
+            0xff, 0x00
+        ]))),
+        "{h:?}"
+    );
+    assert_eq!(get("newh"), Some(s("x")), "{h:?}");
+    let Some(AMQPValue::FieldArray(deaths)) = get("x-death") else {
+        panic!("x-death is not an array: {h:?}");
+    };
+    let Some(AMQPValue::FieldTable(death)) = deaths.as_slice().first() else {
+        panic!("x-death holds no table: {deaths:?}");
+    };
+    let d = death.inner();
+    assert_eq!(d.get("reason"), Some(&s("rejected")), "{d:?}");
+    assert_eq!(d.get("queue"), Some(&s(&r.name("orders"))), "{d:?}");
+    assert!(
+        matches!(d.get("count"), Some(AMQPValue::LongLongInt(1))),
+        "{d:?}"
+    );
+    assert!(
+        matches!(d.get("time"), Some(AMQPValue::Timestamp(_))),
+        "{d:?}"
+    );
+    assert_eq!(stable_id(p).as_deref(), Some("typed-1"));
+    assert_eq!(r.ready("dlq").await, 0);
+}
