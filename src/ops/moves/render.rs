@@ -36,6 +36,12 @@ fn text(p: &crate::output::Printer, s: &MoveSummary) -> Result<()> {
     for d in &s.destinations {
         p.line(&p.para(&format!("  {} → ", d.messages), &d.to))?;
     }
+    if s.copied_not_removed > 0 {
+        p.line(&p.prose(&format!(
+            "copied but not removed {} (their copies are in the target and the originals still in the source: a re-run may send them again, duplicates with the same stable ids; listed below)",
+            s.copied_not_removed
+        )))?;
+    }
     if s.held > 0 {
         p.line(&p.prose(&format!(
             "held {} (redriven --max-redrives times already; left where they were: look at them with `{}`)",
