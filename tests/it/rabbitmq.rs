@@ -288,6 +288,18 @@ async fn a_quorum_dlq_with_a_delivery_limit_is_read_only_when_allowed() {
         &["redrive", &r.url("dlq"), "--to", &r.url("dlq"), "--yes"],
     )
     .code(2);
+    // Refused as a usage error is: the error alone, no summary on stdout.
+    let dry = run(
+        &sb,
+        &["redrive", &r.url("dlq"), "--dry-run", "--output", "json"],
+    )
+    .code(2);
+    assert!(
+        dry.stdout.is_empty() && dry.stderr.contains("delivery-limit 2"),
+        "{}{}",
+        dry.stdout,
+        dry.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

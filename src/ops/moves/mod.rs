@@ -399,7 +399,14 @@ impl<'a> Run<'a> {
             )
             .await;
         }
-        render::render(ctx, &s)?;
+        // A usage error before anything was read (a queue the run refuses to read, found once
+        // it was opened) ends as every other usage error does: the error alone, stdout empty.
+        let refused = aborted
+            .as_ref()
+            .is_some_and(|e| e.exit_code() == exit::USAGE && s.examined == 0);
+        if !refused {
+            render::render(ctx, &s)?;
+        }
         if let Some(e) = aborted {
             // Exit 2 promises that nothing changed: once copies went out, it cannot be given.
             return Err(if changed {
