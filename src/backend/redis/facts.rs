@@ -141,6 +141,21 @@ pub(super) async fn inspect(
                 n,
                 format!("{n} (`{other}`)"),
             ));
+            if c.n == 0 && n == 0 {
+                // An empty dead set looks the same at the wrong /DB or without namespace=:
+                // say so where nothing here is Sidekiq's.
+                let mut pipe = redis::pipe();
+                for k in ["queues", "processes", "stat:processed"] {
+                    pipe.cmd("EXISTS").arg(format!("{}{k}", s.prefix));
+                }
+                let seen: Vec<u64> = pipe.query_async(&mut con).await.map_err(|e| b.err(e))?;
+                if seen.iter().all(|&e| e == 0) {
+                    ins.notes.push(format!(
+                        "no Sidekiq keys here ({p}queues, {p}processes, {p}stat:processed): if dead jobs are expected, check the URL's /DB number and namespace= (redis-namespace's prefix)",
+                        p = s.prefix
+                    ));
+                }
+            }
             ins.facts.push(Fact::new(
                 "dead_retention_default",
                 serde_json::json!({
@@ -157,8 +172,16 @@ pub(super) async fn inspect(
             pipe.cmd("ZCARD").arg(q.key("delayed"));
             pipe.cmd("ZCARD").arg(q.key("completed"));
             pipe.cmd("HEXISTS").arg(q.key("meta")).arg("paused");
-            let (wait, active, delayed, completed, paused): (u64, u64, u64, u64, bool) =
+            pipe.cmd("ZCARD").arg(q.set_key());
+            let (wait, active, delayed, completed, paused, ids): (u64, u64, u64, u64, bool, u64) =
                 pipe.query_async(&mut con).await.map_err(|e| b.err(e))?;
+            if ids > c.n {
+                ins.notes.push(format!(
+                    "{} of the {ids} ids in {} have no job hash (a removal left them behind): no command shows them, and a redrive counts each as not retried",
+                    ids - c.n,
+                    q.set_key()
+                ));
+            }
             for (name, n) in [
                 ("waiting", wait),
                 ("active", active),
