@@ -189,6 +189,27 @@ pub struct MoveSummary {
     pub sqs_requests: Option<u64>,
 }
 
+impl MoveSummary {
+    /// The run's time and rate, the SQS requests it made, and a dry run's `would_…` count.
+    fn timed(&mut self, elapsed_seconds: f64, mode: Mode) {
+        self.elapsed_seconds = elapsed_seconds;
+        self.messages_per_second = if elapsed_seconds > 0.0 {
+            self.moved as f64 / elapsed_seconds
+        } else {
+            0.0
+        };
+        self.sqs_requests = crate::backend::sqs_requests();
+        if self.dry_run {
+            let key = match mode {
+                Mode::Redrive => "would_move",
+                Mode::Replay => "would_copy",
+                Mode::Purge => "would_remove",
+            };
+            self.would.insert(key, self.moved);
+        }
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -361,21 +382,7 @@ impl<'a> Run<'a> {
         // Whether copies went out or messages left the source: exit 2, which promises that
         // nothing changed, cannot be given any more.
         let changed = !s.dry_run && (s.moved > 0 || s.copied_not_removed > 0);
-        s.elapsed_seconds = started.elapsed().as_secs_f64();
-        s.messages_per_second = if s.elapsed_seconds > 0.0 {
-            s.moved as f64 / s.elapsed_seconds
-        } else {
-            0.0
-        };
-        s.sqs_requests = crate::backend::sqs_requests();
-        if s.dry_run {
-            let key = match req.mode {
-                Mode::Redrive => "would_move",
-                Mode::Replay => "would_copy",
-                Mode::Purge => "would_remove",
-            };
-            s.would.insert(key, s.moved);
-        }
+        s.timed(started.elapsed().as_secs_f64(), req.mode);
         s.failures = tally.failures.into_values().collect();
         s.failures.sort_by_key(|f| std::cmp::Reverse(f.count));
         s.destinations = tally
