@@ -3,7 +3,9 @@
 //! in order and removes exactly the ones `settle` is told were accepted; a send appends a
 //! copy that keeps the stable id and gets a native id of its own. A queue may instead settle
 //! by position, as a Kafka topic's redrive group does (`by_position`): settling a message
-//! then also removes the skipped messages before it in its partition.
+//! then also removes the skipped messages before it in its partition. Faults: a target that
+//! refuses some bodies, a source that keeps some it was told to remove, a settle that fails
+//! (`fail_settle_at`), an interrupt after so many copies.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -39,6 +41,12 @@ pub struct Queue {
     /// A source whose removal of a message does not take effect when its body contains this
     /// (an SQS delete answered Failed, or acknowledged and undone).
     pub keep_on_delete: Option<String>,
+    /// Fail the n-th settle (1 for the first) of a move session from this queue, removing
+    /// nothing, as a connection closed under a run does (RabbitMQ: the `basic.ack` of a batch
+    /// whose copies the target had confirmed).
+    pub fail_settle_at: Option<u64>,
+    /// Settles so far.
+    settles: u64,
 }
 
 /// The in-memory queues of one test, by address.
@@ -122,6 +130,7 @@ impl QueueBackend for MemoryBackend {
     async fn begin_move(&self, _opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>> {
         let end = self.q.lock().unwrap().messages.len();
         Ok(Box::new(MemorySession {
+            addr: self.addr.clone(),
             q: self.q.clone(),
             next: 0,
             end,
@@ -204,6 +213,7 @@ fn body_has(m: &Message, text: &Option<String>) -> bool {
 /// Claims the messages that were in the queue when it began, in order; `settle` removes the
 /// accepted ones of the claimed batch (by native id: the queue may have grown meanwhile).
 struct MemorySession {
+    addr: Address,
     q: Arc<Mutex<Queue>>,
     next: usize,
     end: usize,
@@ -273,6 +283,16 @@ impl MoveSession for MemorySession {
     ) -> Result<()> {
         let q = self.q.clone();
         let mut q = q.lock().unwrap();
+        q.settles += 1;
+        if q.fail_settle_at == Some(q.settles) {
+            // Nothing removed: the batch stays in the queue, before the next claim.
+            self.next += self.claimed.len();
+            self.claimed.clear();
+            return Err(Error::Unreachable {
+                target: self.addr.to_string(),
+                reason: "the connection was closed (an injected fault); nothing was lost, re-run to continue".into(),
+            });
+        }
         let mut gone = self.gone(q.by_position, accepted, failed);
         // keep_on_delete: an accepted message whose removal does not take effect stays.
         for &i in accepted {

@@ -6,8 +6,8 @@ use crate::settings::Ctx;
 /// Show messages without removing them
 ///
 /// Stable id, age, receive count, error, group/key, attributes or headers and the body (JSON
-/// pretty-printed at a terminal, binary shown as hex). With --output jsonl each message is one
-/// line in the export format.
+/// pretty-printed at a terminal, binary shown as hex; the first 16 KiB of a larger body, with its
+/// size). With --output jsonl each message is one line in the export format.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Queue URL or name from dlqctl.toml

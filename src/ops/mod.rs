@@ -1,6 +1,7 @@
 //! The work behind each command. Operations take resolved settings (`crate::settings`), talk
 //! to backends through `crate::backend`, and report through the `Printer`.
 
+pub mod card;
 pub mod census;
 pub mod check;
 pub mod classify;

@@ -204,11 +204,14 @@ fn mapped(q: &Query, m: &Message) -> std::result::Result<Message, String> {
         copy.attributes
             .retain(|a| new.contains_key(&a.name) || m.carries_id(a));
         for (name, v) in new {
-            let value = match v {
-                Value::Null => AttrValue::Null,
-                Value::String(s) => AttrValue::text(s),
-                other => AttrValue::text(other.to_string()),
-            };
+            // An attribute the transform left as it was shown keeps its value and type as
+            // they were (an AMQP i32, a boolean, bytes, an x-death table): `.attrs` shows
+            // them as text, and text is not what they are.
+            if attrs.get(&name) == Some(&v) {
+                continue;
+            }
+            let old = m.attribute(&name);
+            let value = typed(old, v);
             match copy.attributes.iter_mut().find(|a| a.name == name) {
                 Some(a) => a.value = value,
                 None => copy.attributes.push(Attribute { name, value }),
@@ -216,6 +219,94 @@ fn mapped(q: &Query, m: &Message) -> std::result::Result<Message, String> {
         }
     }
     Ok(copy)
+}
+
+/// The attribute value a transform gave as `v` in `.attrs`, where the attribute was `old`
+/// (None: a new one). A string in the form `.attrs` shows the old value's type in (a number
+/// for a `Number…` type, `true`/`false` for `String.bool`, JSON for a JSON type, `0x…` hex for
+/// binary) keeps that type; otherwise the JSON value says the type: a string is `String`, a
+/// number `Number`, a boolean `String.bool`, an object or array `Json` (or the old JSON type),
+/// null a null value (docs/triage.md, "Transforms").
+fn typed(old: Option<&AttrValue>, v: Value) -> AttrValue {
+    let kept = |data_type: &std::borrow::Cow<'static, str>, value: String| AttrValue::Text {
+        data_type: data_type.clone(),
+        value,
+    };
+    match (old, v) {
+        (_, Value::Null) => AttrValue::Null,
+        (Some(AttrValue::Binary { data_type, .. }), Value::String(s)) => match unhex(&s) {
+            Some(bytes) => AttrValue::Binary {
+                data_type: data_type.clone(),
+                value: bytes,
+            },
+            None => AttrValue::text(s),
+        },
+        (Some(AttrValue::Text { data_type, .. }), Value::String(s)) if text_fits(data_type, &s) => {
+            kept(data_type, s)
+        }
+        (_, Value::String(s)) => AttrValue::text(s),
+        (Some(AttrValue::Text { data_type, .. }), Value::Number(n))
+            if is_number_type(data_type) && text_fits(data_type, &n.to_string()) =>
+        {
+            kept(data_type, n.to_string())
+        }
+        (_, Value::Number(n)) => AttrValue::Text {
+            data_type: "Number".into(),
+            value: n.to_string(),
+        },
+        (_, Value::Bool(b)) => AttrValue::Text {
+            data_type: "String.bool".into(),
+            value: b.to_string(),
+        },
+        (Some(AttrValue::Text { data_type, .. }), json) if is_json_type(data_type) => {
+            kept(data_type, json.to_string())
+        }
+        (_, json) => AttrValue::Text {
+            data_type: "Json".into(),
+            value: json.to_string(),
+        },
+    }
+}
+
+fn is_number_type(data_type: &str) -> bool {
+    data_type == "Number" || data_type.starts_with("Number.")
+}
+
+/// `Json` (PostgreSQL headers), `String.json` (SQS), `String.amqp-json` (RabbitMQ tables and
+/// arrays).
+fn is_json_type(data_type: &str) -> bool {
+    data_type == "Json" || data_type.to_ascii_lowercase().ends_with("json")
+}
+
+/// Whether `s` is a value of `data_type` as `.attrs` shows one.
+fn text_fits(data_type: &str, s: &str) -> bool {
+    let t = s.trim();
+    if is_json_type(data_type) {
+        serde_json::from_str::<Value>(s).is_ok()
+    } else if data_type == "String.bool" {
+        t == "true" || t == "false"
+    } else if data_type == "Number.decimal" {
+        t.split_once(':')
+            .is_some_and(|(a, b)| a.parse::<u8>().is_ok() && b.parse::<i64>().is_ok())
+    } else if data_type.starts_with("Number.f") || data_type == "Number" {
+        t.parse::<f64>().is_ok_and(f64::is_finite)
+    } else if is_number_type(data_type) {
+        t.parse::<i128>().is_ok()
+    } else {
+        true
+    }
+}
+
+/// The bytes of `0x…` hex, as `.attrs` shows a binary value.
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    let h = s.strip_prefix("0x")?;
+    if h.len() % 2 != 0 {
+        return None;
+    }
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// A unified diff of a message's record before and after a transform (for `--dry-run`).
@@ -358,6 +449,129 @@ mod tests {
             .apply(&msg(), Some(&order))
             .unwrap_err();
         assert!(e.contains("the edit cannot change the id"), "{e}");
+    }
+
+    /// A typed attribute of every kind a backend reads (AMQP headers, SQS Number, PostgreSQL
+    /// JSON, a Kafka null and a repeated name).
+    fn typed_msg() -> Message {
+        let attr = |name: &str, value: AttrValue| Attribute {
+            name: name.into(),
+            value,
+        };
+        let t = |data_type: &'static str, value: &str| AttrValue::Text {
+            data_type: data_type.into(),
+            value: value.into(),
+        };
+        let mut m = msg();
+        m.attributes.extend([
+            attr("i", t("Number.i32", "5")),
+            attr("n", t("Number", "3.5")),
+            attr("b", t("String.bool", "true")),
+            attr("s", t("String.short", "abc")),
+            attr(
+                "bin",
+                AttrValue::Binary {
+                    data_type: "Binary".into(),
+                    value: vec![0xff, 0x00],
+                },
+            ),
+            attr(
+                "x-death",
+                t(
+                    "String.amqp-json",
+                    r#"[{"count":1,"queue":"orders","time":{"$timestamp":1733356800}}]"#,
+                ),
+            ),
+            attr("pg", t("Json", r#"{"a":[1,2]}"#)),
+            attr("gone", AttrValue::Null),
+            attr("rep", AttrValue::text("one")),
+            attr("rep", AttrValue::text("two")),
+        ]);
+        m
+    }
+
+    /// Operator report (RabbitMQ, 2026-12-06): a transform that adds one attribute turned
+    /// every other header into a string (i32, bool, bytes, and `x-death`, whose history
+    /// RabbitMQ then reset). What the transform leaves alone is sent exactly as it was, value
+    /// and type; what it changes or adds gets the type its value says.
+    #[test]
+    fn a_transform_keeps_the_attributes_it_does_not_change_as_they_were() {
+        let m = typed_msg();
+        let t = Transform::compile(r#".attrs.newh = "x""#).unwrap();
+        let out = t.apply(&m, None).unwrap();
+        let (head, added) = out.attributes.split_at(m.attributes.len());
+        assert_eq!(head, m.attributes.as_slice(), "unchanged, type for type");
+        assert_eq!(
+            added,
+            [Attribute {
+                name: "newh".into(),
+                value: AttrValue::text("x"),
+            }]
+        );
+        assert_eq!(out.body, m.body);
+
+        // Changed in the form `.attrs` shows them: the type stays.
+        let t = Transform::compile(
+            r#".attrs.i = "6" | .attrs.b = "false" | .attrs.bin = "0x0102"
+               | .attrs["x-death"] |= (fromjson | .[0].count = 2 | tojson)
+               | .attrs.pg = {"a": [3]} | .attrs.n = 4"#,
+        )
+        .unwrap();
+        let out = t.apply(&m, None).unwrap();
+        let v = |name: &str| out.attribute(name).unwrap().clone();
+        let text = |data_type: &'static str, value: &str| AttrValue::Text {
+            data_type: data_type.into(),
+            value: value.into(),
+        };
+        assert_eq!(v("i"), text("Number.i32", "6"));
+        assert_eq!(v("b"), text("String.bool", "false"));
+        assert_eq!(
+            v("bin"),
+            AttrValue::Binary {
+                data_type: "Binary".into(),
+                value: vec![1, 2],
+            }
+        );
+        assert_eq!(
+            v("x-death"),
+            text(
+                "String.amqp-json",
+                r#"[{"count":2,"queue":"orders","time":{"$timestamp":1733356800}}]"#
+            )
+        );
+        assert_eq!(v("pg"), text("Json", r#"{"a":[3]}"#));
+        assert_eq!(v("n"), text("Number", "4"));
+        assert_eq!(v("s"), text("String.short", "abc"), "untouched");
+
+        // Changed to another kind, or new: the JSON value says the type.
+        let t = Transform::compile(
+            r#".attrs.i = "many" | .attrs.bin = "plain" | .attrs.k = 7 | .attrs.f = true
+               | .attrs.o = {"x": 1} | .attrs.z = null"#,
+        )
+        .unwrap();
+        let out = t.apply(&m, None).unwrap();
+        let v = |name: &str| out.attribute(name).unwrap().clone();
+        assert_eq!(v("i"), AttrValue::text("many"));
+        assert_eq!(v("bin"), AttrValue::text("plain"));
+        assert_eq!(v("k"), text("Number", "7"));
+        assert_eq!(v("f"), text("String.bool", "true"));
+        assert_eq!(v("o"), text("Json", r#"{"x":1}"#));
+        assert_eq!(v("z"), AttrValue::Null);
+        let reps: Vec<_> = out.attributes.iter().filter(|a| a.name == "rep").collect();
+        assert_eq!(
+            reps.len(),
+            2,
+            "a repeated name left alone keeps every value"
+        );
+
+        // Removed by name: gone, the others stay as they were.
+        let out = Transform::compile(r#"del(.attrs.i)"#)
+            .unwrap()
+            .apply(&m, None)
+            .unwrap();
+        let mut want = m.attributes.clone();
+        want.retain(|a| a.name != "i");
+        assert_eq!(out.attributes, want);
     }
 
     #[test]

@@ -374,7 +374,7 @@ async fn messages(
 }
 
 fn item(m: &crate::message::Message, c: &Classifier, now: DateTime<Utc>) -> MessageItem {
-    let mut detail = crate::ops::read::card(m, c, false, None);
+    let mut detail = crate::ops::card::card(m, c, false, None);
     detail.push_str("classification:\n");
     for l in crate::ops::classify::explanation_lines(&c.explain(m)) {
         detail.push_str(&format!("  {l}\n"));

@@ -156,6 +156,19 @@ impl Rabbit {
         assert!(r.status().is_success(), "PUT {path}: {}", r.status());
     }
 
+    /// DELETE on the management API (closing a connection by name, as an operator does).
+    pub async fn api_delete(&self, path: &str) {
+        let (u, p) = credentials();
+        let r = self
+            .http
+            .delete(format!("{}/api/{path}", api_url()))
+            .basic_auth(u, Some(p))
+            .send()
+            .await
+            .expect("management API");
+        assert!(r.status().is_success(), "DELETE {path}: {}", r.status());
+    }
+
     pub fn name(&self, q: &str) -> String {
         format!("{}.{q}", self.prefix)
     }

@@ -247,9 +247,10 @@ async fn a_quorum_dlq_with_a_delivery_limit_is_read_only_when_allowed() {
         "{}",
         e.stderr
     );
-    // Allowed: each read gives the messages back and counts one delivery (x-delivery-count).
+    // Allowed: each read gives the messages back and counts one delivery (x-delivery-count),
+    // and the read's warning says what the limit then does.
     for _ in 0..2 {
-        run(
+        let w = run(
             &sb,
             &[
                 "peek",
@@ -260,6 +261,12 @@ async fn a_quorum_dlq_with_a_delivery_limit_is_read_only_when_allowed() {
             ],
         )
         .ok();
+        assert!(
+            w.stderr.contains("delivery-limit")
+                && w.stderr.contains("dead-lettered onward or dropped"),
+            "{}",
+            w.stderr
+        );
     }
     let v = run(
         &sb,
@@ -281,6 +288,18 @@ async fn a_quorum_dlq_with_a_delivery_limit_is_read_only_when_allowed() {
         &["redrive", &r.url("dlq"), "--to", &r.url("dlq"), "--yes"],
     )
     .code(2);
+    // Refused as a usage error is: the error alone, no summary on stdout.
+    let dry = run(
+        &sb,
+        &["redrive", &r.url("dlq"), "--dry-run", "--output", "json"],
+    )
+    .code(2);
+    assert!(
+        dry.stdout.is_empty() && dry.stderr.contains("delivery-limit 2"),
+        "{}{}",
+        dry.stdout,
+        dry.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -477,3 +477,200 @@ async fn the_queue_being_read_is_refused_as_a_target_under_another_host_name() {
     assert_eq!(r.ready("other").await, 2);
     assert_eq!(r.ready("d9").await, 0);
 }
+
+/// Operator report (2026-12-06): `--transform '.attrs.newh = "x"'` sent every header of the
+/// copy as a string (an i32 as `'5'`, a boolean as `'true'`, bytes as `'0xff00'`, `x-death` as
+/// JSON text, whose history RabbitMQ then reset). Headers the transform leaves alone keep their
+/// AMQP types: the copy's `x-death` is the broker's array of tables, its int an i32.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_transform_that_adds_a_header_keeps_the_others_typed() {
+    let r = Rabbit::new("tx-types").await;
+    r.pair(Kind::Classic, "orders", "dlq").await;
+    r.declare("target", Kind::Classic, &[]).await;
+    r.publish(
+        "orders",
+        br#"{"order": 1}"#,
+        BasicProperties::default()
+            .with_message_id("typed-1".into())
+            .with_headers(table(&[
+                ("i", AMQPValue::LongInt(5)),
+                ("b", AMQPValue::Boolean(true)),
+                (
+                    "bin",
+                    AMQPValue::ByteArray(lapin::types::ByteArray::from(vec![0xff, 0x00])),
+                ),
+                ("tenant", s("acme")),
+            ])),
+    )
+    .await;
+    r.reject("orders", 1, "dlq").await;
+    let sb = Sandbox::new();
+    let out = run(
+        &sb,
+        &[
+            "redrive",
+            &r.url("dlq"),
+            "--to",
+            &r.url("target"),
+            "--transform",
+            r#".attrs.newh = "x""#,
+            "--yes",
+            "--output",
+            "json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(out["moved"], 1, "{out}");
+    let copies = r.drain("target").await;
+    assert_eq!(copies.len(), 1);
+    let p = &copies[0].delivery.properties;
+    let h = p.headers().clone().unwrap_or_default();
+    let get = |n: &str| h.inner().get(n).cloned();
+    assert_eq!(get("i"), Some(AMQPValue::LongInt(5)), "{h:?}");
+    assert_eq!(get("b"), Some(AMQPValue::Boolean(true)), "{h:?}");
+    assert_eq!(
+        get("bin"),
+        Some(AMQPValue::ByteArray(lapin::types::ByteArray::from(vec![
+            0xff, 0x00
+        ]))),
+        "{h:?}"
+    );
+    assert_eq!(get("newh"), Some(s("x")), "{h:?}");
+    let Some(AMQPValue::FieldArray(deaths)) = get("x-death") else {
+        panic!("x-death is not an array: {h:?}");
+    };
+    let Some(AMQPValue::FieldTable(death)) = deaths.as_slice().first() else {
+        panic!("x-death holds no table: {deaths:?}");
+    };
+    let d = death.inner();
+    assert_eq!(d.get("reason"), Some(&s("rejected")), "{d:?}");
+    assert_eq!(d.get("queue"), Some(&s(&r.name("orders"))), "{d:?}");
+    assert!(
+        matches!(d.get("count"), Some(AMQPValue::LongLongInt(1))),
+        "{d:?}"
+    );
+    assert!(
+        matches!(d.get("time"), Some(AMQPValue::Timestamp(_))),
+        "{d:?}"
+    );
+    assert_eq!(stable_id(p).as_deref(), Some("typed-1"));
+    assert_eq!(r.ready("dlq").await, 0);
+}
+
+/// Operator report (2026-12-06): the redrive's connection closed from the management API
+/// mid-run (`DELETE /api/connections/NAME`). The run stops with exit 3 and one clear error
+/// line; `moved` is exactly what left the DLQ (it was 110 for 100 removed: the batch whose
+/// `basic.ack` failed was counted), and the batches whose copies the target confirmed but
+/// whose acknowledgement failed are reported as copied but not removed. Nothing is lost: the
+/// DLQ and the target hold every id, the unremoved ones twice at most.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_closed_mid_run_counts_only_what_left_the_dlq() {
+    use std::process::Stdio;
+    let r = Rabbit::new("closed").await;
+    r.declare("dlq", Kind::Classic, &[]).await;
+    r.declare("target", Kind::Classic, &[]).await;
+    let ids = r.publish_n("dlq", "m", 300).await;
+    let sb = Sandbox::new();
+    let child = sb
+        .cmd(&[
+            "redrive",
+            &r.url("dlq"),
+            "--to",
+            &r.url("target"),
+            "--yes",
+            "--rate",
+            "20",
+            "--batch-size",
+            "10",
+            "--output",
+            "json",
+        ])
+        .envs(crate::amqp::env())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start dlqctl");
+    let pid = format!("pid {}", child.id());
+    crate::pair::wait_until(Duration::from_secs(30), "copies in the target", || async {
+        r.ready("target").await >= 40
+    })
+    .await;
+    // The management API lists a connection once its statistics come in; dlqctl's name for it
+    // is `user_provided_name`, the API's own `name` is its address.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let name = loop {
+        let found = r
+            .api_get("connections?columns=name,user_provided_name")
+            .await
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| {
+                c["user_provided_name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("dlqctl redrive ") && n.ends_with(&pid))
+            })
+            .and_then(|c| c["name"].as_str())
+            .map(str::to_string);
+        if let Some(n) = found {
+            break n;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run's connection is not listed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let encoded: String =
+        percent_encoding::utf8_percent_encode(&name, percent_encoding::NON_ALPHANUMERIC)
+            .to_string();
+    r.api_delete(&format!("connections/{encoded}")).await;
+    let out = child.wait_with_output().expect("dlqctl ends");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    // One line (the read's warning about redelivery aside), no hint under it.
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "one error: {stderr}");
+    assert!(!stderr.contains("hint:"), "{stderr}");
+    assert!(
+        errors[0].starts_with("error: ")
+            && errors[0].contains("the AMQP connection was closed")
+            && errors[0].contains("nothing was lost; re-run to continue"),
+        "{stderr}"
+    );
+    let j: serde_json::Value = serde_json::from_str(&stdout).expect("the summary");
+    r.wait_no_consumer("dlq").await;
+    let left = u64::from(r.ready("dlq").await);
+    let copied = u64::from(r.ready("target").await);
+    let moved = j["moved"].as_u64().unwrap();
+    assert_eq!(moved, 300 - left, "moved is what left the DLQ: {j}");
+    let unremoved = j["copied_not_removed"].as_u64().unwrap_or(0);
+    assert_eq!(
+        moved + unremoved,
+        copied,
+        "every confirmed copy is moved or reported as copied but not removed: {j}"
+    );
+    assert_eq!(j["failed"].as_u64(), Some(unremoved), "{j}");
+    if unremoved > 0 {
+        let aborted = j["aborted"].as_str().unwrap_or_default();
+        assert!(
+            aborted.contains("duplicates with the same stable ids"),
+            "{j}"
+        );
+    }
+    // Nothing lost: every id is in the DLQ or in the target.
+    let mut seen: Vec<String> = r.drain_ids("dlq").await.into_iter().flatten().collect();
+    seen.extend(r.drain_ids("target").await.into_iter().flatten());
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen, {
+        let mut v = ids.clone();
+        v.sort();
+        v
+    });
+    eprintln!("closed mid-run: moved {moved}, copied but not removed {unremoved}, left {left}");
+}

@@ -353,7 +353,8 @@ async fn edit_retries_the_edited_job_in_place() {
                 sb.path("state").display(),
                 env!("CARGO_BIN_EXE_dlqctl"),
             ),
-            "Send the edited copy",
+            // A retry in place, asked as one.
+            "Retry the job as edited, where it is?",
             b"y",
         )
     };
@@ -474,4 +475,30 @@ async fn the_bullmq_edit_script_changes_nothing_unless_the_job_is_as_read() {
     assert_eq!(data, r#"{"edited":true}"#);
     assert_eq!(db.lrange("bull:q:wait").await, vec!["m-0"]);
     assert_eq!(db.zrange("bull:q:failed").await, vec!["m-1"]);
+}
+
+/// inspect says what an empty or short answer may hide: a database with nothing of
+/// Sidekiq's (the wrong /DB or namespace=), and BullMQ ids in `failed` without a job hash.
+#[tokio::test(flavor = "multi_thread")]
+async fn inspect_says_what_no_command_shows() {
+    let sb = Sandbox::new();
+    let inspect = |url: &str| {
+        sb.run(&["inspect", url, "--output", "json"]).ok().json()[0]["notes"].to_string()
+    };
+    let empty = RedisDb::new().await;
+    let notes = inspect(&empty.sidekiq());
+    assert!(notes.contains("no Sidekiq keys here"), "{notes}");
+    let sk = RedisDb::new().await;
+    seed_sidekiq(&sk, 1).await;
+    assert!(!inspect(&sk.sidekiq()).contains("no Sidekiq keys"));
+    let bq = RedisDb::new().await;
+    seed_bullmq(&bq, "g", 2).await;
+    let _: i64 = bq
+        .q(redis::cmd("ZADD").arg("bull:g:failed").arg(1).arg("ghost"))
+        .await;
+    let notes = inspect(&bq.bullmq("g"));
+    assert!(
+        notes.contains("1 of the 3 ids in bull:g:failed have no job hash"),
+        "{notes}"
+    );
 }

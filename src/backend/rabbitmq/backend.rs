@@ -31,6 +31,7 @@ use crate::message::Message;
 const IDLE: Duration = Duration::from_millis(2000);
 
 const SIDE_EFFECT: &str = "takes each message and gives it back when the read ends: it comes back marked redelivered, and on a quorum queue its delivery count goes up by one";
+const SIDE_EFFECT_PAST_LIMIT: &str = "takes each message and gives it back when the read ends, and this quorum queue has a delivery-limit (read anyway: --allow-onward-redrive): each message's delivery count goes up by one, and one that reaches the limit is dead-lettered onward or dropped by RabbitMQ, as `dlqctl inspect` shows";
 const SIDE_EFFECT_UNKNOWN: &str = "takes each message and gives it back when the read ends: it comes back marked redelivered, and on a quorum queue its delivery count goes up by one (the queue's type is unknown without the management API: see docs/rabbitmq.md)";
 
 pub struct RabbitBackend {
@@ -370,6 +371,15 @@ impl QueueBackend for RabbitBackend {
             delete: queue && !self.is_stream(),
             read_side_effect: match self.kind() {
                 Some("stream") => None,
+                Some("quorum")
+                    if self.allow_limit_reads
+                        && self
+                            .info
+                            .as_ref()
+                            .is_some_and(|i| i.setting_u64("delivery-limit").is_some()) =>
+                {
+                    Some(SIDE_EFFECT_PAST_LIMIT)
+                }
                 Some(_) => Some(SIDE_EFFECT),
                 None => Some(SIDE_EFFECT_UNKNOWN),
             },
@@ -440,8 +450,15 @@ impl QueueBackend for RabbitBackend {
             });
         }
         self.guard_reads()?;
+        // A purge's archive copies count no redrive: what the run is, as its connection and
+        // lock name it.
+        let verb = if opts.count_redrive {
+            "redrive"
+        } else {
+            "purge"
+        };
         Ok(Box::new(
-            RabbitMoveSession::begin(self, q, opts.batch_size.max(1)).await?,
+            RabbitMoveSession::begin(self, q, opts.batch_size.max(1), verb).await?,
         ))
     }
 

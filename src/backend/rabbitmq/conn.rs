@@ -100,18 +100,32 @@ impl Broker {
     }
 
     /// A broker error as dlqctl's, `what` naming the object it was about.
+    ///
+    /// A connection or channel that is gone (closed from the management UI or API, by the
+    /// broker, or by the network) is one line that says so: lapin reports the next operation
+    /// on it as `invalid channel state: Error (basic.ack)`, which tells an operator nothing.
     pub fn error(&self, what: &str, e: lapin::Error) -> Error {
         let target = self.shown();
         let ErrorKind::ProtocolError(p) = e.kind() else {
             return match e.kind() {
                 ErrorKind::IOError(io) => Error::Unreachable {
                     target,
-                    reason: io.to_string(),
+                    reason: format!("{io} ({CLOSED_NOTE})"),
                 },
                 ErrorKind::MissingHeartbeatError => Error::Unreachable {
                     target,
-                    reason: "the broker stopped answering (no heartbeat)".into(),
+                    reason: format!("the broker stopped answering (no heartbeat) ({CLOSED_NOTE})"),
                 },
+                ErrorKind::InvalidChannelState(_, op) => Error::Backend {
+                    target,
+                    reason: closed(&format!("{op} on {what}")),
+                },
+                ErrorKind::InvalidConnectionState(_) | ErrorKind::InvalidChannel(_) => {
+                    Error::Backend {
+                        target,
+                        reason: closed(what),
+                    }
+                }
                 _ => Error::Backend {
                     target,
                     reason: e.to_string(),
@@ -154,12 +168,29 @@ impl Broker {
                 target,
                 reason: text,
             },
+            // CONNECTION_FORCED: closed by an operator (management UI or API) or a broker
+            // shutting down.
+            320 => Error::Backend {
+                target,
+                reason: closed(&format!("{what}: {text}")),
+            },
             _ => Error::Backend {
                 target,
                 reason: format!("{what}: {text}"),
             },
         }
     }
+}
+
+/// What a run stopped by a lost connection leaves, and what to do.
+const CLOSED_NOTE: &str =
+    "nothing was lost; re-run to continue: re-running is safe, copies carry their stable ids";
+
+/// The reason of an error on a connection or channel that is gone, `at` naming the operation.
+fn closed(at: &str) -> String {
+    format!(
+        "the AMQP connection was closed (at {at}), e.g. by an operator from the management UI or API, or by the broker; {CLOSED_NOTE}"
+    )
 }
 
 /// `dlqctl redrive root@build-7 pid 4242`: who holds a connection.
@@ -181,5 +212,48 @@ pub async fn close(c: &Connection) {
             c.close(200, "dlqctl is done".into()),
         )
         .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Operator report (2026-12-06): a connection closed from the management API under a
+    /// redrive ended with `…: invalid channel state: Error (basic.ack)`. A connection or channel
+    /// that is gone is one line that says so, what was lost (nothing) and what to do (re-run);
+    /// exit 3, no hint under it.
+    #[test]
+    fn a_closed_connection_is_one_clear_line() {
+        let addr =
+            super::super::address::parse("amqp://guest@localhost:5672/%2F?queue=d8").unwrap();
+        let b = Broker::new(&addr, &RabbitmqConfig::default());
+        for kind in [
+            ErrorKind::InvalidChannelState(lapin::ChannelState::Error, "basic.ack"),
+            ErrorKind::InvalidChannelState(lapin::ChannelState::Closed, "basic.publish"),
+            ErrorKind::InvalidConnectionState(lapin::ConnectionState::Closed),
+        ] {
+            let e = b.error("queue d8", lapin::Error::from(kind));
+            let text = e.to_string();
+            assert!(
+                text.contains("the AMQP connection was closed")
+                    && text.contains("by an operator")
+                    && text.contains("nothing was lost; re-run to continue")
+                    && text.contains("copies carry their stable ids")
+                    && !text.contains("invalid channel state"),
+                "{text}"
+            );
+            assert!(!text.contains('\n'), "{text}");
+            assert_eq!(e.exit_code(), crate::error::exit::BACKEND, "{text}");
+            assert!(e.hints().is_empty(), "{:?}", e.hints());
+        }
+        let e = b.error(
+            "queue d8",
+            lapin::Error::from(ErrorKind::InvalidChannelState(
+                lapin::ChannelState::Error,
+                "basic.ack",
+            )),
+        );
+        assert!(e.to_string().contains("(at basic.ack on queue d8)"), "{e}");
     }
 }

@@ -237,6 +237,15 @@ impl Reader {
                 r.map_err(|e| self.err(e))?;
             }
         }
+        // RabbitMQ answers no basic.ack: a connection lost after the ack was written and before
+        // the broker read it would leave the messages in the queue while the run counts them
+        // moved. A synchronous method on the same channel, which the broker handles after the
+        // ack, makes its answer the ack's: basic.qos with the prefetch the channel has (it
+        // changes nothing: it applies to consumers started later, with the same value).
+        self.ch
+            .basic_qos(self.mode.prefetch.max(1), BasicQosOptions::default())
+            .await
+            .map_err(|e| self.err(e))?;
         self.acked += tags.len() as u64;
         self.max_acked = self.max_acked.max(hi);
         let current = tags.iter().filter(|t| t.1 == self.generation).count() as u32;

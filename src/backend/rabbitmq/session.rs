@@ -30,11 +30,11 @@ use crate::error::{Error, Result};
 /// once; connection names only once its statistics come in).
 pub const HOLDER: &str = "dlqctl-holder";
 
-fn holder() -> FieldTable {
+fn holder(verb: &str) -> FieldTable {
     let mut t = FieldTable::default();
     let who = format!(
         "{} since {}",
-        super::conn::who("redrive"),
+        super::conn::who(verb),
         chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ")
     );
     t.insert(
@@ -61,7 +61,7 @@ impl RabbitBackend {
             return self
                 .broker()
                 .error(&format!("the lock queue {lock} (configure permission)"), e)
-                .hinted(format!("a redrive declares an exclusive queue `{lock}` as its lock: grant the user configure permission on `^dlqctl\\.lock\\.` (docs/permissions.md)"));
+                .hinted(format!("a redrive or a purge declares an exclusive queue `{lock}` as its lock: grant the user configure permission on `^dlqctl\\.lock\\.` (docs/permissions.md)"));
         }
         let mut holder = String::new();
         if let Some(api) = &self.api
@@ -133,7 +133,13 @@ pub struct RabbitMoveSession<'a> {
 const IN_FLIGHT: usize = 2;
 
 impl<'a> RabbitMoveSession<'a> {
-    pub async fn begin(b: &'a RabbitBackend, queue: &str, batch: usize) -> Result<Self> {
+    /// `verb`: the run (redrive, purge), as its connection and lock name it.
+    pub async fn begin(
+        b: &'a RabbitBackend,
+        queue: &str,
+        batch: usize,
+        verb: &str,
+    ) -> Result<Self> {
         // Room for the batches in flight and the next: it is on its way while they are copied.
         let prefetch = u16::try_from(batch.saturating_mul(IN_FLIGHT + 1)).unwrap_or(u16::MAX);
         let mut reader = Reader::open(
@@ -144,7 +150,7 @@ impl<'a> RabbitMoveSession<'a> {
                 exclusive: true,
                 stream: false,
             },
-            "redrive",
+            verb,
         )
         .await?;
         let lock = lock_name(queue);
@@ -157,7 +163,7 @@ impl<'a> RabbitMoveSession<'a> {
                     auto_delete: true,
                     ..QueueDeclareOptions::default()
                 },
-                holder(),
+                holder(verb),
             )
             .await
         {

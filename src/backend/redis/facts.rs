@@ -122,34 +122,7 @@ pub(super) async fn inspect(
     ins.facts.push(time_fact("last_dead", c.last_dead));
     let mut con = b.con.clone();
     match &b.lib {
-        Library::Sidekiq(s) => {
-            let other = match s.set {
-                SidekiqSet::Dead => format!("{}retry", s.prefix),
-                SidekiqSet::Retry => format!("{}dead", s.prefix),
-            };
-            let n: u64 = redis::cmd("ZCARD")
-                .arg(&other)
-                .query_async(&mut con)
-                .await
-                .map_err(|e| b.err(e))?;
-            ins.facts.push(Fact::new(
-                if s.set == SidekiqSet::Dead {
-                    "retry_set"
-                } else {
-                    "dead_set"
-                },
-                n,
-                format!("{n} (`{other}`)"),
-            ));
-            ins.facts.push(Fact::new(
-                "dead_retention_default",
-                serde_json::json!({
-                    "dead_timeout_in_seconds": sidekiq::DEFAULT_DEAD_TIMEOUT_SECONDS,
-                    "dead_max_jobs": sidekiq::DEFAULT_DEAD_MAX_JOBS,
-                }),
-                "180 days and 10,000 jobs, whichever comes first (Sidekiq's defaults; verify reads [queues.NAME.sidekiq])",
-            ));
-        }
+        Library::Sidekiq(s) => sidekiq_facts(b, s, c.n, &mut ins).await?,
         Library::BullMq(q) => {
             let mut pipe = redis::pipe();
             pipe.cmd("LLEN").arg(q.key("wait"));
@@ -157,8 +130,16 @@ pub(super) async fn inspect(
             pipe.cmd("ZCARD").arg(q.key("delayed"));
             pipe.cmd("ZCARD").arg(q.key("completed"));
             pipe.cmd("HEXISTS").arg(q.key("meta")).arg("paused");
-            let (wait, active, delayed, completed, paused): (u64, u64, u64, u64, bool) =
+            pipe.cmd("ZCARD").arg(q.set_key());
+            let (wait, active, delayed, completed, paused, ids): (u64, u64, u64, u64, bool, u64) =
                 pipe.query_async(&mut con).await.map_err(|e| b.err(e))?;
+            if ids > c.n {
+                ins.notes.push(format!(
+                    "{} of the {ids} ids in {} have no job hash (a removal left them behind): no command shows them, and a redrive counts each as not retried",
+                    ids - c.n,
+                    q.set_key()
+                ));
+            }
             for (name, n) in [
                 ("waiting", wait),
                 ("active", active),
@@ -191,6 +172,59 @@ pub(super) async fn inspect(
             .collect(),
     });
     Ok(ins)
+}
+
+/// inspect's Sidekiq facts: the other set's size, the default retention, and a note where
+/// nothing at this database and prefix is Sidekiq's (`n`: the jobs in the set read).
+async fn sidekiq_facts(
+    b: &RedisBackend,
+    s: &sidekiq::Sidekiq,
+    n_read: u64,
+    ins: &mut Inspection,
+) -> Result<()> {
+    let mut con = b.con.clone();
+    let other = match s.set {
+        SidekiqSet::Dead => format!("{}retry", s.prefix),
+        SidekiqSet::Retry => format!("{}dead", s.prefix),
+    };
+    let n: u64 = redis::cmd("ZCARD")
+        .arg(&other)
+        .query_async(&mut con)
+        .await
+        .map_err(|e| b.err(e))?;
+    ins.facts.push(Fact::new(
+        if s.set == SidekiqSet::Dead {
+            "retry_set"
+        } else {
+            "dead_set"
+        },
+        n,
+        format!("{n} (`{other}`)"),
+    ));
+    if n_read == 0 && n == 0 {
+        // An empty dead set looks the same at the wrong /DB or without namespace=:
+        // say so where nothing here is Sidekiq's.
+        let mut pipe = redis::pipe();
+        for k in ["queues", "processes", "stat:processed"] {
+            pipe.cmd("EXISTS").arg(format!("{}{k}", s.prefix));
+        }
+        let seen: Vec<u64> = pipe.query_async(&mut con).await.map_err(|e| b.err(e))?;
+        if seen.iter().all(|&e| e == 0) {
+            ins.notes.push(format!(
+                "no Sidekiq keys here ({p}queues, {p}processes, {p}stat:processed): if dead jobs are expected, check the URL's /DB number and namespace= (redis-namespace's prefix)",
+                p = s.prefix
+            ));
+        }
+    }
+    ins.facts.push(Fact::new(
+        "dead_retention_default",
+        serde_json::json!({
+            "dead_timeout_in_seconds": sidekiq::DEFAULT_DEAD_TIMEOUT_SECONDS,
+            "dead_max_jobs": sidekiq::DEFAULT_DEAD_MAX_JOBS,
+        }),
+        "180 days and 10,000 jobs, whichever comes first (Sidekiq's defaults; verify reads [queues.NAME.sidekiq])",
+    ));
+    Ok(())
 }
 
 fn sorted_rows(by: BTreeMap<(String, String), u64>) -> Vec<Vec<serde_json::Value>> {

@@ -331,7 +331,7 @@ fn bullmq_outcome(code: i64) -> SendOutcome {
     match code {
         1 => SendOutcome::Sent,
         -1 => SendOutcome::Rejected {
-            reason: "bullmq: the job's hash is gone (removed meanwhile)".into(),
+            reason: "bullmq: the job's hash is gone (removed meanwhile, or an id in failed that a removal left behind); left in failed".into(),
         },
         -3 => SendOutcome::Rejected {
             reason: "bullmq: no longer in failed when retried (retried or removed meanwhile)"

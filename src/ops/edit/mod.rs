@@ -120,15 +120,13 @@ pub async fn send(
         p.plan(&rows, kept.is_some());
     }
     if kept.is_some() {
-        let to = match &req.to {
-            Some((a, _)) => a.to_string(),
-            None => "its source queue".into(),
+        let question = match &req.to {
+            _ if prepared.in_place() => "Retry the job as edited, where it is?".to_string(),
+            Some((a, _)) => format!("Send the edited copy to {a} and remove the original?"),
+            None => "Send the edited copy to its source queue and remove the original?".into(),
         };
         ctx.interrupt.set_phase(Phase::Asking);
-        if !p.confirm(
-            &format!("Send the edited copy to {to} and remove the original?"),
-            "`dlqctl edit`",
-        )? {
+        if !p.confirm(&question, "`dlqctl edit`")? {
             p.plan_note(
                 &match kept {
                     Some(k) => format!(

@@ -13,6 +13,9 @@ use crate::backend::{MoveSession, SendOutcome, Ticket};
 use crate::error::Result;
 use crate::message::Message;
 
+/// The reason of a copy accepted in a batch whose settle failed.
+const UNSETTLED: &str = "copied, but the run stopped before the original was removed: the copy is in the target and the original still in the source; a re-run sends it again (a duplicate with the same stable id)";
+
 /// A batch whose copies are on their way. Batches land (are settled) in the order they were
 /// claimed, once every outcome of theirs is known.
 pub(super) struct Flight {
@@ -303,15 +306,25 @@ pub(super) async fn land(
     }
     let waited = waited.elapsed();
     let settled = session.settle(f.ticket, &accepted, &failed).await;
-    let unremoved: HashMap<usize, String> = match settled {
+    // A batch counts as moved only once it is settled. When the settle fails (the connection
+    // closed at the acknowledgement), its accepted copies are in the target and their
+    // originals were not removed: not moved, and said so (the run stops with the error).
+    let unremoved: HashMap<usize, String> = match &settled {
         Ok(()) => session.unremoved().into_iter().collect(),
-        Err(_) => HashMap::new(),
+        Err(_) => accepted
+            .iter()
+            .map(|&i| (i, UNSETTLED.to_string()))
+            .collect(),
     };
     for (key, i, o) in outcomes_of {
         match unremoved.get(&i) {
             Some(reason) if o == SendOutcome::Sent => {
                 s.failed += 1;
+                s.copied_not_removed += 1;
                 tally.fail(reason, &f.ids[i]);
+                if settled.is_err() {
+                    tally.unsettled += 1;
+                }
             }
             _ => record(s, tally, &key, &f.ids[i], &o),
         }

@@ -142,8 +142,17 @@ pub struct MoveSummary {
     pub would: std::collections::BTreeMap<&'static str, u64>,
     /// Did not pass the filters: left untouched.
     pub skipped: u64,
-    /// Offered and not accepted: left in the source.
+    /// Offered and not accepted: left in the source. Also the copies counted in
+    /// `copied_not_removed`.
     pub failed: u64,
+    /// Accepted by the target, but their originals were not removed from the source: the
+    /// source refused the removal, or the run stopped as it settled their batch (a connection
+    /// closed at the acknowledgement). Their copies are in the target and the originals in the
+    /// source, so a re-run may send them again: duplicates with the same stable ids. Counted
+    /// under `failed` too, with the reason in `failures`; never under `moved`. Present when
+    /// not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub copied_not_removed: u64,
     /// Redriven `--max-redrives` times already: left in the source (loop guard).
     pub held: u64,
     /// Redriven `--max-redrives` times already: moved to `--park` instead.
@@ -178,6 +187,31 @@ pub struct MoveSummary {
     /// API requests this run sent to SQS (present when SQS was involved).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sqs_requests: Option<u64>,
+}
+
+impl MoveSummary {
+    /// The run's time and rate, the SQS requests it made, and a dry run's `would_…` count.
+    fn timed(&mut self, elapsed_seconds: f64, mode: Mode) {
+        self.elapsed_seconds = elapsed_seconds;
+        self.messages_per_second = if elapsed_seconds > 0.0 {
+            self.moved as f64 / elapsed_seconds
+        } else {
+            0.0
+        };
+        self.sqs_requests = crate::backend::sqs_requests();
+        if self.dry_run {
+            let key = match mode {
+                Mode::Redrive => "would_move",
+                Mode::Replay => "would_copy",
+                Mode::Purge => "would_remove",
+            };
+            self.would.insert(key, self.moved);
+        }
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Serialize)]
@@ -336,25 +370,19 @@ impl<'a> Run<'a> {
                 None
             }
             Err(e) => {
-                s.aborted = Some(e.to_string());
+                s.aborted = Some(match tally.unsettled {
+                    0 => e.to_string(),
+                    n => format!(
+                        "{e}; the copies of the last {n} message(s) had been accepted by the target, but their originals were not removed: they are still in the source, and a re-run sends them again (duplicates with the same stable ids)"
+                    ),
+                });
                 Some(e)
             }
         };
-        s.elapsed_seconds = started.elapsed().as_secs_f64();
-        s.messages_per_second = if s.elapsed_seconds > 0.0 {
-            s.moved as f64 / s.elapsed_seconds
-        } else {
-            0.0
-        };
-        s.sqs_requests = crate::backend::sqs_requests();
-        if s.dry_run {
-            let key = match req.mode {
-                Mode::Redrive => "would_move",
-                Mode::Replay => "would_copy",
-                Mode::Purge => "would_remove",
-            };
-            s.would.insert(key, s.moved);
-        }
+        // Whether copies went out or messages left the source: exit 2, which promises that
+        // nothing changed, cannot be given any more.
+        let changed = !s.dry_run && (s.moved > 0 || s.copied_not_removed > 0);
+        s.timed(started.elapsed().as_secs_f64(), req.mode);
         s.failures = tally.failures.into_values().collect();
         s.failures.sort_by_key(|f| std::cmp::Reverse(f.count));
         s.destinations = tally
@@ -365,7 +393,7 @@ impl<'a> Run<'a> {
         if let Some(a) = tally.audit {
             // The code `main` will exit with (see the end of this function).
             let code = match &aborted {
-                Some(e) if s.moved > 0 && e.exit_code() == exit::USAGE => exit::PARTIAL,
+                Some(e) if changed && e.exit_code() == exit::USAGE => exit::PARTIAL,
                 Some(e) => e.exit_code(),
                 None if s.interrupted => exit::INTERRUPTED,
                 None if s.failed > 0 || !s.unaccounted.is_empty() => exit::PARTIAL,
@@ -374,14 +402,21 @@ impl<'a> Run<'a> {
             a.finish(
                 code,
                 serde_json::to_value(&s).unwrap_or_default(),
-                aborted.as_ref().map(ToString::to_string),
+                s.aborted.clone(),
             )
             .await;
         }
-        render::render(ctx, &s)?;
+        // A usage error before anything was read (a queue the run refuses to read, found once
+        // it was opened) ends as every other usage error does: the error alone, stdout empty.
+        let refused = aborted
+            .as_ref()
+            .is_some_and(|e| e.exit_code() == exit::USAGE && s.examined == 0);
+        if !refused {
+            render::render(ctx, &s)?;
+        }
         if let Some(e) = aborted {
             // Exit 2 promises that nothing changed: once copies went out, it cannot be given.
-            return Err(if s.moved > 0 && !s.dry_run {
+            return Err(if changed {
                 Error::Stopped {
                     source: Box::new(e),
                 }

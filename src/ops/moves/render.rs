@@ -36,6 +36,12 @@ fn text(p: &crate::output::Printer, s: &MoveSummary) -> Result<()> {
     for d in &s.destinations {
         p.line(&p.para(&format!("  {} → ", d.messages), &d.to))?;
     }
+    if s.copied_not_removed > 0 {
+        p.line(&p.prose(&format!(
+            "copied but not removed {} (their copies are in the target and the originals still in the source: a re-run may send them again, duplicates with the same stable ids; listed below)",
+            s.copied_not_removed
+        )))?;
+    }
     if s.held > 0 {
         p.line(&p.prose(&format!(
             "held {} (redriven --max-redrives times already; left where they were: look at them with `{}`)",
@@ -249,6 +255,36 @@ mod tests {
         assert!(matches!(with(Some("4")), Test::True));
         assert!(matches!(with(Some("2")), Test::False));
         assert!(matches!(with(None), Test::False), "{:?}", with(None));
+    }
+
+    /// Copies accepted whose originals stayed (a settle that failed as the run stopped) are
+    /// said in their own line, not folded into `moved`.
+    #[test]
+    fn the_summary_says_what_was_copied_but_not_removed() {
+        let (p, out) = Printer::capture(OutputFormat::Table);
+        let s = MoveSummary {
+            operation: "redrive".into(),
+            moved: 100,
+            failed: 10,
+            copied_not_removed: 10,
+            examined: 110,
+            aborted: Some("amqp://…: the AMQP connection was closed".into()),
+            ..MoveSummary::default()
+        };
+        text(&p, &s).unwrap();
+        let text = out.text().replace('\n', " ");
+        assert!(text.starts_with("moved 100 · "), "{text}");
+        assert!(
+            text.contains("copied but not removed 10 (their copies are in the target"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["copied_not_removed"], 10);
+        let clean = serde_json::to_value(MoveSummary::default()).unwrap();
+        assert!(
+            clean.get("copied_not_removed").is_none(),
+            "present when not 0"
+        );
     }
 
     fn line(p: &Printer, s: &MoveSummary) {

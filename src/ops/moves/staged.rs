@@ -20,6 +20,12 @@ impl Prepared {
         plan::plan(req, &self.setup)
     }
 
+    /// Whether the run retries each message where it is (a job system's own retry) rather
+    /// than copying it elsewhere and removing the original.
+    pub fn in_place(&self) -> bool {
+        self.setup.in_place
+    }
+
     /// How many messages the run will act on, where that was counted before it starts (a
     /// filtered run's count, or an unfiltered run's exact backlog): the number a person types
     /// to confirm a large run (`dlqctl ui`).

@@ -15,6 +15,9 @@ pub(super) struct Tally {
     pub(super) dest: BTreeMap<String, u64>,
     /// The run's audit (a changing run): the ids moved are added as they are accepted.
     pub(super) audit: Option<crate::audit::Audit>,
+    /// Copies accepted in a batch whose settle failed (the run stops there): their originals
+    /// stay in the source.
+    pub(super) unsettled: u64,
 }
 
 impl Tally {

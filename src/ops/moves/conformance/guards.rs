@@ -248,3 +248,85 @@ async fn a_copy_whose_original_stays_is_failed_not_moved() {
         );
     }
 }
+
+/// A batch counts as moved only once it is settled (operator report, RabbitMQ, 2026-12-06:
+/// a connection closed at the `basic.ack` of a batch whose copies the target had confirmed
+/// reported 110 moved while 100 had left the DLQ). Here the fourth settle fails: the run stops
+/// with the backend's error (exit 3); `moved`, the audit's count and its ids are the 30
+/// removed; the fourth batch is reported as copied but not removed (in `failed`, `failures`,
+/// `copied_not_removed` and the abort reason), its originals still in the source; a re-run
+/// moves the rest, and the fourth batch's messages are in the target twice, with their ids.
+/// Redrive and purge with an archive alike.
+#[tokio::test]
+async fn a_batch_whose_settle_failed_is_not_counted_as_moved() {
+    for mode in [Mode::Redrive, Mode::Purge] {
+        let pair = Pair::seeded(100);
+        pair.queues.queue(&pair.dlq).lock().unwrap().fail_settle_at = Some(4);
+        let state = tempfile::tempdir().unwrap();
+        let (mut ctx, out) = pair.ctx(OutputFormat::Json);
+        ctx.aws.state_dir = Some(state.path().to_path_buf());
+        let mut req = pair.request(mode);
+        req.batch_size = 10;
+        let e = run(&ctx, req).await.unwrap_err();
+        assert_eq!(e.exit_code(), exit::BACKEND, "{mode:?}: {e}");
+        assert!(e.to_string().contains("nothing was lost"), "{mode:?}: {e}");
+        let removed = 100 - pair.ids(&pair.dlq).len() as u64;
+        assert_eq!(removed, 30, "{mode:?}");
+        assert_eq!(
+            pair.ids(&pair.main),
+            all(40),
+            "{mode:?}: four batches copied"
+        );
+        let s = summary(&out);
+        assert_eq!(s["moved"].as_u64(), Some(removed), "{mode:?}: {s}");
+        assert_eq!(
+            (s["copied_not_removed"].as_u64(), s["failed"].as_u64()),
+            (Some(10), Some(10)),
+            "{mode:?}: {s}"
+        );
+        assert_eq!(s["destinations"][0]["messages"], 30, "{mode:?}: {s}");
+        assert!(
+            s["failures"][0]["reason"]
+                .as_str()
+                .is_some_and(|r| r
+                    .contains("the copy is in the target and the original still in the source")),
+            "{mode:?}: {s}"
+        );
+        assert_eq!(s["failures"][0]["ids"][0], "m30", "{mode:?}: {s}");
+        let aborted = s["aborted"].as_str().unwrap_or_default();
+        assert!(
+            aborted.contains("the last 10 message(s)") && aborted.contains("duplicates"),
+            "{mode:?}: {aborted}"
+        );
+        let audit = std::fs::read_to_string(state.path().join("audit.jsonl")).unwrap();
+        let outcome: serde_json::Value = audit
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|r| r["record"] == "outcome")
+            .unwrap();
+        assert_eq!(outcome["counts"]["moved"], 30, "{mode:?}: {outcome}");
+        assert_eq!(outcome["counts"]["copied_not_removed"], 10, "{mode:?}");
+        assert_eq!(outcome["exit_code"], exit::BACKEND, "{mode:?}");
+        assert_eq!(outcome["error"].as_str(), Some(aborted), "{mode:?}");
+        let listed: Vec<&str> = outcome["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        assert_eq!(listed, all(30), "{mode:?}: the audit lists only what left");
+
+        // The re-run moves the rest; the fourth batch is in the target twice, same ids.
+        pair.queues.queue(&pair.dlq).lock().unwrap().fail_settle_at = None;
+        let (ctx, out) = pair.ctx(OutputFormat::Json);
+        assert_eq!(run(&ctx, pair.request(mode)).await.unwrap(), exit::OK);
+        assert_eq!(summary(&out)["moved"], 70, "{mode:?}");
+        assert!(pair.ids(&pair.dlq).is_empty(), "{mode:?}");
+        let mut got = pair.ids(&pair.main);
+        got.sort();
+        let mut want = all(100);
+        want.extend(all(40)[30..].iter().cloned());
+        want.sort();
+        assert_eq!(got, want, "{mode:?}: nothing lost, the fourth batch twice");
+    }
+}
