@@ -626,16 +626,22 @@ async fn messages_another_channel_holds_are_reported_not_silently_missed() {
             .expect("a message to hold");
     }
     // The management API counts them once its statistics come in (every 5 s by default).
+    // dlqctl takes the API's count only while its ready count agrees with AMQP's, and each
+    // read below holds the 15 for a moment: before each command, wait until the statistics
+    // show the queue at rest again (a condition, not a sleep).
     let path = format!("queues/%2F/{}", r.name("dlq"));
-    crate::pair::wait_until(
-        Duration::from_secs(30),
-        "the API to count 5 unacknowledged",
-        || async {
-            let q = r.api_get(&path).await;
-            q["messages_unacknowledged"] == 5 && q["messages_ready"] == 15
-        },
-    )
-    .await;
+    let at_rest = || async {
+        crate::pair::wait_until(
+            Duration::from_secs(30),
+            "the API to count 15 ready and 5 unacknowledged",
+            || async {
+                let q = r.api_get(&path).await;
+                q["messages_unacknowledged"] == 5 && q["messages_ready"] == 15
+            },
+        )
+        .await
+    };
+    at_rest().await;
     let sb = Sandbox::new();
     let dlq = r.url("dlq");
 
@@ -645,6 +651,7 @@ async fn messages_another_channel_holds_are_reported_not_silently_missed() {
     assert_eq!(c["total"], 15, "{c}");
     assert_eq!(c["complete"], false, "{c}");
     assert_eq!(c["unseen"][0]["count"], 5, "{c}");
+    at_rest().await;
     let table = run(&sb, &["classify", &dlq, "--output", "table"]).ok();
     assert!(
         table
@@ -654,6 +661,7 @@ async fn messages_another_channel_holds_are_reported_not_silently_missed() {
         table.stdout
     );
 
+    at_rest().await;
     let chk = run(
         &sb,
         &[
@@ -680,6 +688,7 @@ async fn messages_another_channel_holds_are_reported_not_silently_missed() {
         "{j}"
     );
 
+    at_rest().await;
     let ex = run(&sb, &["export", &dlq]).code(1);
     assert_eq!(ex.stdout.lines().count(), 15);
     assert!(
@@ -688,6 +697,7 @@ async fn messages_another_channel_holds_are_reported_not_silently_missed() {
         ex.stderr
     );
 
+    at_rest().await;
     let dry = run(
         &sb,
         &[
@@ -702,6 +712,7 @@ async fn messages_another_channel_holds_are_reported_not_silently_missed() {
     )
     .code(1);
     assert!(dry.stdout.contains("held unacknowledged"), "{}", dry.stdout);
+    at_rest().await;
     let rd = run(
         &sb,
         &[
