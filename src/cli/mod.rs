@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::error::{Error, Result, exit};
 use crate::filter::Filter;
 use crate::output::{ColorChoice, OutputChoice, OutputFormat, Printer, PrinterOptions};
-use crate::settings::{Ctx, FilterInput, Interrupt, Phase, build_filter};
+use crate::settings::{Ctx, FilterInput, Interrupt, build_filter};
 
 mod audit;
 mod check;
@@ -24,6 +24,7 @@ mod peek;
 mod purge;
 mod redrive;
 mod replay;
+mod signals;
 mod tail;
 mod ui;
 mod verify;
@@ -519,7 +520,7 @@ async fn run(cli: Cli, printer: Printer) -> i32 {
         opener: crate::backend::Opener::default(),
         reason: g.reason.clone(),
     };
-    spawn_signal_handler(ctx.interrupt.clone(), ctx.printer.stderr());
+    signals::spawn_signal_handler(ctx.interrupt.clone(), ctx.printer.stderr());
     let result = match cli.command {
         Command::Inspect(a) => inspect::run(&ctx, a).await,
         Command::Peek(a) => peek::run(&ctx, a).await,
@@ -550,57 +551,6 @@ async fn run(cli: Cli, printer: Printer) -> i32 {
 fn report(printer: &Printer, e: &Error) -> i32 {
     printer.error(e);
     e.exit_code()
-}
-
-/// Ctrl-C and SIGTERM; what it says goes to the terminal's stderr (`err`).
-fn spawn_signal_handler(interrupt: Interrupt, err: crate::output::Stderr) {
-    tokio::spawn(async move {
-        #[cfg(unix)]
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let mut count = 0;
-        loop {
-            #[cfg(unix)]
-            let got = match term.as_mut() {
-                Some(t) => tokio::select! {
-                    r = tokio::signal::ctrl_c() => r.is_ok(),
-                    r = t.recv() => r.is_some(),
-                },
-                None => tokio::signal::ctrl_c().await.is_ok(),
-            };
-            #[cfg(not(unix))]
-            let got = tokio::signal::ctrl_c().await.is_ok();
-            if !got {
-                return;
-            }
-            if interrupt.phase() == Phase::Editing {
-                // The editor's: the terminal sends it to the whole foreground group.
-                continue;
-            }
-            count += 1;
-            if count == 1 {
-                match interrupt.phase() {
-                    Phase::Asking => {
-                        err.line("\ncancelled; nothing done");
-                        std::process::exit(exit::INTERRUPTED);
-                    }
-                    Phase::Changing => err.line(
-                        "\ninterrupting: finishing the current batch (press Ctrl-C again to stop at once)",
-                    ),
-                    Phase::Reading | Phase::Editing => {
-                        err.line("\ninterrupting (press Ctrl-C again to stop at once)")
-                    }
-                }
-                interrupt.trigger();
-            } else {
-                // The open transaction, if any, is rolled back by the server: nothing is lost.
-                // The audit trail says how many had left the source by now.
-                crate::audit::stopped();
-                err.line("stopped");
-                std::process::exit(exit::INTERRUPTED);
-            }
-        }
-    });
 }
 
 #[cfg(test)]
