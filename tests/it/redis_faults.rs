@@ -13,6 +13,14 @@ fn set(ids: Vec<String>) -> HashSet<String> {
     ids.into_iter().collect()
 }
 
+/// A dead Sidekiq job (`member`, as seeded) as another job: its `jid` and `queue` replaced.
+fn variant(member: &str, jid: &str, queue: &str) -> String {
+    let mut job: serde_json::Value = serde_json::from_str(member).unwrap();
+    job["jid"] = jid.into();
+    job["queue"] = queue.into();
+    job.to_string()
+}
+
 /// BullMQ: a failed id whose key is a string (`m-1z`), between good jobs, in one batch.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bullmq_job_of_another_type_strands_no_other_job_of_its_batch() {
@@ -70,15 +78,10 @@ async fn a_sidekiq_job_whose_queue_is_another_type_strands_no_other_job() {
     let db = RedisDb::new().await;
     let ids = seed_sidekiq(&db, 3).await;
     let dead = db.zrange("dead").await;
-    let mut bad: serde_json::Value = serde_json::from_str(&dead[1]).unwrap();
-    bad["jid"] = "bad-1".into();
-    bad["queue"] = "broken".into();
+    let bad = variant(&dead[1], "bad-1", "broken");
     let score: f64 = db.q(redis::cmd("ZSCORE").arg("dead").arg(&dead[1])).await;
     let _: i64 = db
-        .q(redis::cmd("ZADD")
-            .arg("dead")
-            .arg(score)
-            .arg(bad.to_string()))
+        .q(redis::cmd("ZADD").arg("dead").arg(score).arg(&bad))
         .await;
     let _: () = db.q(redis::cmd("SET").arg("queue:broken").arg("x")).await;
     let r = Sandbox::new()
@@ -119,10 +122,8 @@ async fn a_sidekiq_dry_run_predicts_the_jobs_its_push_would_refuse() {
     let db = RedisDb::new().await;
     let ids = seed_sidekiq(&db, 3).await;
     let dead = db.zrange("dead").await;
-    let mut no_queue: serde_json::Value = serde_json::from_str(&dead[0]).unwrap();
-    no_queue["jid"] = "empty-queue".into();
-    no_queue["queue"] = "".into();
-    for (i, member) in ["this is not json", "[1,2,3]", &no_queue.to_string()]
+    let no_queue = variant(&dead[0], "empty-queue", "");
+    for (i, member) in ["this is not json", "[1,2,3]", &no_queue]
         .iter()
         .enumerate()
     {

@@ -140,6 +140,28 @@ async fn a_dead_set_sidekiq_wrote_under_a_namespace_is_retried_and_worked_by_it(
     );
 }
 
+/// `tail URL` in the background until it has shown `max` jobs (JSON Lines, polling every
+/// 100 ms, a minute at most without news).
+fn start_tail(sb: &Sandbox, url: &str, max: u32) -> std::process::Child {
+    let max = max.to_string();
+    sb.cmd(&[
+        "tail",
+        url,
+        "--max",
+        &max,
+        "--poll-interval",
+        "100ms",
+        "--idle-timeout",
+        "60s",
+        "--output",
+        "jsonl",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap()
+}
+
 /// Wait until a client of `db` has run `cmd` last (tail took its starting point).
 async fn client_ran(db: &RedisDb, cmd: &str) {
     let want = format!("db={} ", db.db);
@@ -166,23 +188,7 @@ async fn tail_sees_a_job_that_dies_after_it_started() {
             db.sidekiq()
         };
         let sb = Sandbox::new();
-        let child = sb
-            .cmd(&[
-                "tail",
-                &url,
-                "--max",
-                "1",
-                "--poll-interval",
-                "100ms",
-                "--idle-timeout",
-                "60s",
-                "--output",
-                "jsonl",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = start_tail(&sb, &url, 1);
         client_ran(&db, "zrange").await;
         if bull {
             db.bullmq_worker(&["seed", "tq", "1", "new"]);
@@ -213,23 +219,7 @@ async fn tail_sees_a_job_scored_below_the_last_one_it_saw() {
     let db = RedisDb::new().await;
     seed_sidekiq(&db, 2).await;
     let sb = Sandbox::new();
-    let child = sb
-        .cmd(&[
-            "tail",
-            &db.sidekiq(),
-            "--max",
-            "2",
-            "--poll-interval",
-            "100ms",
-            "--idle-timeout",
-            "60s",
-            "--output",
-            "jsonl",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = start_tail(&sb, &db.sidekiq(), 2);
     client_ran(&db, "zrange").await;
     // Give the tail a poll or two past the jobs already there.
     tokio::time::sleep(Duration::from_millis(500)).await;
