@@ -207,12 +207,29 @@ pub fn resolve_queue(config: &Config, aws: &AwsOptions, arg: &str) -> Result<Que
         return Err(e);
     }
     let address = Address::parse(arg)?;
-    // A URL that matches a configured queue's address picks up its settings.
-    let found = config
+    // A URL that matches a configured queue's address picks up its settings: of one entry
+    // only. Two entries with the same `dlq` differ in what matters (the dedupe table, the
+    // source, the limits), and guessing between them would check or move by the wrong one.
+    let found: Vec<_> = config
         .queues
         .iter()
-        .find(|(_, q)| Address::parse(&q.dlq).ok().as_ref() == Some(&address));
-    Ok(match found {
+        .filter(|(_, q)| Address::parse(&q.dlq).ok().as_ref() == Some(&address))
+        .collect();
+    if let [(first, _), (second, _), ..] = found.as_slice() {
+        let names: Vec<String> = found.iter().map(|(n, _)| format!("[queues.{n}]")).collect();
+        return Err(Error::Config {
+            path: config.path.clone().unwrap_or_default(),
+            reason: format!(
+                "{} is the dlq of {}, whose settings differ; dlqctl will not guess which one you mean",
+                address,
+                names.join(" and ")
+            ),
+        }
+        .hinted(format!(
+            "name the entry instead of its URL (`{first}` or `{second}`), or give each entry its own dlq"
+        )));
+    }
+    Ok(match found.first().copied() {
         Some((name, cfg)) => QueueRef {
             name: Some(name.clone()),
             address,
@@ -247,7 +264,7 @@ fn unknown_name(config: &Config, arg: &str) -> Option<Error> {
     let hint = match crate::text::closest(arg, config.queues.keys().map(String::as_str)) {
         Some(c) => format!("did you mean `{c}`?"),
         None => format!(
-            "name the queue by its URL (an SQS queue: sqs://{arg}; a Kafka topic: kafka://HOST:PORT/{arg}), or define [queues.{arg}] in dlqctl.toml (--config FILE or DLQCTL_CONFIG)"
+            "name the queue by its URL (an SQS queue: sqs://{arg}; a Kafka topic: kafka://HOST:PORT/{arg}; a RabbitMQ queue: amqp://USER@HOST:PORT/VHOST?queue={arg}; a BullMQ queue: redis://HOST:PORT/DB?system=bullmq&queue={arg}; a table: postgres://USER@HOST:PORT/DB?table={arg}), or define [queues.{arg}] in dlqctl.toml (--config FILE or DLQCTL_CONFIG)"
         ),
     };
     Some(e.hinted(hint))
@@ -472,6 +489,24 @@ mod tests {
         let e = resolve_queue(&cfg, &aws, "payments").unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("payments"));
+    }
+
+    /// A URL that is the `dlq` of two entries picks neither: their dedupe tables, sources and
+    /// limits differ, and a guess would verify or move by the wrong one.
+    #[test]
+    fn a_url_of_two_entries_is_refused_naming_both() {
+        let cfg: Config = toml::from_str(
+            "[queues.work]\ndlq = \"postgres://u@h/db?table=dlq\"\n\
+             [queues.another]\ndlq = \"postgres://u@h/db?table=dlq\"\n",
+        )
+        .unwrap();
+        let aws = AwsOptions::default();
+        let e = resolve_queue(&cfg, &aws, "postgres://u@h/db?table=dlq").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let text = format!("{e} {}", e.hints().join(" "));
+        assert!(text.contains("[queues.another] and [queues.work]"), "{text}");
+        assert!(text.contains("`another` or `work`"), "{text}");
+        assert_eq!(resolve_queue(&cfg, &aws, "work").unwrap().name.as_deref(), Some("work"));
     }
 
     #[test]
