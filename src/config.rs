@@ -338,9 +338,16 @@ impl Config {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
-        let mut cfg: Config = toml::from_str(&text).map_err(|e| Error::Config {
-            path: path.to_path_buf(),
-            reason: one_line(&e.to_string()),
+        let mut cfg: Config = toml::from_str(&text).map_err(|e| {
+            let mut reason = one_line(&e.to_string());
+            if reason.contains("duplicate field `dlq`") {
+                // serde reports the alias's clash without the entry's line.
+                reason.push_str(" (`url` is another name for `dlq`: give one of them)");
+            }
+            Error::Config {
+                path: path.to_path_buf(),
+                reason,
+            }
         })?;
         cfg.path = Some(path.to_path_buf());
         for (k, v) in &cfg.kafka.properties {
@@ -409,6 +416,18 @@ match = { error = "(?i)timed? ?out|429|503" }
             Some(Retention::For(Duration::from_secs(30 * 86400)))
         );
         assert_eq!(cfg.classify.rules[0].kind, RuleKind::Transient);
+    }
+
+    /// `url` is an alias of `dlq`: an entry with both says so, not only serde's bare
+    /// "duplicate field".
+    #[test]
+    fn url_and_dlq_together_name_the_alias() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dlqctl.toml");
+        std::fs::write(&path, "[queues.a]\ndlq = \"sqs://a\"\nurl = \"sqs://b\"\n").unwrap();
+        let e = Config::read(&path).unwrap_err().to_string();
+        assert!(e.contains("duplicate field `dlq`"), "{e}");
+        assert!(e.contains("`url` is another name for `dlq`"), "{e}");
     }
 
     #[test]
