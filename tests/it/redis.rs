@@ -306,6 +306,23 @@ async fn purge_archives_then_removes() {
     seed_bullmq(&db, "q", 5).await;
     let sb = Sandbox::new();
     let archive = sb.path("archive.jsonl");
+    // The plan says where an archive of jobs can come back to: not into the library.
+    let plan = sb
+        .run(&[
+            "purge",
+            &db.bullmq("q"),
+            "--archive",
+            archive.to_str().unwrap(),
+            "--dry-run",
+            "--output",
+            "table",
+        ])
+        .ok();
+    assert!(
+        plan.stderr.contains("dlqctl does not enqueue into a job library"),
+        "{}",
+        plan.stderr
+    );
     let r = sb
         .run(&[
             "purge",

@@ -15,6 +15,9 @@ pub(super) struct Words {
     /// Removing is committing a position past a message (Kafka's offsets): the plan says what
     /// that passes over.
     pub(super) by_position: bool,
+    /// The source is a job library (retried in place): dlqctl does not enqueue into one, so
+    /// a purge's archive comes back only into another backend, or through the application.
+    pub(super) job_library: bool,
 }
 
 /// The plan's rows: what happens, from where, to where, how many.
@@ -91,6 +94,12 @@ pub(super) fn plan(req: &MoveRequest, setup: &Setup) -> Vec<(String, String)> {
     );
     for (k, v) in keeps(req, setup) {
         row(&k, v);
+    }
+    if req.mode == Mode::Purge && fixed.is_some() && words.job_library {
+        row(
+            "note",
+            "dlqctl does not enqueue into a job library: the archived jobs can be replayed into another backend, or enqueued again by the application from the archive (docs/purge.md)".into(),
+        );
     }
     if req.mode == Mode::Redrive && words.by_position && !req.filter.is_empty() {
         row(

@@ -188,6 +188,7 @@ impl Setup {
                 source.describe_filtered_read(facts.backlog)
             },
             by_position: source.settles_by_position(),
+            job_library: source.retries_in_place(),
         };
         Setup {
             fixed,
