@@ -365,6 +365,41 @@ async fn purge_archives_then_removes() {
     );
 }
 
+/// A failed flow parent copied elsewhere (or archived) is removed alone: its healthy child,
+/// delayed and never dead, stays where BullMQ keeps it. (BullMQ's `job.remove()` removes a
+/// parent's children by default; dlqctl removed a delayed child that was never copied.)
+#[tokio::test(flavor = "multi_thread")]
+async fn moving_a_failed_flow_parent_leaves_its_healthy_children() {
+    let db = RedisDb::new().await;
+    db.bullmq_worker(&["flow", "fl"]);
+    let failed = db.zrange("bull:fl:failed").await;
+    assert_eq!(set(failed), set(vec!["flow-bad".into(), "flow-parent".into()]));
+    assert_eq!(db.zrange("bull:fl:delayed").await, vec!["flow-late".to_string()]);
+    let sb = Sandbox::new();
+    let archive = sb.path("flow.jsonl");
+    let r = sb
+        .run(&[
+            "purge",
+            &db.bullmq("fl"),
+            "--archive",
+            archive.to_str().unwrap(),
+            "--yes",
+            "--output",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(r["moved"], 2, "{r}");
+    assert_eq!(db.zcard("bull:fl:failed").await, 0);
+    assert_eq!(
+        db.zrange("bull:fl:delayed").await,
+        vec!["flow-late".to_string()],
+        "the delayed child is still delayed"
+    );
+    let kept: bool = db.q(redis::cmd("EXISTS").arg("bull:fl:flow-late")).await;
+    assert!(kept, "the delayed child's hash is kept");
+}
+
 /// `--transform` copies elsewhere (the id kept); in place there is nothing to transform.
 #[tokio::test(flavor = "multi_thread")]
 async fn transform_goes_to_another_backend_not_in_place() {

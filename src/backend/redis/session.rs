@@ -447,7 +447,10 @@ impl MoveSession for RedisMoveSession<'_> {
                         .arg(q.key("repeat"))
                         .arg(q.key("failed"))
                         .arg(id.as_ref())
-                        .arg("1")
+                        // removeChildren off: only the dead job leaves. A failed parent's
+                        // children are not dead letters (a delayed one would be deleted
+                        // without a copy); BullMQ lets a child finish without its parent.
+                        .arg("0")
                         .arg(&q.base);
                 }
                 let codes: Vec<i64> = pipe
