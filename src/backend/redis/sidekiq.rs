@@ -132,9 +132,8 @@ impl Sidekiq {
         let mut m = Message {
             id: jid.clone(),
             native_id: jid,
-            body: job
-                .get("args")
-                .map(|a| a.to_string().into_bytes())
+            body: raw_args(&e.member)
+                .or_else(|| job.get("args").map(|a| a.to_string().into_bytes()))
                 .unwrap_or_default(),
             attributes,
             receive_count: job
@@ -237,6 +236,20 @@ fn push_checks(
         Some(v @ (Value::Number(_) | Value::Bool(_))) => Ok(v.to_string()),
         Some(_) => Err("sidekiq: the dead job's `queue` is empty, null or not a name, which Sidekiq's push refuses (\"Job must include a valid queue name\"); left dead".into()),
     }
+}
+
+/// A job's `args` as its member spells them, byte for byte: through a `Value` an integer
+/// beyond 2^64 became a float and `"caf\u00e9"` became `"café"`, and a copy would carry
+/// that while the original was removed. None where the member has no single `args` (then
+/// the parsed value's text, as before).
+fn raw_args(member: &[u8]) -> Option<Vec<u8>> {
+    #[derive(serde::Deserialize)]
+    struct Args<'a> {
+        #[serde(borrow)]
+        args: Option<&'a RawValue>,
+    }
+    let a: Args = serde_json::from_slice(member).ok()?;
+    Some(a.args?.get().as_bytes().to_vec())
 }
 
 /// The dead job `member` with its `args` replaced by `body` (`dlqctl edit`'s copy: a JSON
@@ -362,6 +375,16 @@ mod tests {
         let (_, out) = retry_payload(job.as_bytes(), false, now).unwrap();
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["enqueued_at"], 1800000000000i64);
+    }
+
+    /// The body is the member's `args` byte for byte: what a copy elsewhere carries, once the
+    /// dead job is gone.
+    #[test]
+    fn the_body_is_the_args_as_written() {
+        let args = r#"[123456789012345678901234, 9007199254740993,1.10,"caf\u00e9","a\/b"]"#;
+        let job = format!(r#"{{"class":"HardJob","args":{args},"jid":"big","queue":"q"}}"#);
+        let m = sk(None).to_message(&entry(&job, 1700000300.5)).unwrap();
+        assert_eq!(String::from_utf8(m.body).unwrap(), args);
     }
 
     #[test]
