@@ -21,6 +21,8 @@ use crate::message::Message;
 /// fp2: ids of 64 bits; a word followed by a number (`cust-7`, `JOB42`, `int64`) keeps its
 /// word, whatever the number's length.
 /// fp3: key=value pairs, names in parentheses and typographic quotes are placeholders too.
+/// (Still fp3: a path in parentheses, `(Errno::EACCES)`, stays whole. Only such texts get
+/// new templates, hence new ids; no template's id changes.)
 const VERSION: &str = "fp3";
 
 /// Hex characters in an id.
@@ -67,9 +69,10 @@ static RULES: LazyLock<Vec<(Regex, With)>> = LazyLock::new(|| {
         ),
         // A name in parentheses (`(tenant acme)`, `(tenant: acme)`, `(tenant=acme)`): the name
         // stays, the value goes. One word alone in parentheses (`(closed)`) is a reason, not a
-        // name: it stays.
+        // name: it stays; so does a path (`(Errno::ECONNREFUSED)`, Ruby's errno classes: the
+        // class is the failure, not a value), whose `::` is no separator.
         (
-            r"\(([A-Za-z_][\w.-]*)(?:[:=] *| +)[^()\s]+\)",
+            r"\(([A-Za-z_][\w.-]*)(?:[:=] *| +)[^()\s:][^()\s]*\)",
             Text("(${1} <v>)"),
         ),
         // key=value pairs (`tenant=acme`, `user_id=u-17`, a URL's query): the key stays.
@@ -373,6 +376,16 @@ mod tests {
             t("currency XTS is not supported (tenant acme)"),
             t("currency XTS is disabled (tenant acme)")
         );
+        // A Ruby errno class in parentheses is the failure itself: two errnos, two templates.
+        assert_eq!(
+            t("open failed (Errno::ECONNREFUSED)"),
+            "open failed (Errno::ECONNREFUSED)"
+        );
+        assert_ne!(
+            t("open failed (Errno::ECONNREFUSED)"),
+            t("open failed (Errno::EACCES)")
+        );
+        assert_eq!(t("bad (tenant: acme)"), "bad (tenant <v>)");
         // A parenthesised reason of one word is not a name: it stays.
         assert_eq!(
             t("Net::ReadTimeout with #<TCPSocket:(closed)>"),
