@@ -15,6 +15,16 @@ pub fn escape_controls(s: &str) -> String {
     out
 }
 
+/// [`escape_controls`] for a table cell, whose line breaks are its own: every control
+/// character but `\n` escaped (a message's id or error with an ESC in it would otherwise
+/// drive the terminal).
+pub fn escape_controls_but_newlines(s: &str) -> String {
+    if !s.chars().any(|c| c.is_control() && c != '\n') {
+        return s.to_string();
+    }
+    s.split('\n').map(escape_controls).collect::<Vec<_>>().join("\n")
+}
+
 /// The closest of `known` to `word`, when it is close enough to be a likely typo.
 pub fn closest<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     known

@@ -31,9 +31,12 @@ pub fn card(m: &Message, c: &Classifier, color: bool, width: Option<usize>) -> S
     } else {
         ("", "")
     };
-    let mut s = format!("{b}── {}{r}", m.id);
+    // Anyone's bytes (ids, names, errors) with their control characters escaped: an ESC
+    // would drive the terminal.
+    let esc = crate::text::escape_controls;
+    let mut s = format!("{b}── {}{r}", esc(&m.id));
     if m.native_id != m.id && !m.native_id.is_empty() {
-        s.push_str(&format!("  (native {})", m.native_id));
+        s.push_str(&format!("  (native {})", esc(&m.native_id)));
     }
     s.push('\n');
     let mut facts = Vec::new();
@@ -48,10 +51,10 @@ pub fn card(m: &Message, c: &Classifier, color: bool, width: Option<usize>) -> S
         facts.push(format!("redriven {redrives}×"));
     }
     if let Some(q) = &m.source {
-        facts.push(format!("source {q}"));
+        facts.push(format!("source {}", esc(q)));
     }
     if let Some(g) = &m.group {
-        facts.push(format!("group {g}"));
+        facts.push(format!("group {}", esc(g)));
     }
     if let Some(k) = &m.key {
         facts.push(format!("key {}", safe_text(k, 80)));
@@ -81,7 +84,7 @@ pub fn card(m: &Message, c: &Classifier, color: bool, width: Option<usize>) -> S
     }
     s.push_str(&format!("  {line}\n"));
     if let Some(e) = m.error_text() {
-        let e = one_line_trunc(&e, 300);
+        let e = esc(&one_line_trunc(&e, 300));
         match width {
             Some(w) => {
                 let lines = crate::output::table::wrap(&e, w.saturating_sub(9).max(20), 4);
@@ -104,7 +107,7 @@ pub fn card(m: &Message, c: &Classifier, color: bool, width: Option<usize>) -> S
             Some(n) => format!("{n} (raw {v})"),
             None => v,
         };
-        s.push_str(&hanging(&format!("  {} = ", a.name), &v, width));
+        s.push_str(&hanging(&format!("  {} = ", esc(&a.name)), &v, width));
     }
     s.push_str(&at_most(body_for_people(&m.body), m.body.len()));
     s.push('\n');
@@ -155,6 +158,28 @@ fn body_for_people(body: &[u8]) -> String {
             preview_hex(body, 64)
         ),
     }
+}
+
+/// An id, a header name and an error with an ESC in them are shown escaped: anyone's bytes
+/// never drive the terminal (the body and header values were already escaped).
+#[cfg(test)]
+#[test]
+fn control_characters_in_a_card_are_escaped() {
+    let m = Message {
+        id: "esc\x1b[31mred".into(),
+        error: Some(crate::message::ErrorInfo {
+            message: Some("boom \x1b[41mRED\x1b[0m".into()),
+            ..Default::default()
+        }),
+        attributes: vec![crate::message::Attribute {
+            name: "x-\x1b[2Jname".into(),
+            value: AttrValue::text("v".to_string()),
+        }],
+        ..Message::default()
+    };
+    let shown = card(&m, &Classifier::builtin(), false, Some(80));
+    assert!(!shown.contains('\x1b'), "{shown:?}");
+    assert!(shown.contains("esc\\u{1b}[31mred"), "{shown}");
 }
 
 #[cfg(test)]

@@ -86,17 +86,19 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// Control characters in `text` (a message's id, error or header: anyone's bytes) are
+    /// escaped, its line breaks kept.
     pub fn new(text: impl Into<String>) -> Cell {
         Cell {
-            text: text.into(),
+            text: crate::text::escape_controls_but_newlines(&text.into()),
             short: None,
         }
     }
 
     /// A cell with a short form (used once its column is shortened).
     pub fn with_short(text: impl Into<String>, short: impl Into<String>) -> Cell {
-        let text = text.into();
-        let short = short.into();
+        let text = crate::text::escape_controls_but_newlines(&text.into());
+        let short = crate::text::escape_controls_but_newlines(&short.into());
         Cell {
             short: (short != text).then_some(short),
             text,
@@ -498,6 +500,14 @@ fn with_ellipsis(s: &str, width: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A cell shows control characters escaped and keeps its own line breaks.
+    #[test]
+    fn cells_escape_control_characters_but_line_breaks() {
+        assert_eq!(Cell::new("a\x1b[31mb\nc").text, "a\\u{1b}[31mb\nc");
+        let c = Cell::with_short("id\x07long", "id\x07");
+        assert_eq!((c.text.as_str(), c.short.as_deref()), ("id\\u{7}long", Some("id\\u{7}")));
+    }
+
     use super::*;
 
     #[test]

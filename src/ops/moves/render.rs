@@ -70,12 +70,13 @@ fn text(p: &crate::output::Printer, s: &MoveSummary) -> Result<()> {
     if !s.failures.is_empty() {
         p.line("not sent (left where they were):")?;
         for f in &s.failures {
-            p.line(&format!(
+            // Ids and reasons carry anyone's bytes: control characters escaped.
+            p.line(&crate::text::escape_controls(&format!(
                 "  {:>6}  {}  (e.g. {})",
                 f.count,
                 f.reason,
                 f.ids.join(", ")
-            ))?;
+            )))?;
         }
     }
     for u in &s.unaccounted {
