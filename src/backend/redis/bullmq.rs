@@ -75,7 +75,14 @@ impl BullMq {
     }
 
     /// Refuse a queue whose `meta` says another layout than the pinned scripts know.
-    pub fn check_version(&self, meta_version: Option<&str>, target: &str) -> Result<String, Error> {
+    /// `failed`: the jobs in the failed set, which tell a queue that lost its `meta` (to
+    /// `queue.obliterate()`, which deletes it while the Queue object stays open) from none.
+    pub fn check_version(
+        &self,
+        meta_version: Option<&str>,
+        failed: u64,
+        target: &str,
+    ) -> Result<String, Error> {
         match meta_version {
             Some(v) if is_known(v) => Ok(v.to_string()),
             Some(v) => Err(Error::Unsupported {
@@ -86,6 +93,20 @@ impl BullMq {
                     self.base
                 ),
             }),
+            None if failed > 0 => Err(Error::Unsupported {
+                backend: "redis",
+                operation: "this BullMQ queue",
+                reason: format!(
+                    "{target}: {}failed holds {failed} job{}, but {}meta has no `version`, which tells dlqctl the layout its scripts are for; BullMQ writes it when a Queue object connects, and `queue.obliterate()` deletes it",
+                    self.base,
+                    if failed == 1 { "" } else { "s" },
+                    self.base
+                ),
+            }
+            .hinted(format!(
+                "let the application open the queue once with BullMQ (`new Queue('{}', …)` writes `version`), then run dlqctl again",
+                self.queue
+            ))),
             None => Err(Error::NotFound {
                 what: format!("BullMQ queue `{}` ({}meta)", self.queue, self.base),
                 detail: format!(
@@ -253,8 +274,8 @@ mod tests {
 
     #[test]
     fn only_the_pinned_layout_is_accepted() {
-        assert!(b().check_version(Some("bullmq:6.7.6"), "t").is_ok());
-        assert!(b().check_version(Some("bullmq:6.0.0-beta.1"), "t").is_ok());
+        assert!(b().check_version(Some("bullmq:6.7.6"), 0, "t").is_ok());
+        assert!(b().check_version(Some("bullmq:6.0.0-beta.1"), 0, "t").is_ok());
         for v in [
             "bullmq:6",
             "bullmq:6.x-beta",
@@ -262,14 +283,20 @@ mod tests {
             "bullmq:6.7",
             "bullmq:6.7.6-",
         ] {
-            assert!(b().check_version(Some(v), "t").is_err(), "{v}");
+            assert!(b().check_version(Some(v), 0, "t").is_err(), "{v}");
         }
-        let e = b().check_version(Some("bullmq:4.17.0"), "t").unwrap_err();
+        let e = b().check_version(Some("bullmq:4.17.0"), 0, "t").unwrap_err();
         assert!(
             e.to_string().contains("bullmq:4.17.0") && e.to_string().contains("6.7.6"),
             "{e}"
         );
-        assert!(b().check_version(None, "t").is_err());
+        let none = b().check_version(None, 0, "t").unwrap_err();
+        assert_eq!(none.exit_code(), 3, "no queue: not found");
+        // Failed jobs and no version (after queue.obliterate()): found, its layout unknown.
+        let lost = b().check_version(None, 7, "t").unwrap_err();
+        assert_eq!(lost.exit_code(), 2);
+        assert!(lost.to_string().contains("holds 7 jobs"), "{lost}");
+        assert!(lost.hints().join(" ").contains("new Queue('mail'"), "{lost:?}");
         assert!(REPROCESS_JOB_9.contains("Attempts to reprocess a job"));
         assert!(RETRY_SCRIPT.contains("batched form of BullMQ 6.7.6's reprocessJob-9.lua"));
         assert!(REMOVE_SCRIPT.contains("removeJobWithChildren"));

@@ -120,7 +120,17 @@ impl RedisBackend {
                     .query_async(&mut con)
                     .await
                     .map_err(|e| conn::err(&ra.to_string(), "the URL", None, e))?;
-                let v = b.check_version(v.as_deref(), &ra.to_string())?;
+                // Without a version, whether the queue has failed jobs decides the error.
+                let failed: u64 = if v.is_none() {
+                    redis::cmd("ZCARD")
+                        .arg(b.set_key())
+                        .query_async(&mut con)
+                        .await
+                        .unwrap_or(0)
+                } else {
+                    0
+                };
+                let v = b.check_version(v.as_deref(), failed, &ra.to_string())?;
                 let d = format!("{v} (queue `{}`, failed set `{}`)", b.queue, b.set_key());
                 (Library::BullMq(b), d)
             }
