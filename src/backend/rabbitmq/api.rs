@@ -76,9 +76,12 @@ impl Api {
             .basic_auth(&self.user, Some(&self.password))
             .send()
             .await
-            .map_err(|e| Error::Unreachable {
-                target: shown(),
-                reason: crate::secrets::scrub(&e.without_url().to_string()),
+            .map_err(|e| {
+                Error::Unreachable {
+                    target: shown(),
+                    reason: crate::secrets::scrub(&e.without_url().to_string()),
+                }
+                .hinted("check the API's host and port (`api=` in the URL, `[rabbitmq] api` in dlqctl.toml or DLQCTL_RABBITMQ_API); without an API address dlqctl works from AMQP alone, and does without what only the API shows (docs/rabbitmq.md)")
             })?;
         match r.status().as_u16() {
             404 => return Ok(None),
