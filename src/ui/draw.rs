@@ -107,7 +107,16 @@ fn pending<T>(l: &Load<T>) -> Option<String> {
 }
 
 fn queues(f: &mut Frame, app: &App, area: Rect) {
-    let rows: Vec<Row> = app.queues.iter().map(queue_row).collect();
+    // As wide as the longest name, up to two fifths of the screen: queues given as URLs
+    // differ at their ends (`?queue=…`), so a longer one shows its end.
+    let longest = app
+        .queues
+        .iter()
+        .map(|q| q.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let width = longest.min(usize::from(area.width) * 2 / 5).max(14);
+    let rows: Vec<Row> = app.queues.iter().map(|q| queue_row(q, width)).collect();
     let t = table(
         app,
         vec![
@@ -120,7 +129,7 @@ fn queues(f: &mut Frame, app: &App, area: Rect) {
         ],
         rows,
         vec![
-            Constraint::Length(14),
+            Constraint::Length(width as u16),
             Constraint::Length(8),
             Constraint::Length(7),
             Constraint::Length(7),
@@ -192,7 +201,17 @@ fn queues(f: &mut Frame, app: &App, area: Rect) {
 }
 
 /// A queue's row: what was read of it, or why nothing was.
-fn queue_row(q: &QueueRow) -> Row<'_> {
+/// `label` in `width` characters: its end, after a `…`, where it is longer.
+fn tail(label: &str, width: usize) -> String {
+    let n = label.chars().count();
+    if n <= width {
+        return label.to_string();
+    }
+    let rest: String = label.chars().skip(n - width.saturating_sub(1)).collect();
+    format!("…{rest}")
+}
+
+fn queue_row(q: &QueueRow, width: usize) -> Row<'_> {
     let (backend, depth, oldest, classes, check) = match &q.info {
         Load::Ready(i) => (
             i.backend.clone(),
@@ -222,7 +241,7 @@ fn queue_row(q: &QueueRow) -> Row<'_> {
         ),
     };
     Row::new(vec![
-        Cell::new(q.label.clone()),
+        Cell::new(tail(&q.label, width)),
         Cell::new(backend),
         Cell::new(depth),
         Cell::new(oldest),
@@ -387,7 +406,7 @@ fn messages(f: &mut Frame, app: &App, area: Rect) {
 /// A box in the middle of the screen, `h` lines high (at most the screen), cleared.
 fn popup(f: &mut Frame, title: &str, h: u16) -> Rect {
     let a = f.area();
-    let w = a.width.saturating_sub(4).min(76);
+    let w = popup_width(a);
     let h = h.min(a.height.saturating_sub(2));
     let r = Rect::new(a.x + (a.width - w) / 2, a.y + (a.height - h) / 2, w, h);
     f.render_widget(Clear, r);
@@ -462,8 +481,21 @@ fn action(f: &mut Frame, app: &App, a: &Action) {
         ),
         Action::Failed(e) => (format!("{name}: failed"), text(e)),
     };
-    let inner = popup(f, &title, height(&lines, f.area().width.saturating_sub(6)));
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+    let needed = height(&lines, popup_width(f.area()).saturating_sub(2));
+    let inner = popup(f, &title, needed);
+    // Taller than the screen: the end shows (the question is the last line).
+    let hidden = needed.saturating_sub(inner.height + 2);
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((hidden, 0)),
+        inner,
+    );
+}
+
+/// A popup's width on a screen of `a`: the lines it wraps are as wide as its inside.
+fn popup_width(a: Rect) -> u16 {
+    a.width.saturating_sub(4).min(76)
 }
 
 /// The lines a popup needs for `lines` wrapped at `width` (a word wrap may take one more

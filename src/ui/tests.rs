@@ -9,7 +9,12 @@ use super::draw::draw;
 
 /// The screen an app draws at 80x24, a line per row, trailing blanks trimmed.
 pub(super) fn screen(app: &App) -> String {
-    let mut t = Terminal::new(TestBackend::new(80, 24)).expect("test terminal");
+    screen_of(app, 80, 24)
+}
+
+/// The screen at a size of its own.
+pub(super) fn screen_of(app: &App, width: u16, height: u16) -> String {
+    let mut t = Terminal::new(TestBackend::new(width, height)).expect("test terminal");
     t.draw(|f| draw(f, app)).expect("draws");
     let buf = t.backend().buffer();
     (0..buf.area.height)
@@ -137,6 +142,27 @@ pub(super) fn in_groups() -> App {
 #[test]
 fn queues_view() {
     insta::assert_snapshot!(screen(&app()));
+}
+
+/// Queues given as URLs are told apart: the column grows to two fifths of the screen and a
+/// longer URL shows its end, where `?queue=…` is.
+#[test]
+fn queues_given_as_urls_show_where_they_differ() {
+    let a = App::new(
+        vec![
+            "amqp://dlqctl@127.0.0.1:5672/%2F?queue=orders.dlq".into(),
+            "amqp://dlqctl@127.0.0.1:5672/%2F?queue=payments.dlq".into(),
+            "redis://127.0.0.1:6379/0?system=sidekiq".into(),
+        ],
+        true,
+    );
+    let s = screen(&a);
+    for end in ["queue=orders.dlq", "queue=payments.dlq", "system=sidekiq"] {
+        assert!(s.contains(end), "{end} not shown:\n{s}");
+    }
+    // A tiny screen draws, the column no narrower than before.
+    let mut t = Terminal::new(TestBackend::new(20, 10)).expect("test terminal");
+    t.draw(|f| draw(f, &a)).expect("draws");
 }
 
 /// A queue with limits that cannot be read fails its check, as `check` fails it.
@@ -400,6 +426,45 @@ fn replay_and_purge_ask_where_the_copies_go() {
         typed: String::new(),
     }));
     assert!(screen(&a).contains("purge? y to start"));
+}
+
+/// The question of a long plan is on screen at any size: the popup's wrapping is measured at
+/// its own width (on a 100-column screen it was measured at 94 and drawn at 74, cutting the
+/// question off), and a plan taller than the screen shows its end.
+#[test]
+fn the_question_under_a_long_plan_is_always_shown() {
+    let mut a = in_groups();
+    a.on_key(Key::Char('X'));
+    for c in "none".chars() {
+        a.on_key(Key::Char(c));
+    }
+    a.on_key(Key::Enter);
+    let row = |k: &str| {
+        (
+            k.to_string(),
+            format!("{k} {}", "words of a long plan value ".repeat(3)),
+        )
+    };
+    a.on_loaded(Loaded::Action(Action::Confirm {
+        plan: [
+            "operation",
+            "dead-letter queue",
+            "archive",
+            "filter",
+            "would remove",
+            "keeps",
+            "note",
+        ]
+        .into_iter()
+        .map(row)
+        .collect(),
+        count: Some(3),
+        typed: String::new(),
+    }));
+    for (w, h) in [(80, 24), (100, 30), (120, 30), (80, 14)] {
+        let s = screen_of(&a, w, h);
+        assert!(s.contains("purge? y to start"), "{w}x{h}:\n{s}");
+    }
 }
 
 #[test]
