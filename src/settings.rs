@@ -504,9 +504,15 @@ mod tests {
         let e = resolve_queue(&cfg, &aws, "postgres://u@h/db?table=dlq").unwrap_err();
         assert_eq!(e.exit_code(), 2);
         let text = format!("{e} {}", e.hints().join(" "));
-        assert!(text.contains("[queues.another] and [queues.work]"), "{text}");
+        assert!(
+            text.contains("[queues.another] and [queues.work]"),
+            "{text}"
+        );
         assert!(text.contains("`another` or `work`"), "{text}");
-        assert_eq!(resolve_queue(&cfg, &aws, "work").unwrap().name.as_deref(), Some("work"));
+        assert_eq!(
+            resolve_queue(&cfg, &aws, "work").unwrap().name.as_deref(),
+            Some("work")
+        );
     }
 
     #[test]

@@ -22,7 +22,10 @@ pub fn escape_controls_but_newlines(s: &str) -> String {
     if !s.chars().any(|c| c.is_control() && c != '\n') {
         return s.to_string();
     }
-    s.split('\n').map(escape_controls).collect::<Vec<_>>().join("\n")
+    s.split('\n')
+        .map(escape_controls)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The closest of `known` to `word`, when it is close enough to be a likely typo.

@@ -505,7 +505,10 @@ mod tests {
     fn cells_escape_control_characters_but_line_breaks() {
         assert_eq!(Cell::new("a\x1b[31mb\nc").text, "a\\u{1b}[31mb\nc");
         let c = Cell::with_short("id\x07long", "id\x07");
-        assert_eq!((c.text.as_str(), c.short.as_deref()), ("id\\u{7}long", Some("id\\u{7}")));
+        assert_eq!(
+            (c.text.as_str(), c.short.as_deref()),
+            ("id\\u{7}long", Some("id\\u{7}"))
+        );
     }
 
     use super::*;

@@ -540,7 +540,11 @@ async fn bad_credentials_and_missing_things_are_one_line_errors() {
     assert!(e.stderr.contains("no-such-vhost"), "{}", e.stderr);
     let e = run(&sb, &["peek", "amqp://u:p@127.0.0.1:1/%2f?queue=q"]).code(3);
     assert!(e.stderr.contains("cannot reach"), "{}", e.stderr);
-    assert!(!e.stderr.contains("SQS"), "the hint is not SQS's: {}", e.stderr);
+    assert!(
+        !e.stderr.contains("SQS"),
+        "the hint is not SQS's: {}",
+        e.stderr
+    );
     // An API that does not answer: said, with the way to do without it.
     let dead_api = format!("{}&api=http://127.0.0.1:1", r.url_no_api("dlq"));
     let e = run(&sb, &["peek", &dead_api]).code(3);

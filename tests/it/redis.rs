@@ -319,7 +319,8 @@ async fn purge_archives_then_removes() {
         ])
         .ok();
     assert!(
-        plan.stderr.contains("dlqctl does not enqueue into a job library"),
+        plan.stderr
+            .contains("dlqctl does not enqueue into a job library"),
         "{}",
         plan.stderr
     );
@@ -373,8 +374,14 @@ async fn moving_a_failed_flow_parent_leaves_its_healthy_children() {
     let db = RedisDb::new().await;
     db.bullmq_worker(&["flow", "fl"]);
     let failed = db.zrange("bull:fl:failed").await;
-    assert_eq!(set(failed), set(vec!["flow-bad".into(), "flow-parent".into()]));
-    assert_eq!(db.zrange("bull:fl:delayed").await, vec!["flow-late".to_string()]);
+    assert_eq!(
+        set(failed),
+        set(vec!["flow-bad".into(), "flow-parent".into()])
+    );
+    assert_eq!(
+        db.zrange("bull:fl:delayed").await,
+        vec!["flow-late".to_string()]
+    );
     let sb = Sandbox::new();
     let archive = sb.path("flow.jsonl");
     let r = sb

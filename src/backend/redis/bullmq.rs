@@ -275,7 +275,10 @@ mod tests {
     #[test]
     fn only_the_pinned_layout_is_accepted() {
         assert!(b().check_version(Some("bullmq:6.7.6"), 0, "t").is_ok());
-        assert!(b().check_version(Some("bullmq:6.0.0-beta.1"), 0, "t").is_ok());
+        assert!(
+            b().check_version(Some("bullmq:6.0.0-beta.1"), 0, "t")
+                .is_ok()
+        );
         for v in [
             "bullmq:6",
             "bullmq:6.x-beta",
@@ -285,7 +288,9 @@ mod tests {
         ] {
             assert!(b().check_version(Some(v), 0, "t").is_err(), "{v}");
         }
-        let e = b().check_version(Some("bullmq:4.17.0"), 0, "t").unwrap_err();
+        let e = b()
+            .check_version(Some("bullmq:4.17.0"), 0, "t")
+            .unwrap_err();
         assert!(
             e.to_string().contains("bullmq:4.17.0") && e.to_string().contains("6.7.6"),
             "{e}"
@@ -296,7 +301,10 @@ mod tests {
         let lost = b().check_version(None, 7, "t").unwrap_err();
         assert_eq!(lost.exit_code(), 2);
         assert!(lost.to_string().contains("holds 7 jobs"), "{lost}");
-        assert!(lost.hints().join(" ").contains("new Queue('mail'"), "{lost:?}");
+        assert!(
+            lost.hints().join(" ").contains("new Queue('mail'"),
+            "{lost:?}"
+        );
         assert!(REPROCESS_JOB_9.contains("Attempts to reprocess a job"));
         assert!(RETRY_SCRIPT.contains("batched form of BullMQ 6.7.6's reprocessJob-9.lua"));
         assert!(REMOVE_SCRIPT.contains("removeJobWithChildren"));
