@@ -19,6 +19,9 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
+    if a.limit == 0 {
+        return Err(Error::invalid_arg("-n", "must be at least 1"));
+    }
     let since = a
         .since
         .as_deref()

@@ -1340,6 +1340,7 @@ const ROWS: &[(&[&str], i32, &str)] = &[
     (&["tail", "{dlq}", "--poll-interval", "2h", "--idle-timeout", "1s"], 2, "at most 1h"),
     (&["tail", "{dlq}", "--idle-timeout", "soon", "--max", "1", "--from-start"], 2, "--idle-timeout"),
     (&["peek", "{dlq}", "-n", "0"], 2, "-n"),
+    (&["audit", "-n", "0"], 2, "-n"),
     // Filters and headers.
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--class", "transiet"], 2, "`transiet` is neither"),
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--match", "(unclosed"], 2, "--match: not a valid regex"),
