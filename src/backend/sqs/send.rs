@@ -254,7 +254,7 @@ fn with_group(
             .map(str::to_string)
     });
     let Some(g) = group else {
-        return Err("the target is a FIFO queue and the message has no group (MessageGroupId) or key to use as one".into());
+        return Err("the target is a FIFO queue and the message has no group (MessageGroupId) or key to use as one; give it one with --transform '.group = \"NAME\"' (or send it to a standard queue)".into());
     };
     if g.len() > 128 {
         return Err("MessageGroupId longer than 128 characters".into());
