@@ -167,6 +167,7 @@ impl PgConn {
         empty_host: bool,
     ) -> std::result::Result<PgConn, String> {
         let mut c = PgConn::default();
+        crate::address::form::check_userinfo_encoding(url, "PGPASSWORD or ~/.pgpass")?;
         if !url.username().is_empty() {
             c.user = Some(decode_part(url.username())?);
         }
