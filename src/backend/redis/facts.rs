@@ -136,9 +136,17 @@ pub(super) async fn inspect(
                 pipe.query_async(&mut con).await.map_err(|e| b.err(e))?;
             if ids > c.n {
                 ins.notes.push(format!(
-                    "{} of the {ids} ids in {} have no job hash (a removal left them behind): no command shows them, and a redrive counts each as not retried",
+                    "{} of the {ids} ids in {} have no job hash (a removal left them behind): peek and export do not show them, a redrive leaves them (nothing to retry, exit 1), and `{}` removes them",
                     ids - c.n,
-                    q.set_key()
+                    q.set_key(),
+                    crate::output::command_line(&[
+                        "dlqctl",
+                        "purge",
+                        &b.ra.to_string(),
+                        "--where",
+                        ".meta.no_job_hash != null",
+                        "--no-archive",
+                    ])
                 ));
             }
             for (name, n) in [

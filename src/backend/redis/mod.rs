@@ -75,6 +75,9 @@ pub struct RedisBackend {
     lib: Library,
     /// The sorted set read (`dead`, `retry`, `bull:Q:failed`).
     key: String,
+    /// A redrive's dry run: the BullMQ ids without a job hash its read passed over (how many,
+    /// a few of them), which the run would leave ([`QueueBackend::unaccounted`]).
+    dry_ghosts: std::sync::Mutex<(u64, Vec<String>)>,
     id: Option<IdSource>,
     /// What was found: `sidekiq (dead set `dead`)`, `bullmq:6.7.6 (queue mail)`.
     detected: String,
@@ -135,6 +138,7 @@ impl RedisBackend {
             con,
             lib,
             key,
+            dry_ghosts: Default::default(),
             id: opts.id.clone(),
             detected,
         })
@@ -158,6 +162,18 @@ impl RedisBackend {
         n: usize,
         hi: Option<f64>,
     ) -> Result<Option<Vec<(Entry, Message)>>> {
+        self.page_with(cursor, n, hi, false).await
+    }
+
+    /// [`RedisBackend::page`]; `ghosts`: with a BullMQ id whose job hash is gone as a message
+    /// too, marked ([`bullmq::NO_JOB_HASH`]), for a move session to purge or count.
+    async fn page_with(
+        &self,
+        cursor: &mut Cursor,
+        n: usize,
+        hi: Option<f64>,
+        ghosts: bool,
+    ) -> Result<Option<Vec<(Entry, Message)>>> {
         loop {
             let mut con = self.con.clone();
             let entries = zset::next_page(&mut con, &self.key, cursor, n, hi)
@@ -166,15 +182,15 @@ impl RedisBackend {
             if entries.is_empty() {
                 return Ok(None);
             }
-            let jobs = self.messages(entries).await?;
+            let jobs = self.messages(entries, ghosts).await?;
             if !jobs.is_empty() {
                 return Ok(Some(jobs));
             }
         }
     }
 
-    /// The jobs the entries hold, as messages.
-    async fn messages(&self, entries: Vec<Entry>) -> Result<Vec<(Entry, Message)>> {
+    /// The jobs the entries hold, as messages (`ghosts`: see [`RedisBackend::page_with`]).
+    async fn messages(&self, entries: Vec<Entry>, ghosts: bool) -> Result<Vec<(Entry, Message)>> {
         let mut out = Vec::with_capacity(entries.len());
         match &self.lib {
             Library::Sidekiq(s) => {
@@ -198,6 +214,9 @@ impl RedisBackend {
                     let id = String::from_utf8_lossy(&e.member).into_owned();
                     if let Some(mut m) = b.to_message(&id, e.score, &h) {
                         crate::backend::finish_read(&mut m, self.id.as_ref());
+                        out.push((e, m));
+                    } else if ghosts {
+                        let m = b.ghost(&id, e.score);
                         out.push((e, m));
                     }
                 }
@@ -265,17 +284,30 @@ impl QueueBackend for RedisBackend {
         facts::inspect(self, classifier).await
     }
 
+    /// A redrive's read (its dry run) sees BullMQ ids without a job hash too: a purge's as
+    /// messages it would remove, a redrive's counted as left ([`QueueBackend::unaccounted`]).
     async fn scan(&self, opts: ScanOptions) -> Result<MessageStream<'_>> {
         let page = opts.page_size.clamp(1, 5000);
+        if opts.as_redrive {
+            *self.dry_ghosts.lock().unwrap_or_else(|p| p.into_inner()) = Default::default();
+        }
         Ok(Box::pin(async_stream::try_stream! {
             let mut cursor = Cursor::default();
             let mut left = opts.limit.unwrap_or(u64::MAX);
             while left > 0 {
                 let n = (page as u64).min(left) as usize;
-                let Some(jobs) = self.page(&mut cursor, n, None).await? else { break };
+                let Some(jobs) = self.page_with(&mut cursor, n, None, opts.as_redrive).await? else { break };
                 for (_, m) in jobs {
                     if left == 0 {
                         break;
+                    }
+                    if !opts.purge && m.meta.get(bullmq::NO_JOB_HASH).is_some() {
+                        let mut g = self.dry_ghosts.lock().unwrap_or_else(|p| p.into_inner());
+                        g.0 += 1;
+                        if g.1.len() < 5 {
+                            g.1.push(m.id.clone());
+                        }
+                        continue;
                     }
                     left -= 1;
                     yield m;
@@ -432,6 +464,11 @@ impl QueueBackend for RedisBackend {
         facts::verify_facts(self, cfg).await
     }
 
+    fn unaccounted(&self) -> Vec<crate::backend::Unaccounted> {
+        let g = self.dry_ghosts.lock().unwrap_or_else(|p| p.into_inner());
+        ghosts_left(self, g.0, &g.1).into_iter().collect()
+    }
+
     async fn count_older_than(&self, age: Duration) -> Result<Option<u64>> {
         use futures::TryStreamExt;
         let now = chrono::Utc::now();
@@ -444,6 +481,38 @@ impl QueueBackend for RedisBackend {
             .await?;
         Ok(Some(n))
     }
+}
+
+/// What a redrive leaves of the BullMQ ids in failed without a job hash (`n`, a few of them in
+/// `examples`): no job to retry or copy, and how to remove them.
+#[cfg(feature = "redis")]
+fn ghosts_left(
+    b: &RedisBackend,
+    n: u64,
+    examples: &[String],
+) -> Option<crate::backend::Unaccounted> {
+    let Library::BullMq(q) = &b.lib else {
+        return None;
+    };
+    (n > 0).then(|| crate::backend::Unaccounted {
+        count: n,
+        approximate: false,
+        reason: format!(
+            "ids in {} with no job hash (e.g. {}; {}ID does not exist): nothing to retry; `{}` removes the ids (add --archive FILE to keep a record)",
+            q.set_key(),
+            examples.join(", "),
+            q.base,
+            crate::output::command_line(&[
+                "dlqctl",
+                "purge",
+                &b.addr.to_string(),
+                "--where",
+                ".meta.no_job_hash != null",
+                "--no-archive",
+            ])
+        ),
+        until: None,
+    })
 }
 
 #[cfg(all(test, feature = "redis"))]
@@ -460,5 +529,6 @@ mod tests {
         assert!(bq.contains(include_str!("bullmq_removeJob-2.lua")));
         assert!(bq.contains(include_str!("bullmq_editJob.lua")));
         assert!(bq.contains(include_str!("bullmq_editJobEnd.lua")));
+        assert!(bq.contains(super::bullmq::REMOVE_GHOST_SCRIPT));
     }
 }

@@ -11,9 +11,11 @@
 use async_trait::async_trait;
 
 use super::zset::{self, Cursor, Entry};
-use super::{Library, RedisBackend, bullmq, sidekiq};
+use super::{Library, RedisBackend, bullmq, ghosts_left, sidekiq};
 use crate::address::Address;
-use crate::backend::{Claim, LocalMoves, MoveOptions, MoveSession, SendOutcome, Ticket};
+use crate::backend::{
+    Claim, LocalMoves, MoveOptions, MoveSession, SendOutcome, Ticket, Unaccounted,
+};
 use crate::config::IdSource;
 use crate::error::Result;
 use crate::message::{AttrValue, Attribute, Message, REDRIVE_COUNT_ATTRIBUTE};
@@ -39,6 +41,28 @@ pub(super) struct RedisMoveSession<'a> {
     /// retry: it needs no `SCRIPT LOAD` of one).
     retry_sha: Option<String>,
     remove_sha: Option<String>,
+    /// BullMQ ids in failed without a job hash: of the claimed batch, those a purge claimed
+    /// (indices); and those a redrive left, counted, with a few of their ids.
+    ghosts: Ghosts,
+    /// Of the batch settled last: accepted ids not removed, with why.
+    unremoved: Vec<(usize, String)>,
+}
+
+/// See [`RedisMoveSession::ghosts`].
+#[derive(Default)]
+struct Ghosts {
+    claimed: Vec<usize>,
+    left: u64,
+    examples: Vec<String>,
+}
+
+impl Ghosts {
+    fn leave(&mut self, id: &str) {
+        self.left += 1;
+        if self.examples.len() < 5 {
+            self.examples.push(id.to_string());
+        }
+    }
 }
 
 impl<'a> RedisMoveSession<'a> {
@@ -59,6 +83,8 @@ impl<'a> RedisMoveSession<'a> {
             opts,
             retry_sha: None,
             remove_sha: None,
+            ghosts: Ghosts::default(),
+            unremoved: Vec::new(),
         })
     }
 
@@ -282,23 +308,65 @@ impl RedisMoveSession<'_> {
         Ok(sha)
     }
 
-    /// BullMQ by ids alone for the loop guard: each job's `dlqctl-redrive-count` (pipelined);
-    /// nothing read without the guard.
-    async fn redrive_counts(&self, entries: &[Entry]) -> Result<Vec<Option<Vec<u8>>>> {
+    /// BullMQ by ids alone: whether each job's hash exists (an id without one is no job to
+    /// retry), and for the loop guard its `dlqctl-redrive-count`, in one pipeline.
+    async fn job_checks(&self, entries: &[Entry]) -> Result<Vec<(bool, Option<Vec<u8>>)>> {
         let Library::BullMq(q) = &self.b.lib else {
-            return Ok(vec![None; entries.len()]);
+            return Ok(vec![(true, None); entries.len()]);
         };
-        if !self.opts.need_content {
-            return Ok(vec![None; entries.len()]);
-        }
+        let counts = self.opts.need_content;
         let mut pipe = redis::pipe();
         for e in entries {
-            pipe.cmd("HGET")
-                .arg(q.key(&String::from_utf8_lossy(&e.member)))
-                .arg(REDRIVE_COUNT_ATTRIBUTE);
+            let key = q.key(&String::from_utf8_lossy(&e.member));
+            pipe.cmd("EXISTS").arg(&key);
+            if counts {
+                pipe.cmd("HGET").arg(&key).arg(REDRIVE_COUNT_ATTRIBUTE);
+            }
         }
         let mut con = self.b.con.clone();
-        pipe.query_async(&mut con).await.map_err(|e| self.b.err(e))
+        let raw: Vec<redis::Value> = pipe.query_async(&mut con).await.map_err(|e| self.b.err(e))?;
+        let mut raw = raw.into_iter();
+        let mut out = Vec::with_capacity(entries.len());
+        for _ in entries {
+            let there = matches!(raw.next(), Some(redis::Value::Int(1)));
+            let count = if counts {
+                match raw.next() {
+                    Some(redis::Value::BulkString(b)) => Some(b),
+                    _ => None,
+                }
+            } else {
+                None
+            };
+            out.push((there, count));
+        }
+        Ok(out)
+    }
+
+    /// A purge's removal of the ids without a job hash it claimed and was told to remove
+    /// (each only while it still has none): the ids not removed, with why.
+    async fn remove_ghosts(&mut self, q: &bullmq::BullMq, ids: &[usize]) -> Result<()> {
+        let sha = script_load(self.b, bullmq::REMOVE_GHOST_SCRIPT).await?;
+        let mut pipe = redis::pipe();
+        for &i in ids {
+            let id = String::from_utf8_lossy(&self.claimed[i].0.member).into_owned();
+            pipe.cmd("EVALSHA")
+                .arg(&sha)
+                .arg(2)
+                .arg(q.key(&id))
+                .arg(q.set_key())
+                .arg(&self.claimed[i].0.member);
+        }
+        let mut con = self.b.con.clone();
+        let codes: Vec<i64> = pipe.query_async(&mut con).await.map_err(|e| self.b.err(e))?;
+        for (&i, c) in ids.iter().zip(codes) {
+            if c == -1 {
+                self.unremoved.push((
+                    i,
+                    "bullmq: the id had no job hash when read, and has one now (a job was added under that id meanwhile): left in failed".into(),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -331,7 +399,7 @@ fn bullmq_outcome(code: i64) -> SendOutcome {
     match code {
         1 => SendOutcome::Sent,
         -1 => SendOutcome::Rejected {
-            reason: "bullmq: the job's hash is gone (removed meanwhile, or an id in failed that a removal left behind); left in failed".into(),
+            reason: "bullmq: the job's hash is gone (removed meanwhile, after the run found it); left in failed".into(),
         },
         -3 => SendOutcome::Rejected {
             reason: "bullmq: no longer in failed when retried (retried or removed meanwhile)"
@@ -373,44 +441,48 @@ impl MoveSession for RedisMoveSession<'_> {
         self.claimed.clear();
         self.read_data.clear();
         self.last_n = n;
+        self.ghosts.claimed.clear();
         if self.ids_only {
-            let entries = self.next_ids(n, hi).await?;
-            if entries.is_empty() {
-                return Ok(None);
-            }
-            let counts = self.redrive_counts(&entries).await?;
-            let mut messages = Vec::with_capacity(entries.len());
-            for (e, count) in entries.into_iter().zip(counts) {
-                let id = String::from_utf8_lossy(&e.member).into_owned();
-                let mut m = Message {
-                    id: id.clone(),
-                    native_id: id.clone(),
-                    ..Message::default()
-                };
-                if let Some(c) = count {
-                    m.attributes.push(Attribute {
-                        name: REDRIVE_COUNT_ATTRIBUTE.into(),
-                        value: AttrValue::from_bytes(Some(&c)),
-                    });
+            let mut messages = Vec::new();
+            while messages.is_empty() {
+                let entries = self.next_ids(n, hi).await?;
+                if entries.is_empty() {
+                    return Ok(None);
                 }
-                messages.push(m);
-                self.claimed.push((e, id));
+                let checks = self.job_checks(&entries).await?;
+                messages = self.claim_ids(entries, checks);
             }
             return Ok(Some(Claim::new(messages)));
         }
-        let Some(jobs) = self.b.page(&mut self.cursor, n, Some(hi)).await? else {
-            return Ok(None);
-        };
-        let mut messages = Vec::with_capacity(jobs.len());
-        let bull = matches!(self.b.lib, Library::BullMq(_));
-        for (e, m) in jobs {
-            self.claimed.push((e, m.id.clone()));
-            if bull {
-                self.read_data.push(m.body.clone());
+        loop {
+            let Some(jobs) = self
+                .b
+                .page_with(&mut self.cursor, n, Some(hi), true)
+                .await?
+            else {
+                return Ok(None);
+            };
+            let mut messages = Vec::with_capacity(jobs.len());
+            let bull = matches!(self.b.lib, Library::BullMq(_));
+            for (e, m) in jobs {
+                if m.meta.get(bullmq::NO_JOB_HASH).is_some() {
+                    if !self.opts.purge {
+                        // No job to retry or copy: left, and said (unaccounted).
+                        self.ghosts.leave(&m.id);
+                        continue;
+                    }
+                    self.ghosts.claimed.push(messages.len());
+                }
+                self.claimed.push((e, m.id.clone()));
+                if bull {
+                    self.read_data.push(m.body.clone());
+                }
+                messages.push(m);
             }
-            messages.push(m);
+            if !messages.is_empty() {
+                return Ok(Some(Claim::new(messages)));
+            }
         }
-        Ok(Some(Claim::new(messages)))
     }
 
     async fn settle(
@@ -419,6 +491,7 @@ impl MoveSession for RedisMoveSession<'_> {
         accepted: &[usize],
         _failed: &[usize],
     ) -> Result<()> {
+        self.unremoved.clear();
         if accepted.is_empty() {
             return Ok(());
         }
@@ -433,6 +506,16 @@ impl MoveSession for RedisMoveSession<'_> {
                 let _: i64 = cmd.query_async(&mut con).await.map_err(|e| self.b.err(e))?;
             }
             Library::BullMq(q) => {
+                let (ghosts, jobs): (Vec<usize>, Vec<usize>) = accepted
+                    .iter()
+                    .partition(|i| self.ghosts.claimed.contains(i));
+                if !ghosts.is_empty() {
+                    self.remove_ghosts(q, &ghosts).await?;
+                }
+                if jobs.is_empty() {
+                    return Ok(());
+                }
+                let accepted = &jobs[..];
                 if self.remove_sha.is_none() {
                     self.remove_sha = Some(script_load(self.b, bullmq::REMOVE_SCRIPT).await?);
                 }
@@ -464,6 +547,49 @@ impl MoveSession for RedisMoveSession<'_> {
             }
         }
         Ok(())
+    }
+
+    fn unremoved(&mut self) -> Vec<(usize, String)> {
+        std::mem::take(&mut self.unremoved)
+    }
+
+    fn unaccounted(&self) -> Vec<Unaccounted> {
+        ghosts_left(self.b, self.ghosts.left, &self.ghosts.examples)
+            .into_iter()
+            .collect()
+    }
+}
+
+impl RedisMoveSession<'_> {
+    /// The claim of ids read alone: the messages of those whose job hash exists (and their
+    /// redrive count); an id without one is left, and counted.
+    fn claim_ids(
+        &mut self,
+        entries: Vec<Entry>,
+        checks: Vec<(bool, Option<Vec<u8>>)>,
+    ) -> Vec<Message> {
+        let mut messages = Vec::with_capacity(entries.len());
+        for (e, (there, count)) in entries.into_iter().zip(checks) {
+            let id = String::from_utf8_lossy(&e.member).into_owned();
+            if !there {
+                self.ghosts.leave(&id);
+                continue;
+            }
+            let mut m = Message {
+                id: id.clone(),
+                native_id: id.clone(),
+                ..Message::default()
+            };
+            if let Some(c) = count {
+                m.attributes.push(Attribute {
+                    name: REDRIVE_COUNT_ATTRIBUTE.into(),
+                    value: AttrValue::from_bytes(Some(&c)),
+                });
+            }
+            messages.push(m);
+            self.claimed.push((e, id));
+        }
+        messages
     }
 }
 
