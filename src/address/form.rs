@@ -67,7 +67,10 @@ pub fn bad_percent_reason(what: &str, elsewhere: &str) -> String {
 /// The user and password of `u` checked with [`bad_percent_encoding`]: the reason for the
 /// first that fails.
 pub fn check_userinfo_encoding(u: &url::Url, elsewhere: &str) -> Result<(), String> {
-    for (what, part) in [("user", u.username()), ("password", u.password().unwrap_or(""))] {
+    for (what, part) in [
+        ("user", u.username()),
+        ("password", u.password().unwrap_or("")),
+    ] {
         if bad_percent_encoding(part) {
             return Err(bad_percent_reason(what, elsewhere));
         }

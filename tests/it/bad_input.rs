@@ -1635,16 +1635,46 @@ fn a_password_with_bad_percent_encoding_is_a_url_error_on_every_scheme() {
     let sb = Sandbox::new();
     // Port 1: were the URL accepted, the run would fail to connect (exit 3), not exit 2.
     for (url, part) in [
-        ("redis://:pw%zzsecret@127.0.0.1:1/0?system=sidekiq", "password"),
-        ("rediss://app:pw%zzsecret@127.0.0.1:1/0?system=bullmq&queue=q", "password"),
-        ("redis://app:pw%4secret@127.0.0.1:1/0?system=sidekiq", "password"),
-        ("redis://a%zzb:pwsecret@127.0.0.1:1/0?system=sidekiq", "user"),
-        ("postgres://app:pw%zzsecret@127.0.0.1:1/db?table=dead_letters", "password"),
-        ("postgresql://app:pw%secret@127.0.0.1:1/db?system=river", "password"),
-        ("amqp://app:pw%zzsecret@127.0.0.1:1/%2F?queue=orders.dlq", "password"),
-        ("amqps://app:pwsecret%@127.0.0.1:1/%2F?queue=orders.dlq", "password"),
-        ("kafka://app:pw%zzsecret@127.0.0.1:1/orders.DLT", "user or password"),
-        ("https://app:pw%zzsecret@sqs.eu-west-1.amazonaws.com/123456789012/q", "user or password"),
+        (
+            "redis://:pw%zzsecret@127.0.0.1:1/0?system=sidekiq",
+            "password",
+        ),
+        (
+            "rediss://app:pw%zzsecret@127.0.0.1:1/0?system=bullmq&queue=q",
+            "password",
+        ),
+        (
+            "redis://app:pw%4secret@127.0.0.1:1/0?system=sidekiq",
+            "password",
+        ),
+        (
+            "redis://a%zzb:pwsecret@127.0.0.1:1/0?system=sidekiq",
+            "user",
+        ),
+        (
+            "postgres://app:pw%zzsecret@127.0.0.1:1/db?table=dead_letters",
+            "password",
+        ),
+        (
+            "postgresql://app:pw%secret@127.0.0.1:1/db?system=river",
+            "password",
+        ),
+        (
+            "amqp://app:pw%zzsecret@127.0.0.1:1/%2F?queue=orders.dlq",
+            "password",
+        ),
+        (
+            "amqps://app:pwsecret%@127.0.0.1:1/%2F?queue=orders.dlq",
+            "password",
+        ),
+        (
+            "kafka://app:pw%zzsecret@127.0.0.1:1/orders.DLT",
+            "user or password",
+        ),
+        (
+            "https://app:pw%zzsecret@sqs.eu-west-1.amazonaws.com/123456789012/q",
+            "user or password",
+        ),
     ] {
         let r = sb.run(&["peek", url, "-n", "1"]).code(2);
         let want = if part.contains(" or ") {
@@ -1656,18 +1686,30 @@ fn a_password_with_bad_percent_encoding_is_a_url_error_on_every_scheme() {
         if !part.contains(" or ") {
             assert!(r.stderr.contains("`%25`"), "{url}: the fix: {}", r.stderr);
         }
-        assert!(!r.stderr.contains("secret"), "{url}: shows the password: {}", r.stderr);
+        assert!(
+            !r.stderr.contains("secret"),
+            "{url}: shows the password: {}",
+            r.stderr
+        );
         assert!(r.stderr.starts_with("error: "), "{url}: {}", r.stderr);
         assert_eq!(
-            r.stderr.lines().filter(|l| !l.starts_with("  hint: ")).count(),
+            r.stderr
+                .lines()
+                .filter(|l| !l.starts_with("  hint: "))
+                .count(),
             1,
             "{url}: one line: {}",
             r.stderr
         );
     }
     // Valid escapes still pass the parse (the run then fails to connect: exit 3).
-    sb.run(&["peek", "redis://:p%25w@127.0.0.1:1/0?system=sidekiq", "-n", "1"])
-        .code(3);
+    sb.run(&[
+        "peek",
+        "redis://:p%25w@127.0.0.1:1/0?system=sidekiq",
+        "-n",
+        "1",
+    ])
+    .code(3);
 }
 
 /// The inputs the properties found, kept as examples: each once put a line break inside its

@@ -509,7 +509,10 @@ async fn the_retry_set_s_facts_are_retries_to_come_not_deaths() {
         text.contains("next retry at") && text.contains("jobs to retry"),
         "{text}"
     );
-    assert!(!text.contains("dead jobs") && !text.contains("first dead"), "{text}");
+    assert!(
+        !text.contains("dead jobs") && !text.contains("first dead"),
+        "{text}"
+    );
     let cfg = sb.write("dlqctl.toml", &format!("[queues.r]\ndlq = \"{url}\"\n"));
     let v = sb
         .run_env(

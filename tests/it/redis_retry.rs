@@ -489,7 +489,11 @@ async fn ids_without_a_job_hash_are_left_by_a_redrive_and_removed_by_a_purge() {
     assert_eq!(r["moved"], 2, "{r}");
     assert_ghost_left(&r, "q", 2);
     let r = run(&["--where", ".json.n >= 1"]);
-    assert_eq!((r["moved"].as_u64(), r["failed"].as_u64()), (Some(2), Some(0)), "{r}");
+    assert_eq!(
+        (r["moved"].as_u64(), r["failed"].as_u64()),
+        (Some(2), Some(0)),
+        "{r}"
+    );
     assert_ghost_left(&r, "q", 2);
     // The purge the reason names: the two ids alone, each archived as a record of why.
     let archive = sb.path("ghosts.jsonl");
@@ -507,7 +511,11 @@ async fn ids_without_a_job_hash_are_left_by_a_redrive_and_removed_by_a_purge() {
         ])
         .ok()
         .json();
-    assert_eq!((p["moved"].as_u64(), p["skipped"].as_u64()), (Some(2), Some(1)), "{p}");
+    assert_eq!(
+        (p["moved"].as_u64(), p["skipped"].as_u64()),
+        (Some(2), Some(1)),
+        "{p}"
+    );
     assert_eq!(db.zrange("bull:q:failed").await, vec!["m-0"]);
     let records = std::fs::read_to_string(&archive).unwrap();
     assert_eq!(records.lines().count(), 2, "{records}");
@@ -529,14 +537,23 @@ async fn ids_without_a_job_hash_are_left_by_a_redrive_and_removed_by_a_purge() {
     // The script removes an id only while it has no job hash, and that member alone.
     let script = include_str!("../../src/backend/redis/bullmq_removeGhost.lua");
     let _: i64 = db
-        .q(redis::cmd("ZADD").arg("bull:q:failed").arg(5).arg("back").arg(6).arg("other"))
+        .q(redis::cmd("ZADD")
+            .arg("bull:q:failed")
+            .arg(5)
+            .arg("back")
+            .arg(6)
+            .arg("other"))
         .await;
     let _: i64 = db
         .q(redis::cmd("HSET").arg("bull:q:back").arg("data").arg("{}"))
         .await;
     let remove = |id: &str| {
         let mut c = redis::cmd("EVAL");
-        c.arg(script).arg(2).arg(format!("bull:q:{id}")).arg("bull:q:failed").arg(id);
+        c.arg(script)
+            .arg(2)
+            .arg(format!("bull:q:{id}"))
+            .arg("bull:q:failed")
+            .arg(id);
         c
     };
     let code: i64 = db.q(&mut remove("back")).await;

@@ -402,7 +402,9 @@ fn sidekiq_retry_set(cfg: &QueueConfig, c: &Census, f: &mut VerifyFacts) {
         source,
     });
     let at = |t: Option<DateTime<Utc>>| {
-        t.map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+        t.map_or("-".into(), |t| {
+            t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+        })
     };
     f.checks.push(Check::new(
         "sidekiq-retry-set",

@@ -183,7 +183,10 @@ mod tests {
         };
         line(&p, &edit);
         let text = out.text();
-        assert!(text.starts_with("moved 3 · skipped 0 (filter) · "), "{text}");
+        assert!(
+            text.starts_with("moved 3 · skipped 0 (filter) · "),
+            "{text}"
+        );
         assert!(
             text.contains("\nmoved 1 · skipped 5 (not the message edited) · "),
             "{text}"
