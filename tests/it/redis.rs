@@ -386,7 +386,10 @@ async fn transform_goes_to_another_backend_not_in_place() {
     assert_eq!(db.zcard("dead").await, 0);
 }
 
-/// Two operators at once never both retry one job: every job is pushed once.
+/// Two operators at once never both retry one job: every job is pushed once. (The second
+/// run is refused by the first's lock, or they run one after the other: `redis_lock.rs`; the
+/// scripts' own guarantee, each acting only on a job still in the set, is what holds against
+/// Sidekiq's own "Retry now" meanwhile.)
 #[tokio::test(flavor = "multi_thread")]
 async fn two_operators_never_both_retry_a_job() {
     let db = RedisDb::new().await;

@@ -314,7 +314,8 @@ async fn an_unfiltered_redrive_retries_by_id_and_counts_a_vanished_job() {
 }
 
 /// Two operators retrying one BullMQ queue at once never both retry a job: each id is pushed
-/// once, and every job is retried by one of them.
+/// once, and every job is retried by one of them (the second refused by the first's lock, or
+/// after it: `redis_lock.rs`).
 #[tokio::test(flavor = "multi_thread")]
 async fn two_operators_never_both_retry_a_bullmq_job() {
     let db = RedisDb::new().await;

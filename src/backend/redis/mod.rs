@@ -46,6 +46,8 @@ mod conn;
 #[cfg(feature = "redis")]
 mod facts;
 #[cfg(feature = "redis")]
+mod lock;
+#[cfg(feature = "redis")]
 mod session;
 #[cfg(feature = "redis")]
 mod sidekiq;
@@ -78,6 +80,8 @@ pub struct RedisBackend {
     /// A redrive's dry run: the BullMQ ids without a job hash its read passed over (how many,
     /// a few of them), which the run would leave ([`QueueBackend::unaccounted`]).
     dry_ghosts: std::sync::Mutex<(u64, Vec<String>)>,
+    /// `[redis] lock_timeout`: how long a mover's lock lasts unrenewed.
+    lock_timeout: Duration,
     id: Option<IdSource>,
     /// What was found: `sidekiq (dead set `dead`)`, `bullmq:6.7.6 (queue mail)`.
     detected: String,
@@ -139,6 +143,11 @@ impl RedisBackend {
             lib,
             key,
             dry_ghosts: Default::default(),
+            lock_timeout: opts
+                .backends
+                .redis
+                .lock_timeout
+                .unwrap_or(lock::DEFAULT_TIMEOUT),
             id: opts.id.clone(),
             detected,
         })
@@ -530,5 +539,10 @@ mod tests {
         assert!(bq.contains(include_str!("bullmq_editJob.lua")));
         assert!(bq.contains(include_str!("bullmq_editJobEnd.lua")));
         assert!(bq.contains(super::bullmq::REMOVE_GHOST_SCRIPT));
+        for page in [sk, bq] {
+            assert!(page.contains(super::lock::RENEW_SCRIPT));
+            assert!(page.contains(super::lock::RELEASE_SCRIPT));
+            assert!(page.contains(super::lock::TAKEOVER_SCRIPT));
+        }
     }
 }

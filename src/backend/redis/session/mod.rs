@@ -6,7 +6,8 @@
 //! ids, each next page in the round trip of the last batch's script: the script reads what it
 //! needs of each job itself. Every script removes the exact member first and acts only if it
 //! was still there: two operators never both retry one job, and a kill at any instant leaves
-//! each job dead or retried, never both or neither.
+//! each job dead or retried, never both or neither. A session holds the set's lock from start
+//! to end (`lock.rs`): a second dlqctl mover of the set is refused at once.
 
 use async_trait::async_trait;
 
@@ -49,6 +50,8 @@ pub(super) struct RedisMoveSession<'a> {
     ghosts: Ghosts,
     /// Of the batch settled last: accepted ids not removed, with why.
     unremoved: Vec<(usize, String)>,
+    /// The set's lock, held from the start to the end of the run (one mover at a time).
+    lock: super::lock::Lock,
 }
 
 /// See [`RedisMoveSession::ghosts`].
@@ -70,6 +73,8 @@ impl Ghosts {
 
 impl<'a> RedisMoveSession<'a> {
     pub(super) async fn begin(b: &'a RedisBackend, opts: MoveOptions) -> Result<Self> {
+        // The lock first: what this run reads below is its alone until it ends.
+        let lock = super::lock::acquire(b, b.lock_timeout).await?;
         let hi = b.last_score().await?;
         let ids_only = matches!(b.lib, Library::BullMq(_))
             && (!opts.need_content || opts.count_only)
@@ -88,6 +93,7 @@ impl<'a> RedisMoveSession<'a> {
             remove_sha: None,
             ghosts: Ghosts::default(),
             unremoved: Vec::new(),
+            lock,
         })
     }
 
@@ -225,6 +231,7 @@ impl MoveSession for RedisMoveSession<'_> {
     }
 
     async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
+        self.lock.check()?;
         let Some(hi) = self.hi else {
             return Ok(None);
         };
@@ -336,6 +343,15 @@ impl MoveSession for RedisMoveSession<'_> {
                 }
             }
         }
+        Ok(())
+    }
+
+    fn holds(&self) -> Result<()> {
+        self.lock.check()
+    }
+
+    async fn finish(&mut self) -> Result<()> {
+        self.lock.release().await;
         Ok(())
     }
 
