@@ -193,3 +193,75 @@ async fn a_second_redrive_is_refused_and_a_killed_run_s_lock_expires() {
     );
     assert_eq!(db.zcard("dead").await, 0);
 }
+
+/// A run suspended (SIGSTOP) past its lock's timeout whose lock another run then took claims
+/// nothing more once resumed: it stops with exit 3, `lost the lock`, and the jobs it had not
+/// retried stay dead (none retried twice).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_that_lost_its_lock_claims_nothing_more() {
+    let db = RedisDb::new().await;
+    seed_sidekiq(&db, 10).await;
+    let sb = Sandbox::new();
+    sb.write("dlqctl.toml", "[redis]\nlock_timeout = \"1s\"\n");
+    let url = db.sidekiq();
+    let run = sb
+        .cmd(&[
+            "redrive",
+            &url,
+            "--rate",
+            "2/s",
+            "--batch-size",
+            "1",
+            "--yes",
+            "--output",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    until("the run's lock", Duration::from_secs(20), || {
+        exists(&db, "dead:dlqctl-lock")
+    })
+    .await;
+    let signal = |sig: &str| {
+        let st = std::process::Command::new("kill")
+            .args([sig, &run.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    signal("-STOP");
+    until(
+        "the suspended run's lock to expire",
+        Duration::from_secs(5),
+        || async { !exists(&db, "dead:dlqctl-lock").await },
+    )
+    .await;
+    // Another holder now (the test, standing for another run).
+    let _: () = db
+        .q(redis::cmd("SET")
+            .arg("dead:dlqctl-lock")
+            .arg("bob@ops-2 pid 7 since 2026-12-06 04:00:00 UTC #01")
+            .arg("PX")
+            .arg(60_000))
+        .await;
+    let dead_then = db.zcard("dead").await;
+    signal("-CONT");
+    let out = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("lost the lock"), "{stderr}");
+    assert!(
+        db.zcard("dead").await >= dead_then.saturating_sub(1),
+        "at most the batch it had claimed before it was suspended"
+    );
+    let holder: String = db.q(redis::cmd("GET").arg("dead:dlqctl-lock")).await;
+    assert!(
+        holder.starts_with("bob@ops-2"),
+        "the other's lock is left alone"
+    );
+    let queued = db.sidekiq_queue_jids("default").await;
+    let dead = db.sidekiq_dead_jids().await;
+    assert_eq!(queued.len() + dead.len(), 10, "nothing lost or twice");
+}

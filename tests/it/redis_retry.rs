@@ -496,7 +496,26 @@ async fn ids_without_a_job_hash_are_left_by_a_redrive_and_removed_by_a_purge() {
         "{r}"
     );
     assert_ghost_left(&r, "q", 2);
-    // The purge the reason names: the two ids alone, each archived as a record of why.
+    // The purge the reason names: its dry run counts the two ids alone.
+    let d = sb
+        .run(&[
+            "purge",
+            &url,
+            "--where",
+            ".meta.no_job_hash != null",
+            "--no-archive",
+            "--dry-run",
+            "--output",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(
+        (d["would_remove"].as_u64(), d["skipped"].as_u64()),
+        (Some(2), Some(1)),
+        "{d}"
+    );
+    // The purge: the two ids alone, each archived as a record of why.
     let archive = sb.path("ghosts.jsonl");
     let p = sb
         .run(&[
