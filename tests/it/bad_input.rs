@@ -1660,6 +1660,10 @@ fn a_password_with_bad_percent_encoding_is_a_url_error_on_every_scheme() {
             "password",
         ),
         (
+            "postgres://app@127.0.0.1:1/db?table=dead_letters&password=pw%zzsecret",
+            "password",
+        ),
+        (
             "amqp://app:pw%zzsecret@127.0.0.1:1/%2F?queue=orders.dlq",
             "password",
         ),
