@@ -26,6 +26,9 @@ pub struct Config {
     /// RabbitMQ settings, for every RabbitMQ queue (docs/rabbitmq.md; issue 27).
     #[serde(default)]
     pub rabbitmq: RabbitmqConfig,
+    /// Redis job-queue settings, for every Redis address (docs/systems/sidekiq.md#one-mover-at-a-time).
+    #[serde(default)]
+    pub redis: RedisConfig,
     /// Where the file was read from; set by [`Config::load`].
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -54,6 +57,7 @@ pub struct AuditConfig {
 pub struct BackendConfig {
     pub kafka: KafkaConfig,
     pub rabbitmq: RabbitmqConfig,
+    pub redis: RedisConfig,
 }
 
 impl Config {
@@ -62,6 +66,7 @@ impl Config {
         BackendConfig {
             kafka: self.kafka.clone(),
             rabbitmq: self.rabbitmq.clone(),
+            redis: self.redis.clone(),
         }
     }
 }
@@ -75,6 +80,16 @@ pub struct RabbitmqConfig {
     pub api: Option<String>,
     /// The AMQP user's password, where the URL has none (before it: `DLQCTL_AMQP_PASSWORD`).
     pub password: Option<String>,
+}
+
+/// `[redis]`: the lock a redrive, purge or edit of a Redis job set holds while it runs.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisConfig {
+    /// How long the lock lasts unrenewed (its `PX`): how soon a run may go after one that was
+    /// killed. Default 30s.
+    #[serde(default, deserialize_with = "opt_duration")]
+    pub lock_timeout: Option<Duration>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]

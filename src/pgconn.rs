@@ -141,6 +141,18 @@ impl PgConn {
         let input = input.trim();
         check_scheme(input)?;
         let (url, empty_host) = parse_url(input)?;
+        // `?password=` too: decoding keeps a `%` that starts no escape as typed.
+        let query_password = url.query().unwrap_or_default().split('&').any(|pair| {
+            pair.split_once('=').is_some_and(|(k, v)| {
+                k == "password" && crate::address::form::bad_percent_encoding(v)
+            })
+        });
+        if query_password {
+            return Err(crate::address::form::bad_percent_reason(
+                "password",
+                "PGPASSWORD or ~/.pgpass",
+            ));
+        }
         let mut c = PgConn::from_authority_and_path(&url, empty_host)?;
         let mut mine: Vec<(String, String)> = Vec::new();
         let mut seen: Vec<String> = Vec::new();
@@ -167,6 +179,7 @@ impl PgConn {
         empty_host: bool,
     ) -> std::result::Result<PgConn, String> {
         let mut c = PgConn::default();
+        crate::address::form::check_userinfo_encoding(url, "PGPASSWORD or ~/.pgpass")?;
         if !url.username().is_empty() {
             c.user = Some(decode_part(url.username())?);
         }

@@ -43,6 +43,41 @@ pub fn invalid(input: &str, reason: &str) -> Error {
     }
 }
 
+/// Whether a URL's user or password (as the URL parser keeps it, still percent-encoded) has a
+/// `%` that starts no escape (`%zz`, a `%` at the end): the parser keeps such a `%` as typed,
+/// and a password sent that way is refused by the server as if it were wrong (an
+/// authentication failure, exit 3, for what is a typo in the URL).
+pub fn bad_percent_encoding(part: &str) -> bool {
+    let b = part.as_bytes();
+    b.iter().enumerate().any(|(i, &c)| {
+        c == b'%'
+            && !(b.len() > i + 2 && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit())
+    })
+}
+
+/// Why a URL with [`bad_percent_encoding`] in its `what` ("user" or "password") is refused,
+/// and what to do (`elsewhere`: where else the password may come from); the value itself is
+/// never shown.
+pub fn bad_percent_reason(what: &str, elsewhere: &str) -> String {
+    format!(
+        "the {what} in the URL is not valid percent-encoding (a `%` not followed by two hex digits): write a `%` in it as `%25` (and `@ : / ? #` as `%40 %3A %2F %3F %23`), or leave the password out of the URL and give it in {elsewhere}"
+    )
+}
+
+/// The user and password of `u` checked with [`bad_percent_encoding`]: the reason for the
+/// first that fails.
+pub fn check_userinfo_encoding(u: &url::Url, elsewhere: &str) -> Result<(), String> {
+    for (what, part) in [
+        ("user", u.username()),
+        ("password", u.password().unwrap_or("")),
+    ] {
+        if bad_percent_encoding(part) {
+            return Err(bad_percent_reason(what, elsewhere));
+        }
+    }
+    Ok(())
+}
+
 /// A query parameter given twice (`?queue=default&queue=nope`): refused on every backend's
 /// address, where the backend's own parsing would let the last one win (or the first) without
 /// a word. Names are compared as decoded (`%71ueue` is `queue`); an empty name is left to the

@@ -131,6 +131,10 @@ pub struct ScanOptions {
     /// Read what a redrive would read (a redrive's dry run): on Kafka, from the redrive
     /// group's committed offsets instead of the low watermarks.
     pub as_redrive: bool,
+    /// With `as_redrive`, read what a purge would (a purge's dry run and its count): a BullMQ
+    /// id in failed without a job hash is a message then, one a purge removes; a redrive's
+    /// read counts it as left instead ([`QueueBackend::unaccounted`]).
+    pub purge: bool,
 }
 
 /// How many messages a queue holds, where it can tell cheaply (the plan's count, the

@@ -32,6 +32,10 @@ pub struct MoveOptions {
     /// A local mover's copies count one more redrive (`dlqctl-redrive-count`): a redrive's do,
     /// a purge's archive copies do not.
     pub count_redrive: bool,
+    /// The run is a purge: what it claims is removed (with an archive, once copied there), never
+    /// retried. A BullMQ id in failed without a job hash is claimed then, to be removed; a
+    /// redrive leaves it and says so ([`MoveSession::unaccounted`]).
+    pub purge: bool,
 }
 
 /// Messages a run leaves in the source that it neither examined nor removed, or cannot say

@@ -1626,6 +1626,97 @@ fn hints_say_what_to_run_instead() {
     }
 }
 
+/// A user or password with a `%` that starts no escape (`%zz`) is a URL error on every scheme
+/// that takes one (exit 2, before anything is opened), naming the part and the fix and never
+/// showing the password: the URL parser keeps such a `%` as typed, and the server refused the
+/// password as wrong (Redis: an authentication failure, exit 3). Kafka and SQS addresses take
+/// no user info at all (also exit 2).
+#[test]
+fn a_password_with_bad_percent_encoding_is_a_url_error_on_every_scheme() {
+    let sb = Sandbox::new();
+    // Port 1: were the URL accepted, the run would fail to connect (exit 3), not exit 2.
+    for (url, part) in [
+        (
+            "redis://:pw%zzsecret@127.0.0.1:1/0?system=sidekiq",
+            "password",
+        ),
+        (
+            "rediss://app:pw%zzsecret@127.0.0.1:1/0?system=bullmq&queue=q",
+            "password",
+        ),
+        (
+            "redis://app:pw%4secret@127.0.0.1:1/0?system=sidekiq",
+            "password",
+        ),
+        (
+            "redis://a%zzb:pwsecret@127.0.0.1:1/0?system=sidekiq",
+            "user",
+        ),
+        (
+            "postgres://app:pw%zzsecret@127.0.0.1:1/db?table=dead_letters",
+            "password",
+        ),
+        (
+            "postgresql://app:pw%secret@127.0.0.1:1/db?system=river",
+            "password",
+        ),
+        (
+            "postgres://app@127.0.0.1:1/db?table=dead_letters&password=pw%zzsecret",
+            "password",
+        ),
+        (
+            "amqp://app:pw%zzsecret@127.0.0.1:1/%2F?queue=orders.dlq",
+            "password",
+        ),
+        (
+            "amqps://app:pwsecret%@127.0.0.1:1/%2F?queue=orders.dlq",
+            "password",
+        ),
+        (
+            "kafka://app:pw%zzsecret@127.0.0.1:1/orders.DLT",
+            "user or password",
+        ),
+        (
+            "https://app:pw%zzsecret@sqs.eu-west-1.amazonaws.com/123456789012/q",
+            "user or password",
+        ),
+    ] {
+        let r = sb.run(&["peek", url, "-n", "1"]).code(2);
+        let want = if part.contains(" or ") {
+            "takes no user or password".to_string()
+        } else {
+            format!("the {part} in the URL is not valid percent-encoding")
+        };
+        assert!(r.stderr.contains(&want), "{url}: {}", r.stderr);
+        if !part.contains(" or ") {
+            assert!(r.stderr.contains("`%25`"), "{url}: the fix: {}", r.stderr);
+        }
+        assert!(
+            !r.stderr.contains("secret"),
+            "{url}: shows the password: {}",
+            r.stderr
+        );
+        assert!(r.stderr.starts_with("error: "), "{url}: {}", r.stderr);
+        assert_eq!(
+            r.stderr
+                .lines()
+                .filter(|l| !l.starts_with("  hint: "))
+                .count(),
+            1,
+            "{url}: one line: {}",
+            r.stderr
+        );
+    }
+    // Valid escapes still pass the parse (the run then fails to connect: exit 3).
+    sb.run(&[
+        "peek",
+        "redis://:p%25w@127.0.0.1:1/0?system=sidekiq",
+        "-n",
+        "1",
+    ])
+    .code(3);
+}
+
 /// The inputs the properties found, kept as examples: each once put a line break inside its
 /// error (or, accepted, inside every message that names it). See the fixes in src/.
 #[test]

@@ -28,6 +28,7 @@ mod rabbitmq_moves;
 mod redis;
 mod redis_faults;
 mod redis_harness;
+mod redis_lock;
 mod redis_ops;
 mod redis_retry;
 mod redis_tls;

@@ -445,7 +445,10 @@ async fn transform_goes_to_another_backend_not_in_place() {
     assert_eq!(db.zcard("dead").await, 0);
 }
 
-/// Two operators at once never both retry one job: every job is pushed once.
+/// Two operators at once never both retry one job: every job is pushed once. (The second
+/// run is refused by the first's lock, or they run one after the other: `redis_lock.rs`; the
+/// scripts' own guarantee, each acting only on a job still in the set, is what holds against
+/// Sidekiq's own "Retry now" meanwhile.)
 #[tokio::test(flavor = "multi_thread")]
 async fn two_operators_never_both_retry_a_job() {
     let db = RedisDb::new().await;
@@ -528,4 +531,73 @@ async fn verify_reports_each_library_s_retention() {
             .unwrap()
             .contains("kept until removed")
     );
+}
+
+/// Sidekiq's retry set is scored by each job's next retry, a time to come: inspect and verify
+/// name its facts for that (`retry_jobs`, `next_retry_at`, `last_retry_at`, no `dead_*`), and
+/// verify does not count its jobs as deaths against the dead set's cap. The dead set keeps its
+/// names.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_retry_set_s_facts_are_retries_to_come_not_deaths() {
+    let db = RedisDb::new().await;
+    seed_sidekiq(&db, 3).await;
+    let now = chrono::Utc::now().timestamp();
+    let mut zadd = redis::cmd("ZADD");
+    zadd.arg("retry");
+    for (i, job) in db.zrange("dead").await.iter().enumerate() {
+        zadd.arg(now + 600 + 60 * i as i64).arg(job);
+    }
+    let _: i64 = db.q(&mut zadd).await;
+    let _: i64 = db.q(redis::cmd("DEL").arg("dead")).await;
+    let url = format!("{}&set=retry", db.sidekiq());
+    let sb = Sandbox::new();
+    let j = sb.run(&["inspect", &url, "--output", "json"]).ok().json();
+    let facts = &j[0]["facts"];
+    assert_eq!(facts["retry_jobs"], 3, "{facts}");
+    for gone in ["dead_jobs", "first_dead", "last_dead"] {
+        assert!(facts.get(gone).is_none(), "{gone}: {facts}");
+    }
+    let at = |k: &str| {
+        chrono::DateTime::parse_from_rfc3339(facts[k].as_str().unwrap())
+            .unwrap()
+            .timestamp()
+    };
+    assert_eq!(
+        (at("next_retry_at"), at("last_retry_at")),
+        (now + 600, now + 720)
+    );
+    let text = sb.run(&["inspect", &url, "--output", "table"]).ok().stdout;
+    assert!(
+        text.contains("next retry at") && text.contains("jobs to retry"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("dead jobs") && !text.contains("first dead"),
+        "{text}"
+    );
+    let cfg = sb.write("dlqctl.toml", &format!("[queues.r]\ndlq = \"{url}\"\n"));
+    let v = sb
+        .run_env(
+            &["verify", "r", "--output", "json"],
+            &[("DLQCTL_CONFIG", cfg.to_str().unwrap())],
+        )
+        .json();
+    let checks = v["queues"][0]["checks"].to_string();
+    assert!(
+        checks.contains("sidekiq-retry-set") && checks.contains("next retry at"),
+        "{checks}"
+    );
+    assert!(
+        !checks.contains("sidekiq-dead-max-jobs") && !checks.contains("deaths"),
+        "{checks}"
+    );
+    // The dead set keeps its names.
+    let dead = RedisDb::new().await;
+    seed_sidekiq(&dead, 1).await;
+    let j = sb
+        .run(&["inspect", &dead.sidekiq(), "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(j[0]["facts"]["dead_jobs"], 1, "{j}");
+    assert!(j[0]["facts"].get("first_dead").is_some(), "{j}");
 }

@@ -371,6 +371,12 @@ async fn edit_retries_the_edited_job_in_place() {
         let (code, seen) = edit(&fix, &url, "m-1");
         assert_eq!(code, 0, "bullmq {bull}: {seen}");
         assert!(seen.contains("its arguments as edited"), "{seen}");
+        // m-0, read before m-1, was passed over because it is not the job edited: no filter
+        // was given, and the summary does not say there was one.
+        assert!(
+            seen.contains("skipped 1 (not the message edited)") && !seen.contains("(filter)"),
+            "bullmq {bull}: {seen}"
+        );
         if bull {
             assert_eq!(db.zrange("bull:q:failed").await, vec!["m-0", "m-2"]);
             assert_eq!(db.lrange("bull:q:wait").await, vec!["m-1"]);

@@ -264,8 +264,8 @@ async fn the_batched_retry_does_job_by_job_what_reprocess_job_9_does() {
 
 /// An unfiltered redrive claims the failed jobs by id alone (no hash read) and retries them
 /// in one script call per batch: BullMQ's own Worker then runs each under its id, each job
-/// carries the loop guard's count, and an id in `failed` whose hash is gone is counted as
-/// not retried, with the reason, and left where it is (not lost, not pushed).
+/// carries the loop guard's count, and an id in `failed` whose hash is gone is not offered:
+/// left where it is (not lost, not pushed) and reported apart, not as failed (exit 1).
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unfiltered_redrive_retries_by_id_and_counts_a_vanished_job() {
     let db = RedisDb::new().await;
@@ -287,13 +287,14 @@ async fn an_unfiltered_redrive_retries_by_id_and_counts_a_vanished_job() {
             "--output",
             "json",
         ])
+        .code(1)
         .json();
     assert_eq!(
         (r["moved"].as_u64(), r["failed"].as_u64()),
-        (Some(6), Some(1)),
+        (Some(6), Some(0)),
         "{r}"
     );
-    assert!(r.to_string().contains("hash is gone"), "{r}");
+    assert_ghost_left(&r, "pay", 1);
     assert_eq!(db.zrange("bull:pay:failed").await, vec!["ghost"]);
     let wait = db.lrange("bull:pay:wait").await;
     let ords: HashSet<String> = (0..6).map(|i| format!("ord-{i}")).collect();
@@ -313,7 +314,8 @@ async fn an_unfiltered_redrive_retries_by_id_and_counts_a_vanished_job() {
 }
 
 /// Two operators retrying one BullMQ queue at once never both retry a job: each id is pushed
-/// once, and every job is retried by one of them.
+/// once, and every job is retried by one of them (the second refused by the first's lock, or
+/// after it: `redis_lock.rs`).
 #[tokio::test(flavor = "multi_thread")]
 async fn two_operators_never_both_retry_a_bullmq_job() {
     let db = RedisDb::new().await;
@@ -444,4 +446,141 @@ async fn the_loop_guard_reads_the_count_alone_and_holds_a_bullmq_job() {
     assert_eq!(r["moved"], 1, "{r}");
     assert_eq!(count("m-1").await, Some(3));
     assert_eq!(db.zcard("bull:q:failed").await, 0);
+}
+
+/// The one `unaccounted` line of a run that left `n` BullMQ ids without a job hash in
+/// `bull:QUEUE:failed`: the reason, and the purge that removes them.
+fn assert_ghost_left(r: &serde_json::Value, queue: &str, n: u64) {
+    let u = r["unaccounted"].as_array().unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(u.len(), 1, "{r}");
+    assert_eq!(u[0]["count"], n, "{r}");
+    let why = u[0]["reason"].as_str().unwrap();
+    assert!(
+        why.contains(&format!("ids in bull:{queue}:failed with no job hash"))
+            && why.contains("nothing to retry")
+            && why.contains("dlqctl purge")
+            && why.contains(".meta.no_job_hash != null"),
+        "{why}"
+    );
+    assert!(r["failures"].as_array().is_none_or(Vec::is_empty), "{r}");
+}
+
+/// Ids in `failed` without a job hash: every redrive (unfiltered by id, filtered by hash, its
+/// dry run) leaves them and says so, apart from what failed (exit 1); the purge that the
+/// reason names removes them alone, atomically, each archived with a record that says it had
+/// no job hash; the script leaves an id whose hash appeared meanwhile.
+#[tokio::test(flavor = "multi_thread")]
+async fn ids_without_a_job_hash_are_left_by_a_redrive_and_removed_by_a_purge() {
+    let db = RedisDb::new().await;
+    seed_bullmq(&db, "q", 3).await;
+    for ghost in ["ghost-1", "ghost-2"] {
+        let _: i64 = db
+            .q(redis::cmd("ZADD").arg("bull:q:failed").arg(5).arg(ghost))
+            .await;
+    }
+    let sb = Sandbox::new();
+    let url = db.bullmq("q");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["redrive", url.as_str(), "--yes", "--output", "json"];
+        args.extend_from_slice(extra);
+        sb.run(&args).code(1).json()
+    };
+    // A filtered dry run and a filtered run (the hashes read) leave them, said apart.
+    let r = run(&["--where", ".json.n >= 1", "--dry-run"]);
+    assert_eq!(r["moved"], 2, "{r}");
+    assert_ghost_left(&r, "q", 2);
+    let r = run(&["--where", ".json.n >= 1"]);
+    assert_eq!(
+        (r["moved"].as_u64(), r["failed"].as_u64()),
+        (Some(2), Some(0)),
+        "{r}"
+    );
+    assert_ghost_left(&r, "q", 2);
+    // The purge the reason names: its dry run counts the two ids alone.
+    let d = sb
+        .run(&[
+            "purge",
+            &url,
+            "--where",
+            ".meta.no_job_hash != null",
+            "--no-archive",
+            "--dry-run",
+            "--output",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(
+        (d["would_remove"].as_u64(), d["skipped"].as_u64()),
+        (Some(2), Some(1)),
+        "{d}"
+    );
+    // The purge: the two ids alone, each archived as a record of why.
+    let archive = sb.path("ghosts.jsonl");
+    let p = sb
+        .run(&[
+            "purge",
+            &url,
+            "--where",
+            ".meta.no_job_hash != null",
+            "--archive",
+            archive.to_str().unwrap(),
+            "--yes",
+            "--output",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(
+        (p["moved"].as_u64(), p["skipped"].as_u64()),
+        (Some(2), Some(1)),
+        "{p}"
+    );
+    assert_eq!(db.zrange("bull:q:failed").await, vec!["m-0"]);
+    let records = std::fs::read_to_string(&archive).unwrap();
+    assert_eq!(records.lines().count(), 2, "{records}");
+    for line in records.lines() {
+        let rec: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(
+            rec["meta"]["no_job_hash"]
+                .as_str()
+                .is_some_and(|w| w.contains("no job hash")),
+            "{rec}"
+        );
+    }
+    // With none left, a redrive ends clean.
+    let r = sb
+        .run(&["redrive", &url, "--yes", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(r["moved"], 1, "{r}");
+    // The script removes an id only while it has no job hash, and that member alone.
+    let script = include_str!("../../src/backend/redis/bullmq_removeGhost.lua");
+    let _: i64 = db
+        .q(redis::cmd("ZADD")
+            .arg("bull:q:failed")
+            .arg(5)
+            .arg("back")
+            .arg(6)
+            .arg("other"))
+        .await;
+    let _: i64 = db
+        .q(redis::cmd("HSET").arg("bull:q:back").arg("data").arg("{}"))
+        .await;
+    let remove = |id: &str| {
+        let mut c = redis::cmd("EVAL");
+        c.arg(script)
+            .arg(2)
+            .arg(format!("bull:q:{id}"))
+            .arg("bull:q:failed")
+            .arg(id);
+        c
+    };
+    let code: i64 = db.q(&mut remove("back")).await;
+    assert_eq!(code, -1, "a job hash now: left");
+    let code: i64 = db.q(&mut remove("other")).await;
+    assert_eq!(code, 1);
+    let code: i64 = db.q(&mut remove("other")).await;
+    assert_eq!(code, 0);
+    assert_eq!(db.zrange("bull:q:failed").await, vec!["back"]);
 }

@@ -97,6 +97,11 @@ pub fn parse(input: &str) -> Result<AmqpAddress> {
             .map(|c| c.into_owned())
             .map_err(|_| bad("a percent-encoded part is not UTF-8"))
     };
+    crate::address::form::check_userinfo_encoding(
+        &url,
+        "DLQCTL_AMQP_PASSWORD or [rabbitmq] password in dlqctl.toml",
+    )
+    .map_err(|r| bad(&r))?;
     let user = Some(decode(url.username())?).filter(|u| !u.is_empty());
     let password = url.password().map(decode).transpose()?;
     if let Some(p) = &password {

@@ -105,6 +105,7 @@ pub fn parse(input: &str) -> Result<RedisAddress> {
         .to_string();
     let port = u.port().unwrap_or(6379);
     let db = database(&u).map_err(bad)?;
+    crate::address::form::check_userinfo_encoding(&u, "REDISCLI_AUTH").map_err(bad)?;
     let (user, password) = credentials(&u).map_err(bad)?;
     if let Some(p) = &password {
         crate::secrets::register(p);

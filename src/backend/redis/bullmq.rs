@@ -50,6 +50,15 @@ pub(super) const REMOVE_SCRIPT: &str = concat!(
     "return bullmq_remove_job()\n"
 );
 
+/// `meta.no_job_hash`: an id in the failed set whose job hash is gone (a removal left it
+/// behind): no job to retry; a purge removes the id, and its archive record says why.
+pub(super) const NO_JOB_HASH: &str = "no_job_hash";
+
+/// A purge's removal of an id in failed with no job hash: that member alone, only while it
+/// still has no job hash, in one script (1 removed, 0 not in failed any more, -1 the job's key
+/// exists now: left as it is).
+pub(super) const REMOVE_GHOST_SCRIPT: &str = include_str!("bullmq_removeGhost.lua");
+
 /// One BullMQ queue: its key prefix (`bull:NAME:`).
 pub(super) struct BullMq {
     pub queue: String,
@@ -177,6 +186,32 @@ impl BullMq {
         };
         m.meta.insert("system", Value::String("bullmq".into()));
         Some(m)
+    }
+}
+
+impl BullMq {
+    /// What stands for an id in failed with no job hash: the id, its score as the time it
+    /// failed, and why there is nothing else ([`NO_JOB_HASH`]).
+    pub fn ghost(&self, id: &str, score: f64) -> Message {
+        let why = format!(
+            "no job hash: {} does not exist (a removal left the id in {} behind); nothing to retry",
+            self.key(id),
+            self.set_key()
+        );
+        let mut m = Message {
+            id: id.to_string(),
+            native_id: id.to_string(),
+            dead_lettered_at: DateTime::from_timestamp_millis(score as i64),
+            error: Some(ErrorInfo {
+                message: Some(why.clone()),
+                ..ErrorInfo::default()
+            }),
+            source: Some(self.queue.clone()),
+            ..Message::default()
+        };
+        m.meta.insert("system", Value::String("bullmq".into()));
+        m.meta.insert(NO_JOB_HASH, Value::String(why));
+        m
     }
 }
 

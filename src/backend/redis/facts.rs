@@ -114,12 +114,13 @@ pub(super) async fn inspect(
     ins.facts
         .push(Fact::new("system", b.detected.clone(), b.detected.clone()));
     let c = census(b, Some(classifier)).await?;
-    ins.facts.push(Fact::new("dead_jobs", c.n, c.n.to_string()));
+    let n = Names::of(b);
+    ins.facts.push(Fact::new(n.jobs, c.n, c.n.to_string()));
     ins.facts.push(Fact::new("messages", c.n, c.n.to_string()));
     ins.facts.push(time_fact("oldest", c.oldest));
     ins.facts.push(time_fact("newest", c.newest));
-    ins.facts.push(time_fact("first_dead", c.first_dead));
-    ins.facts.push(time_fact("last_dead", c.last_dead));
+    ins.facts.push(time_fact(n.first, c.first_dead));
+    ins.facts.push(time_fact(n.last, c.last_dead));
     let mut con = b.con.clone();
     match &b.lib {
         Library::Sidekiq(s) => sidekiq_facts(b, s, c.n, &mut ins).await?,
@@ -135,9 +136,17 @@ pub(super) async fn inspect(
                 pipe.query_async(&mut con).await.map_err(|e| b.err(e))?;
             if ids > c.n {
                 ins.notes.push(format!(
-                    "{} of the {ids} ids in {} have no job hash (a removal left them behind): no command shows them, and a redrive counts each as not retried",
+                    "{} of the {ids} ids in {} have no job hash (a removal left them behind): peek and export do not show them, a redrive leaves them (nothing to retry, exit 1), and `{}` removes them",
                     ids - c.n,
-                    q.set_key()
+                    q.set_key(),
+                    crate::output::command_line(&[
+                        "dlqctl",
+                        "purge",
+                        &b.ra.to_string(),
+                        "--where",
+                        ".meta.no_job_hash != null",
+                        "--no-archive",
+                    ])
                 ));
             }
             for (name, n) in [
@@ -158,13 +167,13 @@ pub(super) async fn inspect(
         }
     }
     ins.tables.push(Table {
-        title: "dead jobs by job class and queue".into(),
-        columns: vec!["job".into(), "queue".into(), "dead jobs".into()],
+        title: format!("{} by job class and queue", n.column),
+        columns: vec!["job".into(), "queue".into(), n.column.into()],
         rows: sorted_rows(c.by_kind),
     });
     ins.tables.push(Table {
-        title: "by failure class (oldest 2000)".into(),
-        columns: vec!["class".into(), "rule".into(), "dead jobs".into()],
+        title: format!("by failure class ({} 2000)", n.first_2000),
+        columns: vec!["class".into(), "rule".into(), n.column.into()],
         rows: c
             .by_class
             .into_iter()
@@ -172,6 +181,45 @@ pub(super) async fn inspect(
             .collect(),
     });
     Ok(ins)
+}
+
+/// What inspect calls the jobs of the set read and the first and last score. Sidekiq's retry
+/// set is scored by each job's next retry (a time to come), not by a death: its facts say so.
+struct Names {
+    jobs: &'static str,
+    first: &'static str,
+    last: &'static str,
+    /// The tables' count column.
+    column: &'static str,
+    /// Which 2000 jobs the failure classes are counted over (the set's order).
+    first_2000: &'static str,
+}
+
+impl Names {
+    fn of(b: &RedisBackend) -> Names {
+        if retry_set(b) {
+            Names {
+                jobs: "retry_jobs",
+                first: "next_retry_at",
+                last: "last_retry_at",
+                column: "jobs to retry",
+                first_2000: "the 2000 due first",
+            }
+        } else {
+            Names {
+                jobs: "dead_jobs",
+                first: "first_dead",
+                last: "last_dead",
+                column: "dead jobs",
+                first_2000: "oldest",
+            }
+        }
+    }
+}
+
+/// Whether `b` reads Sidekiq's retry set (`&set=retry`).
+fn retry_set(b: &RedisBackend) -> bool {
+    matches!(&b.lib, Library::Sidekiq(s) if s.set == SidekiqSet::Retry)
 }
 
 /// inspect's Sidekiq facts: the other set's size, the default retention, and a note where
@@ -264,6 +312,7 @@ pub(super) async fn verify_facts(b: &RedisBackend, cfg: &QueueConfig) -> Result<
         },
     });
     match &b.lib {
+        Library::Sidekiq(_) if retry_set(b) => sidekiq_retry_set(cfg, &c, &mut f),
         Library::Sidekiq(_) => sidekiq_retention(cfg, &c, &mut f),
         Library::BullMq(_) => bullmq_retention(cfg, &c, &mut f),
     }
@@ -326,6 +375,47 @@ fn sidekiq_retention(cfg: &QueueConfig, c: &Census, f: &mut VerifyFacts) {
         "Sidekiq's dead set is capped by a count (dead_max_jobs)",
         Status::Warn,
         detail,
+    ));
+}
+
+/// Sidekiq's retry set: each job is retried by Sidekiq at its score (the next retry, a time
+/// to come) and, once its retries run out, moves to the dead set, whose retention then applies
+/// (the redelivery's term). Its facts are the retries to come, not deaths; the dead set's cap
+/// is verify's of the dead set (the address without `&set=retry`).
+fn sidekiq_retry_set(cfg: &QueueConfig, c: &Census, f: &mut VerifyFacts) {
+    let sk = cfg.sidekiq.clone().unwrap_or_default();
+    let timeout = sk
+        .dead_timeout_in_seconds
+        .unwrap_or(sidekiq::DEFAULT_DEAD_TIMEOUT_SECONDS);
+    let (value, source) = match cfg.dlq_retention {
+        Some(d) => (d, "dlq_retention in dlqctl.toml".to_string()),
+        None => (
+            Duration::from_secs(timeout),
+            format!(
+                "a job whose retries run out moves to the dead set: dead_timeout_in_seconds = {timeout}"
+            ),
+        ),
+    };
+    f.redelivery.push(Term {
+        label: "dead-job retention (after the last retry)".into(),
+        value: Retention::For(value),
+        source,
+    });
+    let at = |t: Option<DateTime<Utc>>| {
+        t.map_or("-".into(), |t| {
+            t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+        })
+    };
+    f.checks.push(Check::new(
+        "sidekiq-retry-set",
+        "Sidekiq's retry set: jobs Sidekiq retries at their time",
+        Status::Pass,
+        format!(
+            "the retry set holds {} jobs, next retry at {}, last retry at {}; Sidekiq retries each at its time, and one whose retries run out moves to the dead set (verify the dead set, the address without &set=retry, for its cap: dead_max_jobs)",
+            c.n,
+            at(c.first_dead),
+            at(c.last_dead)
+        ),
     ));
 }
 

@@ -46,6 +46,8 @@ mod conn;
 #[cfg(feature = "redis")]
 mod facts;
 #[cfg(feature = "redis")]
+mod lock;
+#[cfg(feature = "redis")]
 mod session;
 #[cfg(feature = "redis")]
 mod sidekiq;
@@ -75,6 +77,11 @@ pub struct RedisBackend {
     lib: Library,
     /// The sorted set read (`dead`, `retry`, `bull:Q:failed`).
     key: String,
+    /// A redrive's dry run: the BullMQ ids without a job hash its read passed over (how many,
+    /// a few of them), which the run would leave ([`QueueBackend::unaccounted`]).
+    dry_ghosts: std::sync::Mutex<(u64, Vec<String>)>,
+    /// `[redis] lock_timeout`: how long a mover's lock lasts unrenewed.
+    lock_timeout: Duration,
     id: Option<IdSource>,
     /// What was found: `sidekiq (dead set `dead`)`, `bullmq:6.7.6 (queue mail)`.
     detected: String,
@@ -145,6 +152,12 @@ impl RedisBackend {
             con,
             lib,
             key,
+            dry_ghosts: Default::default(),
+            lock_timeout: opts
+                .backends
+                .redis
+                .lock_timeout
+                .unwrap_or(lock::DEFAULT_TIMEOUT),
             id: opts.id.clone(),
             detected,
         })
@@ -168,6 +181,18 @@ impl RedisBackend {
         n: usize,
         hi: Option<f64>,
     ) -> Result<Option<Vec<(Entry, Message)>>> {
+        self.page_with(cursor, n, hi, false).await
+    }
+
+    /// [`RedisBackend::page`]; `ghosts`: with a BullMQ id whose job hash is gone as a message
+    /// too, marked ([`bullmq::NO_JOB_HASH`]), for a move session to purge or count.
+    async fn page_with(
+        &self,
+        cursor: &mut Cursor,
+        n: usize,
+        hi: Option<f64>,
+        ghosts: bool,
+    ) -> Result<Option<Vec<(Entry, Message)>>> {
         loop {
             let mut con = self.con.clone();
             let entries = zset::next_page(&mut con, &self.key, cursor, n, hi)
@@ -176,15 +201,15 @@ impl RedisBackend {
             if entries.is_empty() {
                 return Ok(None);
             }
-            let jobs = self.messages(entries).await?;
+            let jobs = self.messages(entries, ghosts).await?;
             if !jobs.is_empty() {
                 return Ok(Some(jobs));
             }
         }
     }
 
-    /// The jobs the entries hold, as messages.
-    async fn messages(&self, entries: Vec<Entry>) -> Result<Vec<(Entry, Message)>> {
+    /// The jobs the entries hold, as messages (`ghosts`: see [`RedisBackend::page_with`]).
+    async fn messages(&self, entries: Vec<Entry>, ghosts: bool) -> Result<Vec<(Entry, Message)>> {
         let mut out = Vec::with_capacity(entries.len());
         match &self.lib {
             Library::Sidekiq(s) => {
@@ -208,6 +233,9 @@ impl RedisBackend {
                     let id = String::from_utf8_lossy(&e.member).into_owned();
                     if let Some(mut m) = b.to_message(&id, e.score, &h) {
                         crate::backend::finish_read(&mut m, self.id.as_ref());
+                        out.push((e, m));
+                    } else if ghosts {
+                        let m = b.ghost(&id, e.score);
                         out.push((e, m));
                     }
                 }
@@ -275,17 +303,30 @@ impl QueueBackend for RedisBackend {
         facts::inspect(self, classifier).await
     }
 
+    /// A redrive's read (its dry run) sees BullMQ ids without a job hash too: a purge's as
+    /// messages it would remove, a redrive's counted as left ([`QueueBackend::unaccounted`]).
     async fn scan(&self, opts: ScanOptions) -> Result<MessageStream<'_>> {
         let page = opts.page_size.clamp(1, 5000);
+        if opts.as_redrive {
+            *self.dry_ghosts.lock().unwrap_or_else(|p| p.into_inner()) = Default::default();
+        }
         Ok(Box::pin(async_stream::try_stream! {
             let mut cursor = Cursor::default();
             let mut left = opts.limit.unwrap_or(u64::MAX);
             while left > 0 {
                 let n = (page as u64).min(left) as usize;
-                let Some(jobs) = self.page(&mut cursor, n, None).await? else { break };
+                let Some(jobs) = self.page_with(&mut cursor, n, None, opts.as_redrive).await? else { break };
                 for (_, m) in jobs {
                     if left == 0 {
                         break;
+                    }
+                    if !opts.purge && m.meta.get(bullmq::NO_JOB_HASH).is_some() {
+                        let mut g = self.dry_ghosts.lock().unwrap_or_else(|p| p.into_inner());
+                        g.0 += 1;
+                        if g.1.len() < 5 {
+                            g.1.push(m.id.clone());
+                        }
+                        continue;
                     }
                     left -= 1;
                     yield m;
@@ -442,6 +483,11 @@ impl QueueBackend for RedisBackend {
         facts::verify_facts(self, cfg).await
     }
 
+    fn unaccounted(&self) -> Vec<crate::backend::Unaccounted> {
+        let g = self.dry_ghosts.lock().unwrap_or_else(|p| p.into_inner());
+        ghosts_left(self, g.0, &g.1).into_iter().collect()
+    }
+
     async fn count_older_than(&self, age: Duration) -> Result<Option<u64>> {
         use futures::TryStreamExt;
         let now = chrono::Utc::now();
@@ -454,6 +500,38 @@ impl QueueBackend for RedisBackend {
             .await?;
         Ok(Some(n))
     }
+}
+
+/// What a redrive leaves of the BullMQ ids in failed without a job hash (`n`, a few of them in
+/// `examples`): no job to retry or copy, and how to remove them.
+#[cfg(feature = "redis")]
+fn ghosts_left(
+    b: &RedisBackend,
+    n: u64,
+    examples: &[String],
+) -> Option<crate::backend::Unaccounted> {
+    let Library::BullMq(q) = &b.lib else {
+        return None;
+    };
+    (n > 0).then(|| crate::backend::Unaccounted {
+        count: n,
+        approximate: false,
+        reason: format!(
+            "ids in {} with no job hash (e.g. {}; {}ID does not exist): nothing to retry; `{}` removes the ids (add --archive FILE to keep a record)",
+            q.set_key(),
+            examples.join(", "),
+            q.base,
+            crate::output::command_line(&[
+                "dlqctl",
+                "purge",
+                &b.addr.to_string(),
+                "--where",
+                ".meta.no_job_hash != null",
+                "--no-archive",
+            ])
+        ),
+        until: None,
+    })
 }
 
 #[cfg(all(test, feature = "redis"))]
@@ -470,5 +548,11 @@ mod tests {
         assert!(bq.contains(include_str!("bullmq_removeJob-2.lua")));
         assert!(bq.contains(include_str!("bullmq_editJob.lua")));
         assert!(bq.contains(include_str!("bullmq_editJobEnd.lua")));
+        assert!(bq.contains(super::bullmq::REMOVE_GHOST_SCRIPT));
+        for page in [sk, bq] {
+            assert!(page.contains(super::lock::RENEW_SCRIPT));
+            assert!(page.contains(super::lock::RELEASE_SCRIPT));
+            assert!(page.contains(super::lock::TAKEOVER_SCRIPT));
+        }
     }
 }

@@ -288,6 +288,7 @@ async fn scan_for(
             limit: None,
             page_size: 500,
             as_redrive,
+            purge: false,
         })
         .await?;
     let mut before: std::collections::HashMap<Option<i32>, u64> = Default::default();

@@ -86,6 +86,7 @@ async fn matches(ctx: &Ctx, req: &MoveRequest, source: &dyn QueueBackend) -> Res
             limit: None,
             page_size: req.batch_size,
             as_redrive: true,
+            purge: req.mode == super::Mode::Purge,
         })
         .await?;
     let now = Utc::now();

@@ -53,6 +53,7 @@ pub(super) async fn move_loop(run: &mut Run<'_>, backlog: Option<u64>) -> Result
             in_place: local.as_ref() == Some(&req.source.address),
             max: req.max,
             count_redrive: req.mode != Mode::Purge,
+            purge: req.mode == Mode::Purge,
         })
         .await?;
     if ctx.printer.progress_enabled() {
@@ -90,6 +91,7 @@ async fn read_loop(run: &mut Run<'_>) -> Result<()> {
                 limit: None,
                 page_size: req.batch_size,
                 as_redrive: req.mode.removes(),
+                purge: req.mode == Mode::Purge,
             },
             req.dry_run && req.mode.removes(),
             COPIES_IN_FLIGHT,

@@ -113,6 +113,12 @@ impl MoveRequest {
             && source.retries_edits_in_place()
     }
 
+    /// Whether this is `dlqctl edit`'s move of the one message edited (its copy replaces the
+    /// message): the messages its id filter passes over are the others, not a user's filter's.
+    fn is_edit(&self) -> bool {
+        matches!(self.transform, Some(crate::query::Transform::Replace(_)))
+    }
+
     /// Whether a local mover may claim and move a batch in one step, unseen: only when no
     /// message needs looking at (no filter, no loop guard).
     fn one_step_allowed(&self) -> bool {
@@ -140,8 +146,13 @@ pub struct MoveSummary {
     /// count a real run would act on.
     #[serde(flatten, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub would: std::collections::BTreeMap<&'static str, u64>,
-    /// Did not pass the filters: left untouched.
+    /// Did not pass the filters: left untouched (`dlqctl edit`: the messages read before the
+    /// one edited).
     pub skipped: u64,
+    /// Why `skipped` were skipped, as the summary line says it: `filter`, or for `dlqctl edit`
+    /// `not the message edited` (not in the JSON: `operation` and `filter` say it).
+    #[serde(skip)]
+    pub skipped_because: &'static str,
     /// Offered and not accepted: left in the source. Also the copies counted in
     /// `copied_not_removed`.
     pub failed: u64,
@@ -297,6 +308,11 @@ impl<'a> Run<'a> {
             from: req.source.address.to_string(),
             filter: req.filter.describe(),
             max_redrives: req.max_redrives,
+            skipped_because: if req.is_edit() {
+                "not the message edited"
+            } else {
+                "filter"
+            },
             headers: match &req.transform {
                 Some(t) => format!(
                     "{}; transformed by `{}`",

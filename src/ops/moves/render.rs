@@ -134,7 +134,14 @@ fn summary_line(p: &crate::output::Printer, s: &MoveSummary) -> Result<()> {
     };
     p.line(&p.facts(&[
         format!("{verb} {}", s.moved),
-        format!("skipped {} (filter)", s.skipped),
+        format!(
+            "skipped {} ({})",
+            s.skipped,
+            match s.skipped_because {
+                "" => "filter",
+                why => why,
+            }
+        ),
         format!("failed {}", s.failed),
         format!("examined {} in {:.1}s{rate}", s.examined, s.elapsed_seconds),
     ]))
@@ -167,8 +174,24 @@ mod tests {
             ..MoveSummary::default()
         };
         line(&p, &dry);
+        let edit = MoveSummary {
+            operation: "redrive".into(),
+            moved: 1,
+            skipped: 5,
+            examined: 6,
+            skipped_because: "not the message edited",
+            ..MoveSummary::default()
+        };
+        line(&p, &edit);
         let text = out.text();
-        assert!(text.starts_with("moved 3 · "), "{text}");
+        assert!(
+            text.starts_with("moved 3 · skipped 0 (filter) · "),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nmoved 1 · skipped 5 (not the message edited) · "),
+            "{text}"
+        );
         assert!(text.contains("examined 3 in 12.0s"), "{text}");
         assert!(text.contains("12.0s (0.3/s)"), "{text}");
         assert!(text.contains("\nwould remove 7 · "), "{text}");

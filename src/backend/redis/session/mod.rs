@@ -6,17 +6,23 @@
 //! ids, each next page in the round trip of the last batch's script: the script reads what it
 //! needs of each job itself. Every script removes the exact member first and acts only if it
 //! was still there: two operators never both retry one job, and a kill at any instant leaves
-//! each job dead or retried, never both or neither.
+//! each job dead or retried, never both or neither. A session holds the set's lock from start
+//! to end (`lock.rs`): a second dlqctl mover of the set is refused at once.
 
 use async_trait::async_trait;
 
-use super::zset::{self, Cursor, Entry};
-use super::{Library, RedisBackend, bullmq, sidekiq};
+mod bull;
+use bull::Ahead;
+
+use super::zset::{Cursor, Entry};
+use super::{Library, RedisBackend, bullmq, ghosts_left, sidekiq};
 use crate::address::Address;
-use crate::backend::{Claim, LocalMoves, MoveOptions, MoveSession, SendOutcome, Ticket};
+use crate::backend::{
+    Claim, LocalMoves, MoveOptions, MoveSession, SendOutcome, Ticket, Unaccounted,
+};
 use crate::config::IdSource;
 use crate::error::Result;
-use crate::message::{AttrValue, Attribute, Message, REDRIVE_COUNT_ATTRIBUTE};
+use crate::message::Message;
 
 pub(super) struct RedisMoveSession<'a> {
     b: &'a RedisBackend,
@@ -39,10 +45,36 @@ pub(super) struct RedisMoveSession<'a> {
     /// retry: it needs no `SCRIPT LOAD` of one).
     retry_sha: Option<String>,
     remove_sha: Option<String>,
+    /// BullMQ ids in failed without a job hash: of the claimed batch, those a purge claimed
+    /// (indices); and those a redrive left, counted, with a few of their ids.
+    ghosts: Ghosts,
+    /// Of the batch settled last: accepted ids not removed, with why.
+    unremoved: Vec<(usize, String)>,
+    /// The set's lock, held from the start to the end of the run (one mover at a time).
+    lock: super::lock::Lock,
+}
+
+/// See [`RedisMoveSession::ghosts`].
+#[derive(Default)]
+struct Ghosts {
+    claimed: Vec<usize>,
+    left: u64,
+    examples: Vec<String>,
+}
+
+impl Ghosts {
+    fn leave(&mut self, id: &str) {
+        self.left += 1;
+        if self.examples.len() < 5 {
+            self.examples.push(id.to_string());
+        }
+    }
 }
 
 impl<'a> RedisMoveSession<'a> {
     pub(super) async fn begin(b: &'a RedisBackend, opts: MoveOptions) -> Result<Self> {
+        // The lock first: what this run reads below is its alone until it ends.
+        let lock = super::lock::acquire(b, b.lock_timeout).await?;
         let hi = b.last_score().await?;
         let ids_only = matches!(b.lib, Library::BullMq(_))
             && (!opts.need_content || opts.count_only)
@@ -59,6 +91,9 @@ impl<'a> RedisMoveSession<'a> {
             opts,
             retry_sha: None,
             remove_sha: None,
+            ghosts: Ghosts::default(),
+            unremoved: Vec::new(),
+            lock,
         })
     }
 
@@ -143,128 +178,6 @@ impl<'a> RedisMoveSession<'a> {
         }
         sidekiq::with_args(&e.member, &copy.body)
     }
-
-    /// BullMQ, `dlqctl edit`: each edited job by one call of bullmq_editJob.lua and the
-    /// batched `reprocessJob` (its `data` set to the copy's body while it is still failed with
-    /// the `data` this run read, then retried); a copy whose other fields differ from the
-    /// job's now is refused.
-    async fn retry_bullmq_edited(
-        &mut self,
-        q: &bullmq::BullMq,
-        selected: &[usize],
-        batch: &[Message],
-    ) -> Result<Vec<SendOutcome>> {
-        let sha = script_load(self.b, bullmq::EDIT_SCRIPT).await?;
-        let mut con = self.b.con.clone();
-        let mut out = Vec::with_capacity(selected.len());
-        for &i in selected {
-            let (e, id) = &self.claimed[i];
-            let h: std::collections::HashMap<String, Vec<u8>> = redis::cmd("HGETALL")
-                .arg(q.key(id))
-                .query_async(&mut con)
-                .await
-                .map_err(|e| self.b.err(e))?;
-            let opened = q.to_message(id, e.score, &h).map(|mut m| {
-                crate::backend::finish_read(&mut m, self.b.id.as_ref());
-                m
-            });
-            let checked = match &opened {
-                None => Err("bullmq: the job's hash is gone (removed meanwhile)".to_string()),
-                Some(o) => only_body_changed(o, &batch[i], "bullmq", "data"),
-            };
-            if let Err(reason) = checked {
-                out.push(SendOutcome::Rejected { reason });
-                continue;
-            }
-            let mut cmd = reprocess_call(&sha, q, self.opts.count_redrive);
-            cmd.arg(&e.member)
-                .arg(self.read_data.get(i).map(Vec::as_slice).unwrap_or_default())
-                .arg(&batch[i].body);
-            let codes: Vec<i64> = cmd.query_async(&mut con).await.map_err(|e| self.b.err(e))?;
-            out.push(match codes.first() {
-                Some(&-3) => SendOutcome::Rejected {
-                    reason: "bullmq: no longer failed as it was read (retried, removed or changed meanwhile); nothing changed".into(),
-                },
-                Some(&c) => bullmq_outcome(c),
-                None => bullmq_outcome(0),
-            });
-        }
-        Ok(out)
-    }
-
-    /// BullMQ: the batch in one call of the batched `reprocessJob` (bullmq_reprocessJobs.lua).
-    /// Claiming by ids alone, the next page's `ZRANGE` goes in the same round trip, after the
-    /// script (what it reads is what a read after the retry would read).
-    async fn retry_bullmq(
-        &mut self,
-        q: &bullmq::BullMq,
-        selected: &[usize],
-    ) -> Result<Vec<SendOutcome>> {
-        let sha = self.retry_sha().await?;
-        let mut cmd = reprocess_call(&sha, q, self.opts.count_redrive);
-        for &i in selected {
-            cmd.arg(&self.claimed[i].0.member);
-        }
-        let mut con = self.b.con.clone();
-        let next = match self.hi {
-            Some(hi) if self.ids_only => {
-                let extra = zset::first_extra(&self.cursor);
-                Some(zset::page_cmd(
-                    &self.b.key,
-                    &self.cursor,
-                    self.last_n,
-                    Some(hi),
-                    extra,
-                ))
-            }
-            _ => None,
-        };
-        let codes: Vec<i64> = match next {
-            None => cmd.query_async(&mut con).await.map_err(|e| self.b.err(e))?,
-            Some((read, want)) => {
-                let mut pipe = redis::pipe();
-                pipe.add_command(cmd).add_command(read);
-                let (codes, raw): (Vec<i64>, Vec<(Vec<u8>, f64)>) = pipe
-                    .query_async(&mut con)
-                    .await
-                    .map_err(|e| self.b.err(e))?;
-                let before = self.cursor.clone();
-                if let Some(page) = zset::take_page(&mut self.cursor, raw, self.last_n, want) {
-                    self.ahead = Some(Ahead {
-                        n: self.last_n,
-                        before,
-                        page,
-                    });
-                }
-                codes
-            }
-        };
-        if codes.len() != selected.len() {
-            return Err(crate::error::Error::Backend {
-                target: self.b.ra.to_string(),
-                reason: format!(
-                    "the retry script answered {} codes for {} jobs (was it replaced?); run again: each job is retried at most once",
-                    codes.len(),
-                    selected.len()
-                ),
-            });
-        }
-        Ok(codes.into_iter().map(bullmq_outcome).collect())
-    }
-
-    /// BullMQ by ids alone: the next page of up to `n` ids (the one read ahead, when it was
-    /// read for `n`).
-    async fn next_ids(&mut self, n: usize, hi: f64) -> Result<Vec<Entry>> {
-        match self.ahead.take() {
-            Some(a) if a.n == n => return Ok(a.page),
-            Some(a) => self.cursor = a.before,
-            None => {}
-        }
-        let mut con = self.b.con.clone();
-        zset::next_page(&mut con, &self.b.key, &mut self.cursor, n, Some(hi))
-            .await
-            .map_err(|e| self.b.err(e))
-    }
 }
 
 impl RedisMoveSession<'_> {
@@ -281,32 +194,6 @@ impl RedisMoveSession<'_> {
         self.retry_sha = Some(sha.clone());
         Ok(sha)
     }
-
-    /// BullMQ by ids alone for the loop guard: each job's `dlqctl-redrive-count` (pipelined);
-    /// nothing read without the guard.
-    async fn redrive_counts(&self, entries: &[Entry]) -> Result<Vec<Option<Vec<u8>>>> {
-        let Library::BullMq(q) = &self.b.lib else {
-            return Ok(vec![None; entries.len()]);
-        };
-        if !self.opts.need_content {
-            return Ok(vec![None; entries.len()]);
-        }
-        let mut pipe = redis::pipe();
-        for e in entries {
-            pipe.cmd("HGET")
-                .arg(q.key(&String::from_utf8_lossy(&e.member)))
-                .arg(REDRIVE_COUNT_ATTRIBUTE);
-        }
-        let mut con = self.b.con.clone();
-        pipe.query_async(&mut con).await.map_err(|e| self.b.err(e))
-    }
-}
-
-/// A page read ahead (BullMQ by ids alone): for a claim of `n`, and the cursor before it.
-struct Ahead {
-    n: usize,
-    before: Cursor,
-    page: Vec<Entry>,
 }
 
 /// An edited copy retried in place carries its body only (Sidekiq's `args`, BullMQ's
@@ -324,29 +211,6 @@ fn only_body_changed(
         ));
     }
     Ok(())
-}
-
-/// What BullMQ's `reprocessJob` answered for one job.
-fn bullmq_outcome(code: i64) -> SendOutcome {
-    match code {
-        1 => SendOutcome::Sent,
-        -1 => SendOutcome::Rejected {
-            reason: "bullmq: the job's hash is gone (removed meanwhile, or an id in failed that a removal left behind); left in failed".into(),
-        },
-        -3 => SendOutcome::Rejected {
-            reason: "bullmq: no longer in failed when retried (retried or removed meanwhile)"
-                .into(),
-        },
-        -4 => SendOutcome::Rejected {
-            reason: "bullmq: the job's key holds another type than a hash, so it is no job BullMQ could run; left in failed (check the key with TYPE)".into(),
-        },
-        -5 => SendOutcome::Rejected {
-            reason: "bullmq: a key of the job's parent (its parentKey's :dependencies, :unsuccessful, :failed or :processed) holds another type than BullMQ gives it; left in failed".into(),
-        },
-        other => SendOutcome::Rejected {
-            reason: format!("bullmq: reprocessJob returned {other}"),
-        },
-    }
 }
 
 /// `SCRIPT LOAD`: the scripts run by their SHA1 from then on (EVALSHA).
@@ -367,50 +231,55 @@ impl MoveSession for RedisMoveSession<'_> {
     }
 
     async fn next_batch(&mut self, n: usize) -> Result<Option<Claim>> {
+        self.lock.check()?;
         let Some(hi) = self.hi else {
             return Ok(None);
         };
         self.claimed.clear();
         self.read_data.clear();
         self.last_n = n;
+        self.ghosts.claimed.clear();
         if self.ids_only {
-            let entries = self.next_ids(n, hi).await?;
-            if entries.is_empty() {
-                return Ok(None);
-            }
-            let counts = self.redrive_counts(&entries).await?;
-            let mut messages = Vec::with_capacity(entries.len());
-            for (e, count) in entries.into_iter().zip(counts) {
-                let id = String::from_utf8_lossy(&e.member).into_owned();
-                let mut m = Message {
-                    id: id.clone(),
-                    native_id: id.clone(),
-                    ..Message::default()
-                };
-                if let Some(c) = count {
-                    m.attributes.push(Attribute {
-                        name: REDRIVE_COUNT_ATTRIBUTE.into(),
-                        value: AttrValue::from_bytes(Some(&c)),
-                    });
+            let mut messages = Vec::new();
+            while messages.is_empty() {
+                let entries = self.next_ids(n, hi).await?;
+                if entries.is_empty() {
+                    return Ok(None);
                 }
-                messages.push(m);
-                self.claimed.push((e, id));
+                let checks = self.job_checks(&entries).await?;
+                messages = self.claim_ids(entries, checks);
             }
             return Ok(Some(Claim::new(messages)));
         }
-        let Some(jobs) = self.b.page(&mut self.cursor, n, Some(hi)).await? else {
-            return Ok(None);
-        };
-        let mut messages = Vec::with_capacity(jobs.len());
-        let bull = matches!(self.b.lib, Library::BullMq(_));
-        for (e, m) in jobs {
-            self.claimed.push((e, m.id.clone()));
-            if bull {
-                self.read_data.push(m.body.clone());
+        loop {
+            let Some(jobs) = self
+                .b
+                .page_with(&mut self.cursor, n, Some(hi), true)
+                .await?
+            else {
+                return Ok(None);
+            };
+            let mut messages = Vec::with_capacity(jobs.len());
+            let bull = matches!(self.b.lib, Library::BullMq(_));
+            for (e, m) in jobs {
+                if m.meta.get(bullmq::NO_JOB_HASH).is_some() {
+                    if !self.opts.purge {
+                        // No job to retry or copy: left, and said (unaccounted).
+                        self.ghosts.leave(&m.id);
+                        continue;
+                    }
+                    self.ghosts.claimed.push(messages.len());
+                }
+                self.claimed.push((e, m.id.clone()));
+                if bull {
+                    self.read_data.push(m.body.clone());
+                }
+                messages.push(m);
             }
-            messages.push(m);
+            if !messages.is_empty() {
+                return Ok(Some(Claim::new(messages)));
+            }
         }
-        Ok(Some(Claim::new(messages)))
     }
 
     async fn settle(
@@ -419,6 +288,7 @@ impl MoveSession for RedisMoveSession<'_> {
         accepted: &[usize],
         _failed: &[usize],
     ) -> Result<()> {
+        self.unremoved.clear();
         if accepted.is_empty() {
             return Ok(());
         }
@@ -433,6 +303,16 @@ impl MoveSession for RedisMoveSession<'_> {
                 let _: i64 = cmd.query_async(&mut con).await.map_err(|e| self.b.err(e))?;
             }
             Library::BullMq(q) => {
+                let (ghosts, jobs): (Vec<usize>, Vec<usize>) = accepted
+                    .iter()
+                    .partition(|i| self.ghosts.claimed.contains(i));
+                if !ghosts.is_empty() {
+                    self.remove_ghosts(q, &ghosts).await?;
+                }
+                if jobs.is_empty() {
+                    return Ok(());
+                }
+                let accepted = &jobs[..];
                 if self.remove_sha.is_none() {
                     self.remove_sha = Some(script_load(self.b, bullmq::REMOVE_SCRIPT).await?);
                 }
@@ -468,6 +348,25 @@ impl MoveSession for RedisMoveSession<'_> {
         }
         Ok(())
     }
+
+    fn holds(&self) -> Result<()> {
+        self.lock.check()
+    }
+
+    async fn finish(&mut self) -> Result<()> {
+        self.lock.release().await;
+        Ok(())
+    }
+
+    fn unremoved(&mut self) -> Vec<(usize, String)> {
+        std::mem::take(&mut self.unremoved)
+    }
+
+    fn unaccounted(&self) -> Vec<Unaccounted> {
+        ghosts_left(self.b, self.ghosts.left, &self.ghosts.examples)
+            .into_iter()
+            .collect()
+    }
 }
 
 #[async_trait]
@@ -490,30 +389,4 @@ impl LocalMoves for RedisMoveSession<'_> {
     ) -> Result<Vec<SendOutcome>> {
         self.retry(selected, Some(batch)).await
     }
-}
-
-/// The call of a script built on BullMQ's `reprocessJob` (the batched retry, the edit): its
-/// eight keys and the arguments every such call starts with; the caller adds the jobs.
-fn reprocess_call(sha: &str, q: &bullmq::BullMq, count_redrive: bool) -> redis::Cmd {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(sha).arg(8);
-    for k in [
-        "events",
-        "failed",
-        "wait",
-        "meta",
-        "active",
-        "marker",
-        "prioritized",
-        "pc",
-    ] {
-        cmd.arg(q.key(k));
-    }
-    cmd.arg(&q.base)
-        .arg("failedReason")
-        .arg("failed")
-        .arg("0")
-        .arg("0")
-        .arg(if count_redrive { "1" } else { "0" });
-    cmd
 }
