@@ -1,0 +1,223 @@
+//! RabbitMQ verify and inspect against the broker's own routing: dead-letter routes that drop
+//! every dead letter, or reach another queue than the DLQ; a topic dead-letter exchange; the
+//! retention hints; check's count of messages another channel holds.
+
+use std::time::Duration;
+
+use lapin::options::{BasicGetOptions, BasicNackOptions, ExchangeDeclareOptions, QueueBindOptions};
+use lapin::types::{AMQPValue, FieldTable};
+
+use crate::amqp::{Kind, Rabbit, run, s};
+use crate::harness::Sandbox;
+
+async fn exchange(r: &Rabbit, name: &str, kind: lapin::ExchangeKind) -> String {
+    let x = r.name(name);
+    r.ch.exchange_declare(
+        x.as_str().into(),
+        kind,
+        ExchangeDeclareOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+    x
+}
+
+async fn bind(r: &Rabbit, q: &str, x: &str, key: &str) {
+    r.ch.queue_bind(
+        r.name(q).as_str().into(),
+        x.into(),
+        key.into(),
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+}
+
+/// `dlqctl verify NAME --output json` with `[queues.NAME]` of `dlq` and, when given, `source`;
+/// extra lines appended to the table.
+fn verify(
+    sb: &Sandbox,
+    r: &Rabbit,
+    dlq: &str,
+    source: Option<&str>,
+    extra: &str,
+) -> serde_json::Value {
+    let mut cfg = format!("[queues.v]\ndlq = \"{}\"\n", r.url(dlq));
+    if let Some(src) = source {
+        cfg.push_str(&format!("source = \"{}\"\n", r.url(src)));
+    }
+    cfg.push_str(extra);
+    let path = sb.write(&format!("v-{dlq}.toml"), &cfg);
+    let out = run(
+        sb,
+        &[
+            "verify",
+            "v",
+            "--config",
+            path.to_str().unwrap(),
+            "--output",
+            "json",
+        ],
+    );
+    out.json()
+}
+
+/// The checks of the first queue with `id`, as (status, detail).
+fn checks(v: &serde_json::Value, id: &str) -> Vec<(String, String)> {
+    v["queues"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["id"] == id)
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap().to_string(),
+                c["detail"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// One message to `q`, rejected (requeue=false) by a consumer: the broker dead-letters it.
+async fn reject_one(r: &Rabbit, q: &str) {
+    r.publish_n(q, "x", 1).await;
+    let m =
+        r.ch.basic_get(r.name(q).as_str().into(), BasicGetOptions::default())
+            .await
+            .unwrap()
+            .expect("a message to reject");
+    m.delivery
+        .acker
+        .nack(BasicNackOptions {
+            requeue: false,
+            ..BasicNackOptions::default()
+        })
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn verify_fails_a_dead_letter_route_that_drops_every_dead_letter() {
+    let r = Rabbit::new("rdrop").await;
+    // (a) A direct dead-letter exchange bound for keys `work` and `q`; the source's
+    // dead-letter routing key is `nomatch`.
+    let dlx = exchange(&r, "dlx", lapin::ExchangeKind::Direct).await;
+    r.declare("qdlq", Kind::Classic, &[]).await;
+    r.declare("workdlq", Kind::Classic, &[]).await;
+    bind(&r, "qdlq", &dlx, "q").await;
+    bind(&r, "workdlq", &dlx, "work").await;
+    r.declare(
+        "src6",
+        Kind::Classic,
+        &[
+            ("x-dead-letter-exchange", s(&dlx)),
+            ("x-dead-letter-routing-key", s("nomatch")),
+        ],
+    )
+    .await;
+    // The broker drops what src6 rejects: nothing reaches either queue.
+    reject_one(&r, "src6").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!((r.ready("qdlq").await, r.ready("workdlq").await), (0, 0));
+    let sb = Sandbox::new();
+    let v = verify(&sb, &r, "qdlq", Some("src6"), "");
+    let route = checks(&v, "rabbitmq-dead-letter-route");
+    assert_eq!(route.len(), 1, "{v}");
+    assert_eq!(route[0].0, "FAIL", "{v}");
+    assert!(route[0].1.contains("dropped silently"), "{v}");
+    assert!(route[0].1.contains("key `nomatch`"), "{v}");
+    assert!(
+        route[0].1.contains(&format!(
+            "declare binding source={dlx} destination={} routing_key=nomatch",
+            r.name("qdlq")
+        )),
+        "{v}"
+    );
+
+    // (b) Through the default exchange to a queue that does not exist.
+    r.declare(
+        "src7",
+        Kind::Classic,
+        &[
+            ("x-dead-letter-exchange", s("")),
+            ("x-dead-letter-routing-key", s("no-such-queue")),
+        ],
+    )
+    .await;
+    let v = verify(&sb, &r, "qdlq", Some("src7"), "");
+    let route = checks(&v, "rabbitmq-dead-letter-route");
+    assert_eq!(route[0].0, "FAIL", "{v}");
+    assert!(route[0].1.contains("no queue named `no-such-queue`"), "{v}");
+
+    // (c) The configured source dead-letters into another queue than the DLQ verified.
+    r.declare(
+        "src8",
+        Kind::Classic,
+        &[
+            ("x-dead-letter-exchange", s(&dlx)),
+            ("x-dead-letter-routing-key", s("work")),
+        ],
+    )
+    .await;
+    let v = verify(&sb, &r, "qdlq", Some("src8"), "");
+    let route = checks(&v, "rabbitmq-dead-letter-route");
+    assert_eq!(route[0].0, "FAIL", "{v}");
+    assert!(
+        route[0].1.contains(&format!(
+            "reach {}, not {}",
+            r.name("workdlq"),
+            r.name("qdlq")
+        )),
+        "{v}"
+    );
+    // And the route that works passes, naming where it goes.
+    let v = verify(&sb, &r, "workdlq", Some("src8"), "");
+    assert_eq!(checks(&v, "rabbitmq-dead-letter-route")[0].0, "PASS", "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_topic_dead_letter_exchange_is_recognised_by_inspect_and_verify() {
+    let r = Rabbit::new("rtopic").await;
+    let tx = exchange(&r, "tx", lapin::ExchangeKind::Topic).await;
+    r.declare("tdlq", Kind::Classic, &[]).await;
+    bind(&r, "tdlq", &tx, "dead.#").await;
+    r.declare(
+        "tsrc",
+        Kind::Quorum,
+        &[
+            ("x-dead-letter-exchange", s(&tx)),
+            ("x-dead-letter-routing-key", s("dead.orders")),
+            ("x-message-ttl", AMQPValue::LongInt(3_600_000)),
+        ],
+    )
+    .await;
+    // The broker routes tsrc's dead letters into tdlq.
+    reject_one(&r, "tsrc").await;
+    r.wait_ready("tdlq", 1).await;
+    let sb = Sandbox::new();
+    let v = verify(&sb, &r, "tdlq", None, "");
+    let route = checks(&v, "rabbitmq-dead-letter-route");
+    assert_eq!(route.len(), 1, "{v}");
+    assert_eq!(route[0].0, "PASS", "{v}");
+    assert!(route[0].1.contains(&r.name("tsrc")), "{v}");
+    assert!(
+        v["queues"][0]["redelivery"]
+            .to_string()
+            .contains(&format!("source {} message TTL", r.name("tsrc"))),
+        "{v}"
+    );
+    assert_eq!(
+        checks(&v, "rabbitmq-dead-lettering-guarantee").len(),
+        1,
+        "{v}"
+    );
+    assert_eq!(checks(&v, "rabbitmq-delivery-limit").len(), 1, "{v}");
+    let ins = run(&sb, &["inspect", &r.url("tdlq"), "--output", "json"])
+        .ok()
+        .json();
+    let fed = &ins[0]["tables"][0];
+    assert_eq!(fed["title"], "queues that dead-letter here", "{ins}");
+    assert_eq!(fed["rows"][0][0], r.name("tsrc").as_str(), "{ins}");
+}
