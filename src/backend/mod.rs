@@ -216,6 +216,9 @@ pub struct VerifyFacts {
     pub redelivery: Vec<Term>,
     /// Backend-specific checks (SQS policy checks, Kafka topic checks, job-system pruning).
     pub checks: Vec<Check>,
+    /// How to keep dead letters for less on this backend, for the fix of check 1 when the
+    /// dedupe retention is too short (None: `dlq_retention / a pg_cron job`, PostgreSQL's).
+    pub shorten: Option<String>,
 }
 
 #[async_trait]

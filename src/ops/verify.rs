@@ -79,7 +79,7 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
     };
     result.redelivery = redelivery_terms(&facts.redelivery, q);
     let bound = Bound::of(&result.redelivery);
-    result.checks = dedupe_checks(b.as_ref(), q, &bound, facts.checks).await;
+    result.checks = dedupe_checks(b.as_ref(), q, &bound, facts).await;
     result
 }
 
@@ -159,8 +159,9 @@ async fn dedupe_checks(
     b: &dyn QueueBackend,
     q: &QueueRef,
     bound: &Bound,
-    backend: Vec<Check>,
+    facts: VerifyFacts,
 ) -> Vec<Check> {
+    let backend = facts.checks;
     let mut checks = Vec::new();
     let Some(dcfg) = &q.cfg.dedupe else {
         checks.push(check(
@@ -193,7 +194,7 @@ async fn dedupe_checks(
     checks.push(uniqueness_check(d.as_ref()).await);
     let (retention_check, known) = retention_known(d.as_ref()).await;
     checks.push(retention_check);
-    checks.push(outlives_check(known, bound));
+    checks.push(outlives_check(known, bound, facts.shorten.as_deref()));
     checks.extend(backend);
     if let Some(Retention::For(r)) = known.retention
         && !known.lower_bound
@@ -322,8 +323,9 @@ async fn retention_known(d: &dyn crate::dedupe::Table) -> (Check, DedupeRetentio
     }
 }
 
-/// Check 1, the arithmetic: ids must be kept longer than a copy can take to arrive.
-fn outlives_check(known: DedupeRetention, bound: &Bound) -> Check {
+/// Check 1, the arithmetic: ids must be kept longer than a copy can take to arrive. `shorten`:
+/// how this backend keeps dead letters for less (None: PostgreSQL's ways).
+fn outlives_check(known: DedupeRetention, bound: &Bound, shorten: Option<&str>) -> Check {
     let Some(r) = known.retention else {
         return check(
             "dedupe-outlives-redelivery",
@@ -353,9 +355,18 @@ fn outlives_check(known: DedupeRetention, bound: &Bound) -> Check {
     let hint = if ok {
         String::new()
     } else if bound.total == Retention::Forever {
-        ": dead letters are kept forever, so keep ids forever or prune the dead letters (dlq_retention / a pg_cron job)".into()
+        format!(
+            ": dead letters are kept forever, so keep ids forever or prune the dead letters ({})",
+            shorten.unwrap_or("dlq_retention / a pg_cron job")
+        )
     } else {
-        format!(": keep ids longer than {}", fmt_retention(bound.total))
+        match shorten {
+            Some(how) => format!(
+                ": keep ids longer than {}, or keep dead letters for less ({how})",
+                fmt_retention(bound.total)
+            ),
+            None => format!(": keep ids longer than {}", fmt_retention(bound.total)),
+        }
     };
     check(
         "dedupe-outlives-redelivery",

@@ -221,3 +221,87 @@ async fn a_topic_dead_letter_exchange_is_recognised_by_inspect_and_verify() {
     assert_eq!(fed["title"], "queues that dead-letter here", "{ins}");
     assert_eq!(fed["rows"][0][0], r.name("tsrc").as_str(), "{ins}");
 }
+
+/// `[queues.NAME.dedupe]` lines: a table with a primary key and a declared retention.
+async fn dedupe(db: &crate::harness::Db, retention: &str) -> String {
+    db.exec("CREATE TABLE IF NOT EXISTS {s}.processed (message_id text PRIMARY KEY)")
+        .await;
+    format!(
+        "[queues.v.dedupe]\nurl = \"{}\"\ntable = \"{}.processed\"\nretention = \"{retention}\"\n",
+        crate::harness::pg_url(),
+        db.schema
+    )
+}
+
+/// The DLQ keeps dead letters forever (no message-ttl): the fix is RabbitMQ's (a message-ttl
+/// policy), not PostgreSQL's; a declared `dlq_retention` is said to be unused.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_retention_fix_is_rabbitmq_s_and_dlq_retention_is_reported_unused() {
+    let r = Rabbit::new("rttl").await;
+    r.pair(Kind::Classic, "work", "dlq").await;
+    let db = crate::harness::Db::new("rttl").await;
+    let sb = Sandbox::new();
+    let extra = format!("dlq_retention = \"7d\"\n{}", dedupe(&db, "30d").await);
+    let v = verify(&sb, &r, "dlq", None, &extra);
+    let outlives = checks(&v, "dedupe-outlives-redelivery");
+    assert_eq!(outlives[0].0, "FAIL", "{v}");
+    let d = &outlives[0].1;
+    assert!(d.contains("DLQ message TTL forever"), "{d}");
+    assert!(
+        d.contains(&format!(
+            "rabbitmqctl set_policy --vhost / {}-ttl",
+            r.name("dlq")
+        )) && d.contains("{\"message-ttl\":604800000}"),
+        "{d}"
+    );
+    assert!(
+        !d.contains("pg_cron") && !d.contains("dlq_retention"),
+        "{d}"
+    );
+    let unused = checks(&v, "rabbitmq-dlq-retention");
+    assert_eq!(unused.len(), 1, "{v}");
+    assert_eq!(unused[0].0, "WARN", "{v}");
+    assert!(
+        unused[0]
+            .1
+            .contains("dlq_retention = 7d in dlqctl.toml is not used for RabbitMQ")
+            && unused[0].1.contains("here: none"),
+        "{v}"
+    );
+}
+
+/// BullMQ and Sidekiq: each FAIL of check 1 names the library's own way to keep dead jobs for
+/// less, not PostgreSQL's.
+#[tokio::test(flavor = "multi_thread")]
+async fn job_libraries_get_their_own_retention_fix() {
+    use crate::redis_harness::{RedisDb, seed_bullmq, seed_sidekiq};
+    let rdb = RedisDb::new().await;
+    seed_sidekiq(&rdb, 2).await;
+    seed_bullmq(&rdb, "q", 2).await;
+    let db = crate::harness::Db::new("rjobs").await;
+    let table = dedupe(&db, "1d").await;
+    let sb = Sandbox::new();
+    for (dlq, says) in [
+        (rdb.bullmq("q"), "removeOnFail: { age: SECONDS }"),
+        (rdb.sidekiq(), "dead_timeout_in_seconds"),
+    ] {
+        let cfg = sb.write(
+            "jobs.toml",
+            &format!("[queues.v]\ndlq = \"{dlq}\"\n{table}"),
+        );
+        let v = sb
+            .run(&[
+                "verify",
+                "v",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--output",
+                "json",
+            ])
+            .json();
+        let outlives = checks(&v, "dedupe-outlives-redelivery");
+        assert_eq!(outlives[0].0, "FAIL", "{v}");
+        assert!(outlives[0].1.contains(says), "{v}");
+        assert!(!outlives[0].1.contains("pg_cron"), "{v}");
+    }
+}

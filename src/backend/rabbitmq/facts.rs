@@ -183,6 +183,12 @@ impl RabbitBackend {
             Status::Pass,
             format!("{q}: {ready} message(s) ready"),
         ));
+        let vhost = &self.amqp().vhost;
+        f.shorten = Some(ttl_fix(vhost, &q, cfg.dlq_retention, self.info.as_ref()));
+        if let Some(d) = cfg.dlq_retention {
+            f.checks
+                .push(unused_dlq_retention(vhost, &q, d, self.info.as_ref()));
+        }
         let (Some(api), Some(info)) = (&self.api, &self.info) else {
             f.checks.push(Check::new(
                 "rabbitmq-management-api",
@@ -211,13 +217,8 @@ impl RabbitBackend {
                     source: from.to_string(),
                 });
             }
-            f.checks.push(routes::route_check(
-                &t,
-                &self.amqp().vhost,
-                s.info.name(),
-                &s.dl,
-                &q,
-            ));
+            f.checks
+                .push(routes::route_check(&t, vhost, s.info.name(), &s.dl, &q));
             check_source(s, &mut f);
         }
         if sources.is_empty() && cfg.source.is_none() {
@@ -288,6 +289,43 @@ impl RabbitBackend {
             }
         }
     }
+}
+
+/// How to keep the dead letters of DLQ `q` for `keep` (a placeholder when not declared): a
+/// `message-ttl` policy, or the queue argument.
+fn ttl_fix(vhost: &str, q: &str, keep: Option<Duration>, info: Option<&QueueInfo>) -> String {
+    let ms = keep.map_or("MILLISECONDS".to_string(), |d| d.as_millis().to_string());
+    let existing = match info.and_then(|i| i.0["policy"].as_str()) {
+        Some(p) => format!(
+            "; {q} has policy {p} already, and only one policy applies to a queue: add message-ttl to {p}'s definition instead"
+        ),
+        None => String::new(),
+    };
+    format!(
+        "a message-ttl on the DLQ: `rabbitmqctl set_policy --vhost {vhost} {q}-ttl '^{}$' '{{\"message-ttl\":{ms}}}' --apply-to queues`, or the x-message-ttl argument when declaring it{existing}",
+        regex::escape(q)
+    )
+}
+
+/// `dlq_retention` is declared for a RabbitMQ DLQ: not used (the broker's own message-ttl is
+/// read), said with what the queue has and the fix.
+fn unused_dlq_retention(vhost: &str, q: &str, d: Duration, info: Option<&QueueInfo>) -> Check {
+    let has = match info.map(|i| i.setting_u64("message-ttl")) {
+        Some(Some((ttl, from))) => format!("{} ({from})", ms(ttl)),
+        Some(None) => "none: dead letters wait until removed".into(),
+        None => "unknown without the management API".into(),
+    };
+    Check::new(
+        "rabbitmq-dlq-retention",
+        "dlq_retention matches the DLQ's message-ttl",
+        Status::Warn,
+        format!(
+            "dlq_retention = {} in dlqctl.toml is not used for RabbitMQ: the broker keeps dead letters as long as the DLQ's message-ttl says, and verify reads that (here: {has}); to keep them {}, set {}",
+            crate::human::fmt_duration(d),
+            crate::human::fmt_duration(d),
+            ttl_fix(vhost, q, Some(d), info)
+        ),
+    )
 }
 
 /// The source's dead-lettering guarantee and its delivery limit.
