@@ -305,3 +305,56 @@ async fn job_libraries_get_their_own_retention_fix() {
         assert!(!outlives[0].1.contains("pg_cron"), "{v}");
     }
 }
+
+/// `check --max-messages` counts what another channel holds unacknowledged (the management
+/// API's count) and says how it counted; without the API it says held messages go unseen.
+#[tokio::test(flavor = "multi_thread")]
+async fn check_max_messages_counts_messages_another_channel_holds() {
+    let r = Rabbit::new("rdepth").await;
+    r.declare("dlq", Kind::Classic, &[]).await;
+    r.publish_n("dlq", "h", 6).await;
+    let other = r.conn.create_channel().await.unwrap();
+    for _ in 0..6 {
+        other
+            .basic_get(r.name("dlq").as_str().into(), BasicGetOptions::default())
+            .await
+            .unwrap()
+            .expect("a message to hold");
+    }
+    let path = format!("queues/%2F/{}", r.name("dlq"));
+    crate::pair::wait_until(
+        Duration::from_secs(30),
+        "the API to count 6 unacknowledged",
+        || async {
+            let q = r.api_get(&path).await;
+            q["messages_unacknowledged"] == 6 && q["messages_ready"] == 0
+        },
+    )
+    .await;
+    let sb = Sandbox::new();
+    let limit = |url: &str| {
+        let v = run(
+            &sb,
+            &["check", url, "--max-messages", "5", "--output", "json"],
+        )
+        .json();
+        let c = &v["queues"][0]["checks"][0];
+        (
+            c["status"].as_str().unwrap().to_string(),
+            c["detail"].as_str().unwrap().to_string(),
+        )
+    };
+    let (status, detail) = limit(&r.url("dlq"));
+    assert_eq!(status, "FAIL", "{detail}");
+    assert!(
+        detail.starts_with("6 messages (limit 5): 0 ready + 6 held unacknowledged"),
+        "{detail}"
+    );
+    let (status, detail) = limit(&r.url_no_api("dlq"));
+    assert_eq!(status, "PASS", "{detail}");
+    assert!(
+        detail.contains("without the management API, messages held unacknowledged"),
+        "{detail}"
+    );
+    other.close(200, "".into()).await.unwrap();
+}

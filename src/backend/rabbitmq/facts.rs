@@ -22,6 +22,32 @@ fn ms(n: u64) -> String {
     crate::human::fmt_duration(Duration::from_millis(n)).to_string()
 }
 
+/// The messages of the queue, held ones included (`check --max-messages`): AMQP's ready count
+/// plus the management API's unacknowledged one. The API's statistics are up to
+/// `collect_statistics_interval` old: where its ready count disagrees with AMQP's, the larger of
+/// AMQP's ready count and the API's total is taken, and said.
+fn depth(ready: u32, info: &QueueInfo) -> Fact {
+    let ready = u64::from(ready);
+    let held = info.number("messages_unacknowledged").unwrap_or(0);
+    if info.number("messages_ready") == Some(ready) {
+        return Fact::new(
+            "depth",
+            ready + held,
+            format!(
+                "{ready} ready + {held} held unacknowledged by a consumer or channel (AMQP's ready count, the management API's unacknowledged count)"
+            ),
+        );
+    }
+    let total = info.number("messages").unwrap_or(0);
+    Fact::new(
+        "depth",
+        ready.max(total),
+        format!(
+            "the larger of {ready} ready (AMQP) and the management API's {total} (ready + unacknowledged; its statistics lag AMQP's by up to 5 s and disagree now)"
+        ),
+    )
+}
+
 /// What the management API tells of a queue: its type, durability, arguments and policy, its
 /// dead-letter settings and limits (each with where it is set), its oldest message.
 fn queue_facts(info: &QueueInfo, ins: &mut Inspection) {
@@ -97,9 +123,11 @@ impl RabbitBackend {
         ins.facts
             .push(Fact::new("consumers", consumers, consumers.to_string()));
         let (Some(api), Some(info)) = (&self.api, &self.info) else {
+            ins.facts.push(Fact::new("depth", ready, format!("{ready} ready, over AMQP: without the management API, messages held unacknowledged by a consumer or channel cannot be seen or counted")));
             ins.notes.push(NO_API.into());
             return Ok(ins);
         };
+        ins.facts.push(depth(ready, info));
         if let Ok(o) = api.overview().await
             && let Some(v) = o["rabbitmq_version"].as_str()
         {
