@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::backend::{Check, QueueBackend, Status, Term, VerifyFacts};
+use crate::backend::{Check, Oldest, QueueBackend, Status, Term, VerifyFacts};
 use crate::config::Retention;
 use crate::dedupe::{KnownRetention, Uniqueness};
 use crate::error::{Result, exit};
@@ -199,7 +199,7 @@ async fn dedupe_checks(
     if let Some(Retention::For(r)) = known.retention
         && !known.lower_bound
     {
-        checks.push(old_dead_letters_check(b, r).await);
+        checks.push(old_dead_letters_check(b, r, facts.oldest).await);
     }
     checks
 }
@@ -377,8 +377,9 @@ fn outlives_check(known: DedupeRetention, bound: &Bound, shorten: Option<&str>) 
 }
 
 /// Check 7: dead letters older than the dedupe retention may have had their ids forgotten.
-async fn old_dead_letters_check(b: &dyn QueueBackend, r: Duration) -> Check {
+async fn old_dead_letters_check(b: &dyn QueueBackend, r: Duration, oldest: Oldest) -> Check {
     match b.count_older_than(r).await {
+        Ok(None) if oldest != Oldest::Unknown => oldest_check(r, oldest),
         Ok(Some(0)) => check(
             "old-dead-letters",
             "No dead letters older than the dedupe retention",
@@ -407,6 +408,37 @@ async fn old_dead_letters_check(b: &dyn QueueBackend, r: Duration) -> Check {
             Status::Warn,
             e.to_string(),
         ),
+    }
+}
+
+/// Check 7 from the oldest dead letter alone (the backend cannot count by age): whether any is
+/// older, not how many.
+fn oldest_check(r: Duration, oldest: Oldest) -> Check {
+    let title = "No dead letters older than the dedupe retention";
+    let limit = fmt_retention(Retention::For(r));
+    let Oldest::At(t) = oldest else {
+        return check("old-dead-letters", title, Status::Pass, "no dead letters");
+    };
+    let age = (chrono::Utc::now() - t).to_std().unwrap_or(Duration::ZERO);
+    let shown = crate::human::human_age(chrono::Duration::from_std(age).unwrap_or_default());
+    let when = t.format("%Y-%m-%d %H:%M UTC");
+    if age <= r {
+        check(
+            "old-dead-letters",
+            title,
+            Status::Pass,
+            format!("none older than {limit}: the oldest is {shown} old (first enqueued {when})"),
+        )
+    } else {
+        check(
+            "old-dead-letters",
+            title,
+            Status::Warn,
+            format!(
+                "the oldest dead letter is {shown} old (first enqueued {when}), older than the dedupe retention ({limit}): its id may be forgotten, so redriving it would run its side effects again; how many others are that old cannot be counted cheaply here (find them with `peek --older-than {}`)",
+                crate::human::fmt_duration(r)
+            ),
+        )
     }
 }
 

@@ -358,3 +358,37 @@ async fn check_max_messages_counts_messages_another_channel_holds() {
     );
     other.close(200, "".into()).await.unwrap();
 }
+
+/// Check 7 on RabbitMQ: the oldest dead letter's age from the management API (the head
+/// message's timestamp), as inspect shows it, rather than "not available".
+#[tokio::test(flavor = "multi_thread")]
+async fn old_dead_letters_uses_the_oldest_the_api_shows() {
+    let r = Rabbit::new("rold").await;
+    r.declare("dlq", Kind::Classic, &[]).await;
+    let ten_days_ago = (chrono::Utc::now() - chrono::Duration::days(10)).timestamp() as u64;
+    r.publish(
+        "dlq",
+        b"{}",
+        lapin::BasicProperties::default()
+            .with_message_id("old-1".into())
+            .with_timestamp(ten_days_ago),
+    )
+    .await;
+    let path = format!("queues/%2F/{}", r.name("dlq"));
+    crate::pair::wait_until(
+        Duration::from_secs(30),
+        "the API to show the head message's timestamp",
+        || async { r.api_get(&path).await["head_message_timestamp"].is_u64() },
+    )
+    .await;
+    let db = crate::harness::Db::new("rold").await;
+    let sb = Sandbox::new();
+    let v = verify(&sb, &r, "dlq", None, &dedupe(&db, "1d").await);
+    let old = checks(&v, "old-dead-letters");
+    assert_eq!(old.len(), 1, "{v}");
+    assert_eq!(old[0].0, "WARN", "{v}");
+    assert!(
+        old[0].1.contains("the oldest dead letter is 10d old"),
+        "{v}"
+    );
+}

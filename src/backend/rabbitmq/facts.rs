@@ -12,7 +12,7 @@ use super::backend::RabbitBackend;
 use super::routes::{self, Feeder};
 use super::routing::Topology;
 use crate::address::Address;
-use crate::backend::{Check, Fact, Inspection, Status, Table, Term, VerifyFacts};
+use crate::backend::{Check, Fact, Inspection, Oldest, Status, Table, Term, VerifyFacts};
 use crate::config::{QueueConfig, Retention};
 use crate::error::Result;
 
@@ -46,6 +46,18 @@ fn depth(ready: u32, info: &QueueInfo) -> Fact {
             "the larger of {ready} ready (AMQP) and the management API's {total} (ready + unacknowledged; its statistics lag AMQP's by up to 5 s and disagree now)"
         ),
     )
+}
+
+/// The oldest dead letter, from the API's `head_message_timestamp` (the head message's
+/// `timestamp` property, where its publisher set one).
+fn oldest(ready: u32, info: &QueueInfo) -> Oldest {
+    if ready == 0 && info.number("messages") == Some(0) {
+        return Oldest::Empty;
+    }
+    info.0["head_message_timestamp"]
+        .as_i64()
+        .and_then(|s| chrono::DateTime::from_timestamp(s, 0))
+        .map_or(Oldest::Unknown, Oldest::At)
 }
 
 /// What the management API tells of a queue: its type, durability, arguments and policy, its
@@ -231,6 +243,7 @@ impl RabbitBackend {
             });
             return Ok(f);
         };
+        f.oldest = oldest(ready, info);
         // Sources: the configured one, else the queues whose dead letters land here.
         let (t, queues) = self.topology(api).await?;
         let sources = match cfg.source.as_deref().map(Address::parse) {
