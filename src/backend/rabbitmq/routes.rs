@@ -257,10 +257,11 @@ pub fn route_check(t: &Topology, vhost: &str, name: &str, dl: &DeadLetters, dlq:
             ),
         );
     }
+    // Keys that surely do not reach the DLQ (a key that may reach it is "cannot tell").
     let missed: Vec<&String> = dl
         .routes
         .iter()
-        .filter(|(_, r)| !r.queues.contains(dlq))
+        .filter(|(_, r)| !r.queues.contains(dlq) && !r.maybe.contains(dlq))
         .map(|(k, _)| k)
         .collect();
     match dl.reach(dlq) {
@@ -315,4 +316,56 @@ fn reached(dl: &DeadLetters) -> String {
     all.sort();
     all.dedup();
     all.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topo(kind: &str, args: serde_json::Value) -> Topology {
+        let mut t = Topology::default();
+        t.exchanges.insert(
+            "x".into(),
+            Exchange {
+                kind: kind.into(),
+                alternate: Alternate::None,
+            },
+        );
+        t.bindings.push(Binding {
+            source: "x".into(),
+            destination: "dlq".into(),
+            to_exchange: false,
+            key: "k".into(),
+            arguments: args.as_object().cloned().unwrap_or_default(),
+        });
+        t.queues = ["dlq".to_string(), "src".to_string()].into();
+        t
+    }
+
+    fn check(t: &Topology, key: &str) -> Check {
+        let dl = routing::dead_letters(t, "src", "x", Some(key));
+        route_check(t, "/", "src", &dl, "dlq")
+    }
+
+    #[test]
+    fn a_headers_binding_is_cannot_tell_and_a_missed_key_is_dropped() {
+        let h = topo(
+            "headers",
+            serde_json::json!({"x-match": "any", "kind": "a"}),
+        );
+        let c = check(&h, "k");
+        assert_eq!(c.status, Status::Warn, "{}", c.detail);
+        assert!(c.detail.contains("cannot tell"), "{}", c.detail);
+        let d = topo("direct", serde_json::json!({}));
+        assert_eq!(check(&d, "k").status, Status::Pass);
+        let c = check(&d, "nomatch");
+        assert_eq!(c.status, Status::Fail);
+        assert!(c.detail.contains("dropped silently"), "{}", c.detail);
+        assert!(
+            c.detail
+                .contains("or set src's dead-letter routing key to `k`"),
+            "{}",
+            c.detail
+        );
+    }
 }
