@@ -220,6 +220,23 @@ pub struct VerifyFacts {
     pub redelivery: Vec<Term>,
     /// Backend-specific checks (SQS policy checks, Kafka topic checks, job-system pruning).
     pub checks: Vec<Check>,
+    /// How to keep dead letters for less on this backend, for the fix of check 1 when the
+    /// dedupe retention is too short (None: `dlq_retention / a pg_cron job`, PostgreSQL's).
+    pub shorten: Option<String>,
+    /// The oldest dead letter, for check 7 where the backend cannot count by age
+    /// ([`QueueBackend::count_older_than`] gives None).
+    pub oldest: Oldest,
+}
+
+/// What a backend knows of its oldest message without reading the others.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Oldest {
+    #[default]
+    Unknown,
+    /// The queue holds nothing.
+    Empty,
+    /// First enqueued then (RabbitMQ: the head message's `timestamp` property).
+    At(chrono::DateTime<chrono::Utc>),
 }
 
 #[async_trait]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::backend::{Check, QueueBackend, Status, Term, VerifyFacts};
+use crate::backend::{Check, Oldest, QueueBackend, Status, Term, VerifyFacts};
 use crate::config::Retention;
 use crate::dedupe::{KnownRetention, Uniqueness};
 use crate::error::{Result, exit};
@@ -79,7 +79,7 @@ async fn verify_one(ctx: &Ctx, q: &QueueRef) -> QueueChecks {
     };
     result.redelivery = redelivery_terms(&facts.redelivery, q);
     let bound = Bound::of(&result.redelivery);
-    result.checks = dedupe_checks(b.as_ref(), q, &bound, facts.checks).await;
+    result.checks = dedupe_checks(b.as_ref(), q, &bound, facts).await;
     result
 }
 
@@ -159,8 +159,9 @@ async fn dedupe_checks(
     b: &dyn QueueBackend,
     q: &QueueRef,
     bound: &Bound,
-    backend: Vec<Check>,
+    facts: VerifyFacts,
 ) -> Vec<Check> {
+    let backend = facts.checks;
     let mut checks = Vec::new();
     let Some(dcfg) = &q.cfg.dedupe else {
         checks.push(check(
@@ -193,12 +194,12 @@ async fn dedupe_checks(
     checks.push(uniqueness_check(d.as_ref()).await);
     let (retention_check, known) = retention_known(d.as_ref()).await;
     checks.push(retention_check);
-    checks.push(outlives_check(known, bound));
+    checks.push(outlives_check(known, bound, facts.shorten.as_deref()));
     checks.extend(backend);
     if let Some(Retention::For(r)) = known.retention
         && !known.lower_bound
     {
-        checks.push(old_dead_letters_check(b, r).await);
+        checks.push(old_dead_letters_check(b, r, facts.oldest).await);
     }
     checks
 }
@@ -322,8 +323,9 @@ async fn retention_known(d: &dyn crate::dedupe::Table) -> (Check, DedupeRetentio
     }
 }
 
-/// Check 1, the arithmetic: ids must be kept longer than a copy can take to arrive.
-fn outlives_check(known: DedupeRetention, bound: &Bound) -> Check {
+/// Check 1, the arithmetic: ids must be kept longer than a copy can take to arrive. `shorten`:
+/// how this backend keeps dead letters for less (None: PostgreSQL's ways).
+fn outlives_check(known: DedupeRetention, bound: &Bound, shorten: Option<&str>) -> Check {
     let Some(r) = known.retention else {
         return check(
             "dedupe-outlives-redelivery",
@@ -353,9 +355,18 @@ fn outlives_check(known: DedupeRetention, bound: &Bound) -> Check {
     let hint = if ok {
         String::new()
     } else if bound.total == Retention::Forever {
-        ": dead letters are kept forever, so keep ids forever or prune the dead letters (dlq_retention / a pg_cron job)".into()
+        format!(
+            ": dead letters are kept forever, so keep ids forever or prune the dead letters ({})",
+            shorten.unwrap_or("dlq_retention / a pg_cron job")
+        )
     } else {
-        format!(": keep ids longer than {}", fmt_retention(bound.total))
+        match shorten {
+            Some(how) => format!(
+                ": keep ids longer than {}, or keep dead letters for less ({how})",
+                fmt_retention(bound.total)
+            ),
+            None => format!(": keep ids longer than {}", fmt_retention(bound.total)),
+        }
     };
     check(
         "dedupe-outlives-redelivery",
@@ -366,8 +377,9 @@ fn outlives_check(known: DedupeRetention, bound: &Bound) -> Check {
 }
 
 /// Check 7: dead letters older than the dedupe retention may have had their ids forgotten.
-async fn old_dead_letters_check(b: &dyn QueueBackend, r: Duration) -> Check {
+async fn old_dead_letters_check(b: &dyn QueueBackend, r: Duration, oldest: Oldest) -> Check {
     match b.count_older_than(r).await {
+        Ok(None) if oldest != Oldest::Unknown => oldest_check(r, oldest),
         Ok(Some(0)) => check(
             "old-dead-letters",
             "No dead letters older than the dedupe retention",
@@ -396,6 +408,37 @@ async fn old_dead_letters_check(b: &dyn QueueBackend, r: Duration) -> Check {
             Status::Warn,
             e.to_string(),
         ),
+    }
+}
+
+/// Check 7 from the oldest dead letter alone (the backend cannot count by age): whether any is
+/// older, not how many.
+fn oldest_check(r: Duration, oldest: Oldest) -> Check {
+    let title = "No dead letters older than the dedupe retention";
+    let limit = fmt_retention(Retention::For(r));
+    let Oldest::At(t) = oldest else {
+        return check("old-dead-letters", title, Status::Pass, "no dead letters");
+    };
+    let age = (chrono::Utc::now() - t).to_std().unwrap_or(Duration::ZERO);
+    let shown = crate::human::human_age(chrono::Duration::from_std(age).unwrap_or_default());
+    let when = t.format("%Y-%m-%d %H:%M UTC");
+    if age <= r {
+        check(
+            "old-dead-letters",
+            title,
+            Status::Pass,
+            format!("none older than {limit}: the oldest is {shown} old (first enqueued {when})"),
+        )
+    } else {
+        check(
+            "old-dead-letters",
+            title,
+            Status::Warn,
+            format!(
+                "the oldest dead letter is {shown} old (first enqueued {when}), older than the dedupe retention ({limit}): its id may be forgotten, so redriving it would run its side effects again; how many others are that old cannot be counted cheaply here (find them with `peek --older-than {}`)",
+                crate::human::fmt_duration(r)
+            ),
+        )
     }
 }
 

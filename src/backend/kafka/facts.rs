@@ -177,7 +177,13 @@ impl KafkaBackend {
     }
 
     pub(super) async fn verify_topic(&self, cfg: &QueueConfig) -> Result<VerifyFacts> {
-        let mut f = VerifyFacts::default();
+        let mut f = VerifyFacts {
+            shorten: Some(format!(
+                "the dead-letter topic's retention.ms: `kafka-configs --bootstrap-server … --alter --entity-type topics --entity-name {} --add-config retention.ms=MILLISECONDS`",
+                self.k.topic
+            )),
+            ..VerifyFacts::default()
+        };
         f.checks.push(Check::new(
             "kafka-dlt-exists",
             "The dead-letter topic exists",

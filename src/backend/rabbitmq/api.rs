@@ -24,7 +24,7 @@ pub struct Api {
     client: reqwest::Client,
 }
 
-fn seg(s: &str) -> String {
+pub(super) fn seg(s: &str) -> String {
     utf8_percent_encode(s, NON_ALPHANUMERIC).to_string()
 }
 
@@ -67,7 +67,7 @@ impl Api {
     }
 
     /// GET `/api/PATH`; `None` on 404.
-    async fn get(&self, path: &str) -> Result<Option<Value>> {
+    pub(super) async fn get(&self, path: &str) -> Result<Option<Value>> {
         let url = format!("{}/api/{path}", self.base);
         let shown = || format!("the management API at {}", self.base);
         let r = self
@@ -118,42 +118,6 @@ impl Api {
             .get(&format!("queues/{}/{}", seg(vhost), seg(name)))
             .await?
             .map(QueueInfo))
-    }
-
-    /// `/api/exchanges/VHOST/NAME` (None: no such exchange).
-    pub async fn exchange(&self, vhost: &str, name: &str) -> Result<Option<Value>> {
-        self.get(&format!("exchanges/{}/{}", seg(vhost), seg(name)))
-            .await
-    }
-
-    /// The bindings whose source is exchange `name`.
-    pub async fn bindings_from(&self, vhost: &str, name: &str) -> Result<Vec<Value>> {
-        Ok(self
-            .get(&format!(
-                "exchanges/{}/{}/bindings/source",
-                seg(vhost),
-                seg(name)
-            ))
-            .await?
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default())
-    }
-
-    /// The bindings into queue `name`: (source exchange, routing key).
-    pub async fn bindings_to(&self, vhost: &str, name: &str) -> Result<Vec<(String, String)>> {
-        Ok(self
-            .get(&format!("queues/{}/{}/bindings", seg(vhost), seg(name)))
-            .await?
-            .and_then(|v| v.as_array().cloned())
-            .unwrap_or_default()
-            .iter()
-            .map(|b| {
-                (
-                    b["source"].as_str().unwrap_or_default().to_string(),
-                    b["routing_key"].as_str().unwrap_or_default().to_string(),
-                )
-            })
-            .collect())
     }
 
     /// Every queue of the vhost (name, arguments, effective policy), to find the queues that

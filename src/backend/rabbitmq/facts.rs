@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::address::AmqpTarget;
+use super::address::{AmqpAddress, AmqpTarget};
 use super::api::{Api, QueueInfo};
 use super::backend::RabbitBackend;
+use super::routes::{self, Feeder};
+use super::routing::Topology;
 use crate::address::Address;
-use crate::backend::{Check, Fact, Inspection, Status, Table, Term, VerifyFacts};
+use crate::backend::{Check, Fact, Inspection, Oldest, Status, Table, Term, VerifyFacts};
 use crate::config::{QueueConfig, Retention};
 use crate::error::Result;
 
@@ -18,6 +20,44 @@ const NO_API: &str = "no management API (?api=http://HOST:15672, [rabbitmq] api,
 
 fn ms(n: u64) -> String {
     crate::human::fmt_duration(Duration::from_millis(n)).to_string()
+}
+
+/// The messages of the queue, held ones included (`check --max-messages`): AMQP's ready count
+/// plus the management API's unacknowledged one. The API's statistics are up to
+/// `collect_statistics_interval` old: where its ready count disagrees with AMQP's, the larger of
+/// AMQP's ready count and the API's total is taken, and said.
+fn depth(ready: u32, info: &QueueInfo) -> Fact {
+    let ready = u64::from(ready);
+    let held = info.number("messages_unacknowledged").unwrap_or(0);
+    if info.number("messages_ready") == Some(ready) {
+        return Fact::new(
+            "depth",
+            ready + held,
+            format!(
+                "{ready} ready + {held} held unacknowledged by a consumer or channel (AMQP's ready count, the management API's unacknowledged count)"
+            ),
+        );
+    }
+    let total = info.number("messages").unwrap_or(0);
+    Fact::new(
+        "depth",
+        ready.max(total),
+        format!(
+            "the larger of {ready} ready (AMQP) and the management API's {total} (ready + unacknowledged; its statistics lag AMQP's by up to 5 s and disagree now)"
+        ),
+    )
+}
+
+/// The oldest dead letter, from the API's `head_message_timestamp` (the head message's
+/// `timestamp` property, where its publisher set one).
+fn oldest(ready: u32, info: &QueueInfo) -> Oldest {
+    if ready == 0 && info.number("messages") == Some(0) {
+        return Oldest::Empty;
+    }
+    info.0["head_message_timestamp"]
+        .as_i64()
+        .and_then(|s| chrono::DateTime::from_timestamp(s, 0))
+        .map_or(Oldest::Unknown, Oldest::At)
 }
 
 /// What the management API tells of a queue: its type, durability, arguments and policy, its
@@ -78,13 +118,6 @@ fn queue_facts(info: &QueueInfo, ins: &mut Inspection) {
     }
 }
 
-/// A queue that dead-letters into this one.
-pub struct Feeder {
-    pub info: QueueInfo,
-    /// Its dead-letter exchange (`""`: the default exchange).
-    pub exchange: String,
-}
-
 impl RabbitBackend {
     pub(super) async fn inspect_queue(
         &self,
@@ -102,9 +135,11 @@ impl RabbitBackend {
         ins.facts
             .push(Fact::new("consumers", consumers, consumers.to_string()));
         let (Some(api), Some(info)) = (&self.api, &self.info) else {
+            ins.facts.push(Fact::new("depth", ready, format!("{ready} ready, over AMQP: without the management API, messages held unacknowledged by a consumer or channel cannot be seen or counted")));
             ins.notes.push(NO_API.into());
             return Ok(ins);
         };
+        ins.facts.push(depth(ready, info));
         if let Ok(o) = api.overview().await
             && let Some(v) = o["rabbitmq_version"].as_str()
         {
@@ -147,7 +182,7 @@ impl RabbitBackend {
             fed.rows.push(vec![
                 f.info.name().into(),
                 f.info.kind().into(),
-                json!(f.exchange),
+                json!(f.dl.exchange),
                 f.info
                     .setting_u64("message-ttl")
                     .map_or(Value::Null, |(v, _)| json!(v)),
@@ -165,34 +200,17 @@ impl RabbitBackend {
         Ok(())
     }
 
-    /// The queues of this vhost whose dead-letter exchange routes to queue `q`.
+    /// The queues of this vhost whose dead letters reach queue `q` ([`routes::feeders`]).
     pub(super) async fn feeders(&self, api: &Api, q: &str) -> Result<Vec<Feeder>> {
+        let (t, queues) = self.topology(api).await?;
+        Ok(routes::feeders(&t, queues, q))
+    }
+
+    /// This vhost's topology, and its queues.
+    async fn topology(&self, api: &Api) -> Result<(Topology, Vec<QueueInfo>)> {
         let vhost = &self.amqp().vhost;
-        let bound = api.bindings_to(vhost, q).await?;
-        let mut out = Vec::new();
-        for s in api.queues(vhost).await? {
-            if s.name() == q {
-                continue;
-            }
-            let Some((x, _)) = s.setting_str("dead-letter-exchange") else {
-                continue;
-            };
-            let key = s.setting_str("dead-letter-routing-key").map(|(k, _)| k);
-            let routes = if x.is_empty() {
-                key.as_deref() == Some(q)
-            } else {
-                bound.iter().any(|(src, k)| {
-                    *src == x && key.as_ref().is_none_or(|want| want == k || k.is_empty())
-                })
-            };
-            if routes {
-                out.push(Feeder {
-                    info: s,
-                    exchange: x,
-                });
-            }
-        }
-        Ok(out)
+        let queues = api.queues(vhost).await?;
+        Ok((api.topology(vhost, &queues).await?, queues))
     }
 
     pub(super) async fn verify_queue(&self, cfg: &QueueConfig) -> Result<VerifyFacts> {
@@ -205,6 +223,12 @@ impl RabbitBackend {
             Status::Pass,
             format!("{q}: {ready} message(s) ready"),
         ));
+        let vhost = &self.amqp().vhost;
+        f.shorten = Some(ttl_fix(vhost, &q, cfg.dlq_retention, self.info.as_ref()));
+        if let Some(d) = cfg.dlq_retention {
+            f.checks
+                .push(unused_dlq_retention(vhost, &q, d, self.info.as_ref()));
+        }
         let (Some(api), Some(info)) = (&self.api, &self.info) else {
             f.checks.push(Check::new(
                 "rabbitmq-management-api",
@@ -219,22 +243,13 @@ impl RabbitBackend {
             });
             return Ok(f);
         };
+        f.oldest = oldest(ready, info);
         // Sources: the configured one, else the queues whose dead letters land here.
-        let mut sources = Vec::new();
-        match cfg.source.as_deref().map(Address::parse) {
-            Some(Ok(Address::Rabbitmq(a))) => {
-                if let AmqpTarget::Queue(s) = &a.target
-                    && let Some(info) = api.queue(&a.vhost, s).await?
-                {
-                    let x = info
-                        .setting_str("dead-letter-exchange")
-                        .map(|(x, _)| x)
-                        .unwrap_or_default();
-                    sources.push(Feeder { info, exchange: x });
-                }
-            }
-            _ => sources = self.feeders(api, &q).await?,
-        }
+        let (t, queues) = self.topology(api).await?;
+        let sources = match cfg.source.as_deref().map(Address::parse) {
+            Some(Ok(Address::Rabbitmq(a))) => self.configured_source(api, &t, &a, &mut f).await?,
+            _ => routes::feeders(&t, queues, &q),
+        };
         for s in &sources {
             if let Some((ttl, from)) = s.info.setting_u64("message-ttl") {
                 f.redelivery.push(Term {
@@ -243,14 +258,16 @@ impl RabbitBackend {
                     source: from.to_string(),
                 });
             }
-            self.check_source(api, s, &mut f).await?;
+            f.checks
+                .push(routes::route_check(&t, vhost, s.info.name(), &s.dl, &q));
+            check_source(s, &mut f);
         }
-        if sources.is_empty() {
+        if sources.is_empty() && cfg.source.is_none() {
             f.checks.push(Check::new(
                 "rabbitmq-dead-letter-route",
-                "A source queue dead-letters here",
+                "The source's dead letters reach the DLQ",
                 Status::Warn,
-                "no queue of this vhost has a dead-letter exchange that routes here, and no `source` is configured",
+                "no queue of this vhost has a dead-letter route that reaches here, and no `source` is configured",
             ));
         }
         match info.setting_u64("message-ttl") {
@@ -265,123 +282,154 @@ impl RabbitBackend {
                 source: format!("{q} has no message-ttl: dead letters wait until removed"),
             }),
         }
-        self.check_dlq(info, &mut f);
+        check_dlq(info, &mut f);
         Ok(f)
     }
 
-    /// The source's dead-letter route, its dead-lettering guarantee, its delivery limit.
-    async fn check_source(&self, api: &Api, s: &Feeder, f: &mut VerifyFacts) -> Result<()> {
+    /// The configured source queue, where it is one of this vhost with a dead-letter exchange
+    /// (else a FAIL that says why not).
+    async fn configured_source(
+        &self,
+        api: &Api,
+        t: &Topology,
+        a: &AmqpAddress,
+        f: &mut VerifyFacts,
+    ) -> Result<Vec<Feeder>> {
         let vhost = &self.amqp().vhost;
-        let name = s.info.name();
-        let route = if s.exchange.is_empty() {
+        let AmqpTarget::Queue(name) = &a.target else {
+            return Ok(Vec::new());
+        };
+        let fail = |detail: String| {
+            Check::new(
+                "rabbitmq-dead-letter-route",
+                "The source's dead letters reach the DLQ",
+                Status::Fail,
+                detail,
+            )
+        };
+        if &a.vhost != vhost {
+            f.checks.push(fail(format!(
+                "the source {name} is in vhost `{}`, the DLQ in vhost `{vhost}`: RabbitMQ dead-letters within a vhost only",
+                a.vhost
+            )));
+            return Ok(Vec::new());
+        }
+        let Some(info) = api.queue(vhost, name).await? else {
+            f.checks.push(fail(format!(
+                "the source queue {name} does not exist in vhost `{vhost}`"
+            )));
+            return Ok(Vec::new());
+        };
+        match Feeder::of(t, info) {
+            Some(s) => Ok(vec![s]),
+            None => {
+                f.checks.push(fail(format!(
+                    "{name} has no dead-letter exchange (no x-dead-letter-exchange argument, no dead-letter-exchange policy): RabbitMQ discards what it rejects, expires or overflows"
+                )));
+                Ok(Vec::new())
+            }
+        }
+    }
+}
+
+/// How to keep the dead letters of DLQ `q` for `keep` (a placeholder when not declared): a
+/// `message-ttl` policy, or the queue argument.
+fn ttl_fix(vhost: &str, q: &str, keep: Option<Duration>, info: Option<&QueueInfo>) -> String {
+    let ms = keep.map_or("MILLISECONDS".to_string(), |d| d.as_millis().to_string());
+    let existing = match info.and_then(|i| i.0["policy"].as_str()) {
+        Some(p) => format!(
+            "; {q} has policy {p} already, and only one policy applies to a queue: add message-ttl to {p}'s definition instead"
+        ),
+        None => String::new(),
+    };
+    format!(
+        "a message-ttl on the DLQ: `rabbitmqctl set_policy --vhost {vhost} {q}-ttl '^{}$' '{{\"message-ttl\":{ms}}}' --apply-to queues`, or the x-message-ttl argument when declaring it{existing}",
+        regex::escape(q)
+    )
+}
+
+/// `dlq_retention` is declared for a RabbitMQ DLQ: not used (the broker's own message-ttl is
+/// read), said with what the queue has and the fix.
+fn unused_dlq_retention(vhost: &str, q: &str, d: Duration, info: Option<&QueueInfo>) -> Check {
+    let has = match info.map(|i| i.setting_u64("message-ttl")) {
+        Some(Some((ttl, from))) => format!("{} ({from})", ms(ttl)),
+        Some(None) => "none: dead letters wait until removed".into(),
+        None => "unknown without the management API".into(),
+    };
+    Check::new(
+        "rabbitmq-dlq-retention",
+        "dlq_retention matches the DLQ's message-ttl",
+        Status::Warn,
+        format!(
+            "dlq_retention = {} in dlqctl.toml is not used for RabbitMQ: the broker keeps dead letters as long as the DLQ's message-ttl says, and verify reads that (here: {has}); to keep them {}, set {}",
+            crate::human::fmt_duration(d),
+            crate::human::fmt_duration(d),
+            ttl_fix(vhost, q, Some(d), info)
+        ),
+    )
+}
+
+/// The source's dead-lettering guarantee and its delivery limit.
+fn check_source(s: &Feeder, f: &mut VerifyFacts) {
+    let name = s.info.name();
+    let strategy = s.info.setting_str("dead-letter-strategy").map(|(v, _)| v);
+    let overflow = s.info.setting_str("overflow").map(|(v, _)| v);
+    let (status, detail) = match s.info.kind() {
+        "quorum"
+            if strategy.as_deref() == Some("at-least-once")
+                && overflow.as_deref() == Some("reject-publish") =>
+        {
             (
                 Status::Pass,
-                format!("{name} dead-letters through the default exchange"),
+                format!(
+                    "{name}: quorum, dead-letter-strategy=at-least-once, overflow=reject-publish"
+                ),
             )
-        } else {
-            match api.exchange(vhost, &s.exchange).await? {
-                None => (
-                    Status::Fail,
-                    format!(
-                        "{name}'s dead-letter exchange `{}` does not exist: RabbitMQ drops its dead letters silently",
-                        s.exchange
-                    ),
-                ),
-                Some(_) => {
-                    let b = api.bindings_from(vhost, &s.exchange).await?;
-                    if b.is_empty() {
-                        (
-                            Status::Fail,
-                            format!(
-                                "{name}'s dead-letter exchange `{}` has no bindings: RabbitMQ drops its dead letters silently",
-                                s.exchange
-                            ),
-                        )
-                    } else {
-                        let to: Vec<String> = b
-                            .iter()
-                            .map(|x| {
-                                format!(
-                                    "{} (key `{}`)",
-                                    x["destination"].as_str().unwrap_or("?"),
-                                    x["routing_key"].as_str().unwrap_or("")
-                                )
-                            })
-                            .collect();
-                        (
-                            Status::Pass,
-                            format!("{name} → exchange `{}` → {}", s.exchange, to.join(", ")),
-                        )
-                    }
-                }
-            }
-        };
-        f.checks.push(Check::new(
-            "rabbitmq-dead-letter-route",
-            "The dead-letter exchange exists and routes to a queue",
-            route.0,
-            route.1,
-        ));
-        let strategy = s.info.setting_str("dead-letter-strategy").map(|(v, _)| v);
-        let overflow = s.info.setting_str("overflow").map(|(v, _)| v);
-        let (status, detail) = match s.info.kind() {
-            "quorum"
-                if strategy.as_deref() == Some("at-least-once")
-                    && overflow.as_deref() == Some("reject-publish") =>
-            {
-                (
-                    Status::Pass,
-                    format!(
-                        "{name}: quorum, dead-letter-strategy=at-least-once, overflow=reject-publish"
-                    ),
-                )
-            }
-            "quorum" => (
-                Status::Warn,
-                format!(
-                    "{name}: quorum queue with dead-letter-strategy={} and overflow={}: dead-lettering is at-most-once (a broker failure can lose a dead letter); at-least-once needs dead-letter-strategy=at-least-once and overflow=reject-publish",
-                    strategy.as_deref().unwrap_or("at-most-once"),
-                    overflow.as_deref().unwrap_or("drop-head")
-                ),
+        }
+        "quorum" => (
+            Status::Warn,
+            format!(
+                "{name}: quorum queue with dead-letter-strategy={} and overflow={}: dead-lettering is at-most-once (a broker failure can lose a dead letter); at-least-once needs dead-letter-strategy=at-least-once and overflow=reject-publish",
+                strategy.as_deref().unwrap_or("at-most-once"),
+                overflow.as_deref().unwrap_or("drop-head")
             ),
-            kind => (
-                Status::Warn,
-                format!(
-                    "{name}: a {kind} queue dead-letters at most once (a broker failure or a full DLQ can lose a dead letter); only quorum queues can do at-least-once"
-                ),
+        ),
+        kind => (
+            Status::Warn,
+            format!(
+                "{name}: a {kind} queue dead-letters at most once (a broker failure or a full DLQ can lose a dead letter); only quorum queues can do at-least-once"
             ),
-        };
-        f.checks.push(Check::new(
-            "rabbitmq-dead-lettering-guarantee",
-            "Dead-lettering is at-least-once",
-            status,
-            detail,
-        ));
-        if s.info.kind() == "quorum" {
-            f.checks.push(match s.info.setting_u64("delivery-limit") {
+        ),
+    };
+    f.checks.push(Check::new(
+        "rabbitmq-dead-lettering-guarantee",
+        "Dead-lettering is at-least-once",
+        status,
+        detail,
+    ));
+    if s.info.kind() == "quorum" {
+        f.checks.push(match s.info.setting_u64("delivery-limit") {
                 Some((n, from)) => Check::new("rabbitmq-delivery-limit", "The source has a delivery limit", Status::Pass, format!("{name}: delivery-limit {n} ({from}): a message that keeps failing is dead-lettered after {n} returns")),
                 None => Check::new("rabbitmq-delivery-limit", "The source has a delivery limit", Status::Warn, format!("{name}: no delivery-limit: a message its consumer keeps returning (nack with requeue) is redelivered forever and never dead-lettered (RabbitMQ 4.0 sets 20 by default)")),
             });
-        }
-        Ok(())
     }
+}
 
-    /// The DLQ's own limits: a length limit that drops dead letters, reads that count.
-    fn check_dlq(&self, info: &QueueInfo, f: &mut VerifyFacts) {
-        let name = info.name();
-        let overflow = info
-            .setting_str("overflow")
-            .map(|(v, _)| v)
-            .unwrap_or_else(|| "drop-head".into());
-        f.checks.push(match info.setting_u64("max-length") {
+/// The DLQ's own limits: a length limit that drops dead letters, reads that count.
+fn check_dlq(info: &QueueInfo, f: &mut VerifyFacts) {
+    let name = info.name();
+    let overflow = info
+        .setting_str("overflow")
+        .map(|(v, _)| v)
+        .unwrap_or_else(|| "drop-head".into());
+    f.checks.push(match info.setting_u64("max-length") {
             Some((n, from)) if overflow == "drop-head" => Check::new("rabbitmq-dlq-length-limit", "The DLQ keeps every dead letter", Status::Warn, format!("{name}: max-length {n} ({from}) with overflow=drop-head: when full, the oldest dead letters are dropped (or dead-lettered onward)")),
             Some((n, from)) => Check::new("rabbitmq-dlq-length-limit", "The DLQ keeps every dead letter", Status::Warn, format!("{name}: max-length {n} ({from}) with overflow={overflow}: when full, new dead letters are refused, and at-most-once dead-lettering drops them")),
             None => Check::new("rabbitmq-dlq-length-limit", "The DLQ keeps every dead letter", Status::Pass, format!("{name}: no max-length")),
         });
-        if info.kind() == "quorum"
-            && let Some((n, from)) = info.setting_u64("delivery-limit")
-        {
-            f.checks.push(Check::new("rabbitmq-dlq-delivery-limit", "Reading the DLQ cannot push messages onward", Status::Warn, format!("{name}: a quorum DLQ with delivery-limit {n} ({from}): every read that gives a message back counts one delivery; dlqctl refuses reads without --allow-onward-redrive")));
-        }
+    if info.kind() == "quorum"
+        && let Some((n, from)) = info.setting_u64("delivery-limit")
+    {
+        f.checks.push(Check::new("rabbitmq-dlq-delivery-limit", "Reading the DLQ cannot push messages onward", Status::Warn, format!("{name}: a quorum DLQ with delivery-limit {n} ({from}): every read that gives a message back counts one delivery; dlqctl refuses reads without --allow-onward-redrive")));
     }
 }

@@ -35,6 +35,10 @@ mod reader;
 #[cfg(feature = "rabbitmq")]
 mod record;
 #[cfg(feature = "rabbitmq")]
+mod routes;
+#[cfg(feature = "rabbitmq")]
+mod routing;
+#[cfg(feature = "rabbitmq")]
 mod session;
 #[cfg(feature = "rabbitmq")]
 mod sink;

@@ -316,6 +316,10 @@ pub(super) async fn verify_facts(b: &RedisBackend, cfg: &QueueConfig) -> Result<
         Library::Sidekiq(_) => sidekiq_retention(cfg, &c, &mut f),
         Library::BullMq(_) => bullmq_retention(cfg, &c, &mut f),
     }
+    f.shorten = Some(match &b.lib {
+        Library::Sidekiq(_) => "lower Sidekiq's dead_timeout_in_seconds (Sidekiq.configure_server { |c| c[:dead_timeout_in_seconds] = … }); dead_max_jobs caps the dead set by count, which pushes jobs out early in a burst but bounds no age".into(),
+        Library::BullMq(_) => "removeOnFail with an age on the jobs or the Worker, e.g. removeOnFail: { age: SECONDS }, then declare it as dlq_retention (a Worker's option is not stored in Redis)".into(),
+    });
     Ok(f)
 }
 

@@ -250,7 +250,12 @@ impl SqsBackend {
     }
 
     pub(super) async fn verify_queue(&self, cfg: &QueueConfig) -> Result<VerifyFacts> {
-        let mut facts = VerifyFacts::default();
+        let mut facts = VerifyFacts {
+            shorten: Some(
+                "the DLQ's MessageRetentionPeriod: `aws sqs set-queue-attributes --queue-url … --attributes MessageRetentionPeriod=SECONDS`".into(),
+            ),
+            ..VerifyFacts::default()
+        };
         let dlq_ret = self.attr_u64("MessageRetentionPeriod").unwrap_or(345_600);
         let sources = self.verified_sources(cfg).await?;
         if sources.is_empty() {

@@ -12,6 +12,9 @@ use super::Baseline;
 /// What a queue says of itself (the census fills in the count where it read everything).
 pub(super) struct Figures {
     pub messages: Option<u64>,
+    /// How the count was taken, where the backend says (RabbitMQ: ready plus held
+    /// unacknowledged, or ready only without the management API).
+    pub counted: Option<String>,
     pub in_flight: Option<u64>,
     /// First enqueue of the oldest message.
     pub oldest: Option<chrono::DateTime<chrono::Utc>>,
@@ -57,7 +60,11 @@ pub(super) fn checks(
     let mut checks = Vec::new();
     let mut new_fingerprints = None;
     if let Some(max) = l.max_messages {
-        checks.push(max_messages(max, figures.messages));
+        checks.push(max_messages(
+            max,
+            figures.messages,
+            figures.counted.as_deref(),
+        ));
     }
     if let Some(max_age) = l.max_age {
         checks.push(max_age_check(max_age, figures, census, &sample));
@@ -79,13 +86,16 @@ pub(super) fn checks(
 }
 
 /// `--max-messages`: warns where the queue does not report a count.
-fn max_messages(max: u64, messages: Option<u64>) -> Verdict {
+fn max_messages(max: u64, messages: Option<u64>, counted: Option<&str>) -> Verdict {
     match messages {
         Some(n) => limit_check(
             "max-messages",
             &format!("At most {max} messages"),
             ("depth", n, max),
-            &format!("{n} messages (limit {max})"),
+            &match counted {
+                Some(how) => format!("{n} messages (limit {max}): {how}"),
+                None => format!("{n} messages (limit {max})"),
+            },
         ),
         None => Verdict::new(
             Check::new(

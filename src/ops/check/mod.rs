@@ -339,8 +339,14 @@ impl Figures {
                 .find(|f| f.name == name)
                 .map(|f| f.value.clone())
         };
+        // A backend's `depth` (held messages included) wins over its `messages`, and says how
+        // it was counted.
+        let depth = ins.facts.iter().find(|f| f.name == "depth");
         Figures {
-            messages: fact("messages").as_ref().and_then(Value::as_u64),
+            messages: depth
+                .and_then(|f| f.value.as_u64())
+                .or(fact("messages").as_ref().and_then(Value::as_u64)),
+            counted: depth.map(|f| f.display.clone()),
             in_flight: fact("in_flight").as_ref().and_then(Value::as_u64),
             oldest: fact("oldest")
                 .as_ref()
