@@ -247,6 +247,7 @@ async fn a_quorum_dlq_with_a_delivery_limit_is_read_only_when_allowed() {
         "{}",
         e.stderr
     );
+    assert!(!e.stderr.contains("warning: reading"), "{}", e.stderr);
     // Allowed: each read gives the messages back and counts one delivery (x-delivery-count),
     // and the read's warning says what the limit then does.
     for _ in 0..2 {

@@ -1,0 +1,125 @@
+//! RabbitMQ: what a command says when it is refused or meets a refusal (operator report,
+//! 2026-12-06): nothing of reading before a read has begun, its warnings in dlqctl's own
+//! `warning:` lines, and a refused permission named with its object, its vhost, the address
+//! and the permission to grant.
+
+use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
+use lapin::types::AMQPValue;
+
+use crate::amqp::{Kind, Rabbit, run};
+use crate::harness::Sandbox;
+
+/// The read warning (`reading … takes each message and gives it back …`) was printed before
+/// checks that then refused the command, for a read that never happened. Now it comes once
+/// the read has begun, or in the plan; a refused command takes no message (none comes back
+/// marked redelivered).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_refused_before_it_reads_says_nothing_of_reading() {
+    let r = Rabbit::new("refused").await;
+    r.declare("dlq", Kind::Classic, &[]).await;
+    r.publish_n("dlq", "m", 2).await;
+    r.declare("other", Kind::Classic, &[]).await;
+    r.declare(
+        "limited",
+        Kind::Quorum,
+        &[("x-delivery-limit", AMQPValue::LongInt(2))],
+    )
+    .await;
+    let sb = Sandbox::new();
+    let (dlq, other, limited) = (r.url("dlq"), r.url("other"), r.url("limited"));
+    let missing = r.url("missing");
+    let export_to = sb.path("no-such-dir/dlq.jsonl");
+    let export_to = export_to.to_str().unwrap();
+    // Another run holds the lock of `dlq` (the queue is busy).
+    let lock = format!("dlqctl.lock.{}", r.name("dlq"));
+    r.ch.queue_declare(
+        lock.as_str().into(),
+        QueueDeclareOptions {
+            exclusive: true,
+            auto_delete: true,
+            ..QueueDeclareOptions::default()
+        },
+        Default::default(),
+    )
+    .await
+    .unwrap();
+    let json = ["--output", "json"];
+    for (args, code, why) in [
+        (
+            vec!["redrive", &dlq, "--to", &dlq, "--yes"],
+            2,
+            "is the queue being read",
+        ),
+        (
+            vec!["redrive", &dlq, "--to", &missing, "--yes"],
+            3,
+            "not found",
+        ),
+        (
+            vec!["replay", &dlq, "--to", &missing, "--yes"],
+            3,
+            "not found",
+        ),
+        (
+            vec!["redrive", &dlq, "--to", &other],
+            2,
+            "needs confirmation",
+        ),
+        (
+            vec!["redrive", &dlq, "--to", &other, "--yes"],
+            3,
+            "another dlqctl run",
+        ),
+        (vec!["export", &dlq, "-o", export_to], 2, "no-such-dir"),
+        (vec!["peek", &limited], 2, "delivery-limit 2"),
+        (vec!["classify", &limited], 2, "delivery-limit 2"),
+        (
+            vec!["redrive", &limited, "--to", &other, "--yes"],
+            2,
+            "delivery-limit 2",
+        ),
+    ] {
+        let mut a = args.clone();
+        a.extend(json);
+        let e = run(&sb, &a).code(code);
+        assert!(e.stderr.contains(why), "{args:?}: {}", e.stderr);
+        assert!(
+            !e.stderr.contains("warning: reading"),
+            "{args:?}: refused before reading, and says it reads:\n{}",
+            e.stderr
+        );
+    }
+    r.ch.queue_delete(lock.as_str().into(), QueueDeleteOptions::default())
+        .await
+        .unwrap();
+    // Nothing was read: no message was taken and given back.
+    let left = r.drain("dlq").await;
+    assert_eq!(left.len(), 2);
+    assert!(left.iter().all(|m| !m.delivery.redelivered), "none read");
+
+    // A read says what it does, once: a warning as it begins, or the plan's `reading` row.
+    r.publish_n("dlq", "n", 2).await;
+    let dry = ["redrive", &dlq, "--to", &other, "--dry-run", "--output"];
+    let d = run(&sb, &[&dry[..], &["json"]].concat()).ok();
+    assert_eq!(
+        d.stderr.matches("warning: reading").count(),
+        1,
+        "{}",
+        d.stderr
+    );
+    let t = run(&sb, &[&dry[..], &["table"]].concat()).ok();
+    assert!(
+        !t.stderr.contains("warning: reading")
+            && t.stderr.contains("reading")
+            && t.stderr.contains("takes each message"),
+        "the plan says it:\n{}",
+        t.stderr
+    );
+    let p = run(&sb, &["peek", &dlq, "--output", "jsonl"]).ok();
+    assert_eq!(
+        p.stderr.matches("warning: reading").count(),
+        1,
+        "{}",
+        p.stderr
+    );
+}
