@@ -13,10 +13,12 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
+mod log;
 mod progress;
 mod stream;
 pub mod table;
 
+pub use log::init as init_log;
 pub use progress::fmt_rate;
 pub use stream::{Captured, LogWriter, Stderr};
 pub use table::{Cell, Col, Grid};

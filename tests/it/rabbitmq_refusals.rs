@@ -3,10 +3,11 @@
 //! `warning:` lines, and a refused permission named with its object, its vhost, the address
 //! and the permission to grant.
 
+use lapin::BasicProperties;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::AMQPValue;
 
-use crate::amqp::{Kind, Rabbit, run};
+use crate::amqp::{Kind, Rabbit, run, s, table};
 use crate::harness::Sandbox;
 
 /// The read warning (`reading … takes each message and gives it back …`) was printed before
@@ -122,4 +123,53 @@ async fn a_command_refused_before_it_reads_says_nothing_of_reading() {
         "{}",
         p.stderr
     );
+}
+
+/// A redrive without `--to` whose messages name a queue that is gone printed that as a
+/// tracing line (`2026-12-06T11:30:23Z  WARN the destination this message names …`) among
+/// dlqctl's `warning:` lines. Now it is one `warning:` line per destination, however many
+/// batches meet it, and no library's log comes through without `-v`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_destination_that_cannot_take_copies_is_one_warning_line() {
+    let r = Rabbit::new("gone").await;
+    r.declare("dlq", Kind::Classic, &[]).await;
+    for i in 0..3 {
+        let props = BasicProperties::default()
+            .with_message_id(format!("g{i}").into())
+            .with_headers(table(&[("x-first-death-queue", s(&r.name("gone")))]));
+        r.publish("dlq", b"{}", props).await;
+    }
+    let sb = Sandbox::new();
+    let e = run(
+        &sb,
+        &[
+            "redrive",
+            &r.url("dlq"),
+            "--batch-size",
+            "1",
+            "--yes",
+            "--output",
+            "json",
+        ],
+    )
+    .code(1);
+    assert_eq!(e.json()["failed"], 3, "{}", e.stdout);
+    let lines: Vec<&str> = e.stderr.lines().collect();
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("warning: the destination this message names cannot take it"))
+            .count(),
+        1,
+        "{}",
+        e.stderr
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with("warning: ") || l.starts_with("         ")),
+        "only dlqctl's own warning lines:\n{}",
+        e.stderr
+    );
+    assert_eq!(r.ready("dlq").await, 3, "nothing moved");
 }
