@@ -4,7 +4,9 @@
 //! and the permission to grant.
 
 use lapin::BasicProperties;
-use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
+use lapin::options::{
+    ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions, QueueDeleteOptions,
+};
 use lapin::types::AMQPValue;
 
 use crate::amqp::{Kind, Rabbit, run, s, table};
@@ -172,4 +174,114 @@ async fn a_destination_that_cannot_take_copies_is_one_warning_line() {
         e.stderr
     );
     assert_eq!(r.ready("dlq").await, 3, "nothing moved");
+}
+
+/// `permission denied on a publisher confirm: ACCESS_REFUSED - access to exchange 'x' …`
+/// named neither the target nor the grant that fixes it. A refused permission names the
+/// object, its vhost and the address (the password never shown), what the method needed and
+/// the grant; a read refused by the broker is refused before the command says it reads.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_permission_names_the_object_the_vhost_and_the_grant() {
+    let r = Rabbit::new("perm").await;
+    r.declare("dlq", Kind::Classic, &[]).await;
+    r.publish_n("dlq", "m", 2).await;
+    r.declare("in", Kind::Classic, &[]).await;
+    let x = r.name("x");
+    r.ch.exchange_declare(
+        x.as_str().into(),
+        lapin::ExchangeKind::Direct,
+        ExchangeDeclareOptions::default(),
+        Default::default(),
+    )
+    .await
+    .unwrap();
+    r.ch.queue_bind(
+        r.name("in").as_str().into(),
+        x.as_str().into(),
+        "k".into(),
+        QueueBindOptions::default(),
+        Default::default(),
+    )
+    .await
+    .unwrap();
+    // A user of its own, whose permissions each step sets (removed at the end).
+    let user = format!("{}.user", r.prefix);
+    let password = "perm-test-pw-7731";
+    r.api_put(
+        &format!("users/{user}"),
+        serde_json::json!({"password": password, "tags": "monitoring"}),
+    )
+    .await;
+    let grant = |configure: &str, write: &str, read: &str| {
+        let body = serde_json::json!({"configure": configure, "write": write, "read": read});
+        let path = format!("permissions/%2F/{user}");
+        let r = &r;
+        async move { r.api_put(&path, body).await }
+    };
+    let main_user = format!("{}@", crate::amqp::credentials().0);
+    let as_user = |url: String| url.replacen(&main_user, &format!("{user}@"), 1);
+    let env = vec![("DLQCTL_AMQP_PASSWORD".to_string(), password.to_string())];
+    let sb = Sandbox::new();
+    let dlq = as_user(r.url("dlq"));
+    let to_x = format!(
+        "amqp://{user}@127.0.0.1:{}/%2F?exchange={x}&routing_key=k",
+        r.port
+    );
+    let says = |e: &crate::harness::Run, object: &str, address: &str, perm: &str| {
+        for want in [
+            format!("permission denied on {object} in vhost `/` ({address}"),
+            format!("needs {perm} permission"),
+            format!("grant the user `{user}` {perm} permission on {object}"),
+            format!("set_permissions -p / {user} "),
+        ] {
+            assert!(e.stderr.contains(&want), "`{want}` in:\n{}", e.stderr);
+        }
+        assert!(!e.stderr.contains(password), "{}", e.stderr);
+    };
+
+    // No write permission on the target exchange: the publisher confirm is refused.
+    grant("^dlqctl\\.lock\\.", "^$", ".*").await;
+    let e = sb
+        .run_with(
+            &["redrive", &dlq, "--to", &to_x, "--yes", "--output", "json"],
+            &env,
+        )
+        .code(3);
+    let address = format!("amqp://{user}@127.0.0.1:{}/%2F?exchange={x}", r.port);
+    says(&e, &format!("exchange `{x}`"), &address, "write");
+    assert!(e.stderr.contains("publishing a copy"), "{}", e.stderr);
+    r.wait_no_consumer("dlq").await;
+    assert_eq!(r.ready("dlq").await, 2, "nothing left the DLQ");
+
+    // No read permission on the DLQ: refused before anything is said of reading.
+    grant("^dlqctl\\.lock\\.", ".*", "^$").await;
+    let dlq_object = format!("queue `{}`", r.name("dlq"));
+    let dlq_address = as_user(r.url_no_api("dlq"));
+    for cmd in ["peek", "export"] {
+        let e = sb.run_with(&[cmd, &dlq, "--output", "json"], &env).code(3);
+        says(&e, &dlq_object, &dlq_address, "read");
+        assert!(!e.stderr.contains("warning: reading"), "{}", e.stderr);
+    }
+
+    // No configure permission for the run's lock: named, with the pattern to grant.
+    grant("^$", ".*", ".*").await;
+    let e = sb
+        .run_with(
+            &["redrive", &dlq, "--to", &as_user(r.url("in")), "--yes"],
+            &env,
+        )
+        .code(3);
+    let lock = format!(
+        "queue `dlqctl.lock.{}` in vhost `/` ({dlq_address}",
+        r.name("dlq")
+    );
+    assert!(
+        e.stderr.contains(&lock)
+            && e.stderr
+                .contains("configure permission on `^dlqctl\\.lock\\.`"),
+        "{}",
+        e.stderr
+    );
+    r.api_delete(&format!("users/{user}")).await;
+    assert_eq!(r.ready("dlq").await, 2, "nothing left the DLQ");
 }
