@@ -232,7 +232,7 @@ impl RabbitBackend {
             count: held,
             approximate: true,
             reason: format!(
-                "not read: held unacknowledged by another consumer or channel of {q} (the management API's count): no AMQP read sees a message while someone holds it; re-run once it is acknowledged or given back (the management UI's Channels page names the holder)"
+                "not read: held unacknowledged by another consumer or channel of {q} (the management API's count, up to 5 s old): no AMQP read sees a message while someone holds it; re-run once it is acknowledged or given back (the management UI's Channels page names the holder)"
             ),
             until: None,
         })
