@@ -204,7 +204,25 @@ async fn a_refused_permission_names_the_object_the_vhost_and_the_grant() {
     )
     .await
     .unwrap();
-    // A user of its own, whose permissions each step sets (removed at the end).
+    // A user of its own, whose permissions each step sets (removed at the end; a failed
+    // run's is removed by the next run, once its process is gone).
+    for u in r
+        .api_get("users?columns=name")
+        .await
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+    {
+        let name = u["name"].as_str().unwrap_or_default();
+        let pid = name
+            .strip_prefix("t.perm.")
+            .and_then(|n| n.split('.').next());
+        if let Some(Ok(pid)) = pid.map(str::parse::<u32>)
+            && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        {
+            r.api_delete(&format!("users/{name}")).await;
+        }
+    }
     let user = format!("{}.user", r.prefix);
     let password = "perm-test-pw-7731";
     r.api_put(
