@@ -40,6 +40,17 @@ impl Ctx {
         Ok(())
     }
 
+    /// Say what reading `b` does to its messages, where a read has a side effect (an SQS
+    /// receive, a RabbitMQ consumer). Called once the read has begun (its stream or session
+    /// opened), after every check that can refuse the command: a command refused without
+    /// reading says nothing of it.
+    pub fn warn_reading(&self, b: &dyn crate::backend::QueueBackend) {
+        if let Some(effect) = b.capabilities().read_side_effect {
+            self.printer
+                .warn(&format!("reading {} {effect}", b.address()));
+        }
+    }
+
     /// Start the audit of a changing run: the intent record is written before anything
     /// changes (`[audit] require_reason` without `--reason` is exit 2, before that).
     pub async fn audit(

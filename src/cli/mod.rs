@@ -404,7 +404,7 @@ pub fn main() -> i32 {
     };
     crate::secrets::register_environment();
     let printer = printer(&cli.global);
-    init_logging(cli.global.verbose, printer.stderr());
+    crate::output::init_log(cli.global.verbose, printer.stderr());
     tracing::debug!(version = env!("CARGO_PKG_VERSION"), "start");
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -441,26 +441,6 @@ fn printer(g: &GlobalArgs) -> Printer {
                 std::time::Duration::from_secs_f64,
             ),
     })
-}
-
-/// The log goes to the terminal's stderr through its owner, secrets scrubbed.
-fn init_logging(verbose: u8, err: crate::output::Stderr) {
-    let level = match verbose {
-        // The AWS credential chain warns about each provider it tried (IMDS on a laptop);
-        // lapin logs each channel error that dlqctl reports itself (issue 27).
-        0 => "warn,aws_config=error,aws_smithy_runtime=error,lapin=off",
-        1 => "info,sqlx=warn",
-        2 => "debug,sqlx=info",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("DLQCTL_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("dlqctl={level},{level}")));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(crate::output::LogWriter(err))
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .try_init();
 }
 
 async fn run(cli: Cli, printer: Printer) -> i32 {

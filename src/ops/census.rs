@@ -208,6 +208,8 @@ pub async fn take(
             ..ScanOptions::default()
         })
         .await?;
+    // What the read does, once it has begun (`dlqctl ui` reads no source with a side effect).
+    ctx.warn_reading(b);
     let mut stopped = false;
     let bar = ctx.printer.progress(None, "reading");
     while let Some(m) = stream.next().await {

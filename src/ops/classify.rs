@@ -37,10 +37,6 @@ pub async fn run(ctx: &Ctx, req: ClassifyRequest) -> Result<i32> {
         .opener
         .open(&req.queue.address, &req.queue.source_options())
         .await?;
-    if let Some(effect) = b.capabilities().read_side_effect {
-        ctx.printer
-            .warn(&format!("reading {} {effect}", req.queue.address));
-    }
     let r = classify_with(ctx, &req, b.as_ref()).await;
     let closed = b.close().await;
     let code = r?;
@@ -54,7 +50,7 @@ pub async fn report(ctx: &Ctx, req: &ClassifyRequest) -> Result<ClassifyReport> 
         .opener
         .open(&req.queue.address, &req.queue.source_options())
         .await?;
-    let r = gather(ctx, req, b.as_ref()).await;
+    let r = gather(ctx, req, b.as_ref(), false).await;
     let closed = b.close().await;
     let report = r?;
     closed?;
@@ -67,7 +63,7 @@ async fn classify_with(
     req: &ClassifyRequest,
     b: &dyn backend::QueueBackend,
 ) -> Result<i32> {
-    let report = gather(ctx, req, b).await?;
+    let report = gather(ctx, req, b, true).await?;
     render(ctx, &report)?;
     Ok(if ctx.interrupt.is_set() {
         exit::INTERRUPTED
@@ -77,10 +73,12 @@ async fn classify_with(
 }
 
 /// Scan the queue and count each message that passes the filter into its class (and group).
+/// `announce`: say what the read does, once it has begun (`dlqctl ui` says it in its view).
 async fn gather(
     ctx: &Ctx,
     req: &ClassifyRequest,
     b: &dyn backend::QueueBackend,
+    announce: bool,
 ) -> Result<ClassifyReport> {
     let p = &ctx.printer;
     let dedupe = match &req.dedupe {
@@ -94,6 +92,9 @@ async fn gather(
             ..ScanOptions::default()
         })
         .await?;
+    if announce {
+        ctx.warn_reading(b);
+    }
     let now = Utc::now();
     let bar = p.progress(None, "classifying");
     let mut tally = Tally::new(req, dedupe.is_some());

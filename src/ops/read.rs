@@ -25,19 +25,11 @@ pub struct ReadRequest {
     pub explain: bool,
 }
 
-fn warn_side_effects(ctx: &Ctx, b: &dyn backend::QueueBackend) {
-    if let Some(effect) = b.capabilities().read_side_effect {
-        ctx.printer
-            .warn(&format!("reading {} {effect}", b.address()));
-    }
-}
-
 pub async fn peek(ctx: &Ctx, req: ReadRequest) -> Result<i32> {
     let b = ctx
         .opener
         .open(&req.queue.address, &req.queue.source_options())
         .await?;
-    warn_side_effects(ctx, b.as_ref());
     let r = peek_with(ctx, &req, b.as_ref()).await;
     // Reads that hold messages (SQS) give them back, after an error too.
     let closed = b.close().await;
@@ -64,6 +56,7 @@ async fn peek_with(ctx: &Ctx, req: &ReadRequest, b: &dyn backend::QueueBackend) 
             ..ScanOptions::default()
         })
         .await?;
+    ctx.warn_reading(b);
     let now = Utc::now();
     let mut shown = 0u64;
     let json_array = p.format == OutputFormat::Json;
@@ -174,7 +167,6 @@ pub async fn tail(ctx: &Ctx, req: TailRequest) -> Result<i32> {
         .opener
         .open(&r.queue.address, &r.queue.source_options())
         .await?;
-    warn_side_effects(ctx, b.as_ref());
     if !b.capabilities().tail {
         return Err(Error::Unsupported {
             backend: r.queue.address.backend_name(),
@@ -198,6 +190,7 @@ async fn tail_with(ctx: &Ctx, req: &TailRequest, b: &dyn backend::QueueBackend) 
             poll_interval: req.poll_interval,
         })
         .await?;
+    ctx.warn_reading(b);
     if p.is_table() {
         p.note(&format!("following {} (Ctrl-C to stop)", r.queue.address));
     }
@@ -264,7 +257,6 @@ pub async fn export(ctx: &Ctx, req: ExportRequest) -> Result<i32> {
         .opener
         .open(&req.read.queue.address, &req.read.queue.source_options())
         .await?;
-    warn_side_effects(ctx, b.as_ref());
     let r = export_with(ctx, &req, b.as_ref()).await;
     let closed = b.close().await;
     let code = r?;
@@ -275,6 +267,13 @@ pub async fn export(ctx: &Ctx, req: ExportRequest) -> Result<i32> {
 async fn export_with(ctx: &Ctx, req: &ExportRequest, b: &dyn backend::QueueBackend) -> Result<i32> {
     let p = &ctx.printer;
     let r = &req.read;
+    // To a file: write beside it and move it into place at the end, so a failed export never
+    // leaves a truncated file that looks complete. Created before the read begins: a file
+    // that cannot be created refuses the export before anything is read.
+    let mut file = match &req.output {
+        Some(path) if path.as_os_str() != "-" => Some(Partial::create(path)?),
+        _ => None,
+    };
     let mut stream = b
         .scan(ScanOptions {
             limit: if r.filter.is_empty() { r.max } else { None },
@@ -282,12 +281,7 @@ async fn export_with(ctx: &Ctx, req: &ExportRequest, b: &dyn backend::QueueBacke
             ..ScanOptions::default()
         })
         .await?;
-    // To a file: write beside it and move it into place at the end, so a failed export never
-    // leaves a truncated file that looks complete.
-    let mut file = match &req.output {
-        Some(path) if path.as_os_str() != "-" => Some(Partial::create(path)?),
-        _ => None,
-    };
+    ctx.warn_reading(b);
     let bar = p.progress(None, "exporting");
     let now = Utc::now();
     let mut n = 0u64;

@@ -13,10 +13,12 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
+mod log;
 mod progress;
 mod stream;
 pub mod table;
 
+pub use log::init as init_log;
 pub use progress::fmt_rate;
 pub use stream::{Captured, LogWriter, Stderr};
 pub use table::{Cell, Col, Grid};
@@ -102,6 +104,8 @@ pub struct Printer {
     answers: Option<Mutex<VecDeque<bool>>>,
     /// `dlqctl ui`: the last progress bar made, where the UI reads how far its work is.
     watch: Option<ProgressWatch>,
+    /// A plan was shown ([`Printer::plan`]): what it said need not be said again.
+    planned: std::sync::atomic::AtomicBool,
 }
 
 /// Where a printer leaves the progress bar its work makes (hidden: the UI shows the count in
@@ -168,6 +172,7 @@ impl Printer {
             err_width: width_of(&io::stderr()),
             answers: None,
             watch: None,
+            planned: Default::default(),
         }
     }
 
@@ -192,6 +197,7 @@ impl Printer {
             err_width: DEFAULT_WIDTH,
             answers: None,
             watch: None,
+            planned: Default::default(),
         };
         (p, buf)
     }
@@ -238,6 +244,14 @@ impl Printer {
         }
         self.err
             .line(&g.render(self.plan_width(), self.color_stderr()));
+        self.planned
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether a plan was shown on stderr (a run's warnings that its plan already gave are
+    /// not repeated).
+    pub fn planned(&self) -> bool {
+        self.planned.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The width a table on stdout is fitted to; `None` with `--output wide` (every column).

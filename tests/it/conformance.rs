@@ -15,6 +15,9 @@
 //!    the same way.
 //! 7. A re-run right after a SIGKILL accounts for what the killed run held: it moves
 //!    everything (exit 0, nothing left), or says what it could not (exit 1).
+//! 8. A run refused before it reads (here: no terminal to ask at, without `--yes`) reads
+//!    nothing and says nothing of what reading does: the warning of a source whose reads have
+//!    a side effect (an SQS receive, a RabbitMQ consumer) comes once a read has begun.
 //!
 //! A JSON Lines file (an export) is a source for replay only: the same contract, read as
 //! "copies" (`a_json_lines_file_keeps_the_replay_contract`).
@@ -158,9 +161,37 @@ pub async fn contract<P: Pair>(p: &mut P, commits_past: bool) {
         "{name}: Ctrl-C settles what it sent: nothing twice"
     );
 
-    // 6 and 7.
+    // 6, 7 and 8.
     filtered_runs_account_for_what_they_select(p).await;
     a_rerun_after_a_kill_accounts_for_what_the_killed_run_held(p, commits_past).await;
+    a_refused_run_says_nothing_of_reading(p).await;
+}
+
+/// Clause 8. Operator report (2026-12-06): a RabbitMQ redrive refused (no terminal to ask at,
+/// a bad `--to`, a busy queue) printed `warning: reading … takes each message and gives it
+/// back …` first, for a read that never happened.
+pub async fn a_refused_run_says_nothing_of_reading<P: Pair>(p: &mut P) {
+    let name = p.name();
+    let _ = p.fresh(2).await;
+    let sb = Sandbox::new();
+    let r = run(p, &sb, &["--output", "json"]).await.code(2);
+    assert!(
+        r.stderr.contains("needs confirmation"),
+        "{name}: {}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("warning: reading"),
+        "{name}: a run refused before it reads says nothing of reading:\n{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty(), "{name}: {}", r.stdout);
+    p.settle().await;
+    assert_eq!(
+        p.remaining().await,
+        2,
+        "{name}: a refused run moves nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -25,6 +25,7 @@ mod proxy;
 mod purge;
 mod rabbitmq;
 mod rabbitmq_moves;
+mod rabbitmq_refusals;
 mod rabbitmq_verify;
 mod redis;
 mod redis_faults;

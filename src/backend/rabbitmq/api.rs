@@ -96,7 +96,11 @@ impl Api {
                 return Err(Error::PermissionDenied {
                     target: shown(),
                     reason: format!("403 Forbidden on /api/{path}"),
-                });
+                }
+                .hinted(format!(
+                    "the user `{}` needs a management tag for the API (`rabbitmqctl set_user_tags {} monitoring`), and the `management` tag sees only the vhosts it has permissions in (docs/permissions.md)",
+                    self.user, self.user
+                )));
             }
             s if s >= 400 => {
                 return Err(Error::Backend {

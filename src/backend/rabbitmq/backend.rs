@@ -232,7 +232,7 @@ impl RabbitBackend {
             count: held,
             approximate: true,
             reason: format!(
-                "not read: held unacknowledged by another consumer or channel of {q} (the management API's count): no AMQP read sees a message while someone holds it; re-run once it is acknowledged or given back (the management UI's Channels page names the holder)"
+                "not read: held unacknowledged by another consumer or channel of {q} (the management API's count, up to 5 s old): no AMQP read sees a message while someone holds it; re-run once it is acknowledged or given back (the management UI's Channels page names the holder)"
             ),
             until: None,
         })
@@ -315,7 +315,13 @@ impl RabbitBackend {
             FieldTable::default(),
         )
         .await
-        .map_err(|e| self.broker.error(&format!("marker queue {m}"), e))?;
+        .map_err(|e| {
+            self.broker.error_needing(
+                &format!("marker queue {m}"),
+                Some(("configure", "declaring the marker queue (queue.declare)")),
+                e,
+            )
+        })?;
         let _ = ch.close(200, "".into()).await;
         MARKERS
             .lock()
@@ -404,6 +410,7 @@ impl QueueBackend for RabbitBackend {
                 .await;
             u64::from(reader.at_start)
         };
+        reader.begin().await?;
         let limit = opts.limit.map_or(total, |l| l.min(total));
         let idle = self.idle;
         Ok(Box::pin(async_stream::try_stream! {
@@ -421,6 +428,7 @@ impl QueueBackend for RabbitBackend {
     async fn tail(&self, opts: TailOptions) -> Result<MessageStream<'_>> {
         self.guard_reads()?;
         let mut reader = self.reader(100, "tail").await?;
+        reader.begin().await?;
         // What is there now is read (and held) first, shown only with --from-start.
         let mut skip = if opts.from_start || self.is_stream() {
             0

@@ -100,11 +100,18 @@ impl Broker {
     }
 
     /// A broker error as dlqctl's, `what` naming the object it was about.
+    pub fn error(&self, what: &str, e: lapin::Error) -> Error {
+        self.error_needing(what, None, e)
+    }
+
+    /// A broker error as dlqctl's, `what` naming the object it was about; `need`: the
+    /// permission the refused method needs, and what it was doing (`("write", "publishing a
+    /// copy")`), for a refusal to say what to grant.
     ///
     /// A connection or channel that is gone (closed from the management UI or API, by the
     /// broker, or by the network) is one line that says so: lapin reports the next operation
     /// on it as `invalid channel state: Error (basic.ack)`, which tells an operator nothing.
-    pub fn error(&self, what: &str, e: lapin::Error) -> Error {
+    pub fn error_needing(&self, what: &str, need: Option<Need>, e: lapin::Error) -> Error {
         let target = self.shown();
         let ErrorKind::ProtocolError(p) = e.kind() else {
             return match e.kind() {
@@ -152,10 +159,7 @@ impl Broker {
                 ),
             }
             .hinted("wait for that run to end, then re-run (the broker's management UI names the consumer's connection)"),
-            403 => Error::PermissionDenied {
-                target: what.into(),
-                reason: text,
-            },
+            403 => self.denied(what, need, &text),
             404 => Error::NotFound {
                 what: format!("{what} on {target}"),
                 detail: text,
@@ -167,7 +171,11 @@ impl Broker {
             530 => Error::PermissionDenied {
                 target,
                 reason: text,
-            },
+            }
+            .hinted(format!(
+                "the user `{}` has no permissions in vhost `{}`: grant them with `rabbitmqctl set_permissions -p {} {} CONFIGURE WRITE READ` (docs/permissions.md lists what each command needs)",
+                self.user, self.addr.vhost, self.addr.vhost, self.user
+            )),
             // CONNECTION_FORCED: closed by an operator (management UI or API) or a broker
             // shutting down.
             320 => Error::Backend {
@@ -180,6 +188,42 @@ impl Broker {
             },
         }
     }
+}
+
+/// The permission a method needs on its object (`configure`, `write`, `read`), and what the
+/// method was doing (`publishing a copy`).
+pub type Need = (&'static str, &'static str);
+
+impl Broker {
+    /// A refused permission (ACCESS_REFUSED): the object, its vhost and the address (its
+    /// password never shown); with `need`, what the method needs and the grant that fixes it.
+    fn denied(&self, what: &str, need: Option<Need>, text: &str) -> Error {
+        let vhost = &self.addr.vhost;
+        let object = refused_object(text).unwrap_or_else(|| what.to_string());
+        let e = Error::PermissionDenied {
+            target: format!("{object} in vhost `{vhost}` ({})", self.shown()),
+            reason: match need {
+                Some((perm, doing)) => format!("{doing} needs {perm} permission: {text}"),
+                None => text.to_string(),
+            },
+        };
+        let Some((perm, _)) = need else {
+            return e;
+        };
+        let user = &self.user;
+        e.hinted(format!(
+            "grant the user `{user}` {perm} permission on {object}: in vhost `{vhost}`, its {perm} pattern must match the name (`rabbitmqctl set_permissions -p {vhost} {user} CONFIGURE WRITE READ`; docs/permissions.md lists what each command needs)"
+        ))
+    }
+}
+
+/// `exchange `orders`` from RabbitMQ's `ACCESS_REFUSED - access to exchange 'orders' in vhost
+/// '/' refused for user 'ops'`.
+fn refused_object(text: &str) -> Option<String> {
+    let rest = text.split_once("access to ")?.1;
+    let (kind, rest) = rest.split_once(" '")?;
+    let (name, _) = rest.rsplit_once("' in vhost '")?;
+    matches!(kind, "queue" | "exchange").then(|| format!("{kind} `{name}`"))
 }
 
 /// What a run stopped by a lost connection leaves, and what to do.
@@ -218,6 +262,28 @@ pub async fn close(c: &Connection) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The object a refusal is about, from RabbitMQ's words (a refusal says it, the reason
+    /// quotes them).
+    #[test]
+    fn a_refusal_names_its_object() {
+        let t = "ACCESS_REFUSED - access to exchange 'orders.retry' in vhost 'shop' refused for user 'ops'";
+        assert_eq!(
+            refused_object(t).as_deref(),
+            Some("exchange `orders.retry`")
+        );
+        let t =
+            "ACCESS_REFUSED - write access to queue 'it''s' in vhost '/' refused for user 'ops'";
+        assert_eq!(refused_object(t).as_deref(), Some("queue `it''s`"));
+        assert_eq!(
+            refused_object("ACCESS_REFUSED - queue name 'amq.x' contains reserved prefix 'amq.*'"),
+            None
+        );
+        assert_eq!(
+            refused_object("NOT_ALLOWED - access to vhost '/' refused for user 'ops'"),
+            None
+        );
+    }
 
     /// Operator report (2026-12-06): a connection closed from the management API under a
     /// redrive ended with `…: invalid channel state: Error (basic.ack)`. A connection or channel

@@ -18,6 +18,9 @@ use crate::error::Result;
 
 const NO_API: &str = "no management API (?api=http://HOST:15672, [rabbitmq] api, or DLQCTL_RABBITMQ_API): the queue's type, arguments, policies and the dead-letter exchange's bindings cannot be seen over AMQP";
 
+/// Where `in_flight`, `oldest` and the consumers' names come from, said once.
+const STATISTICS: &str = "in_flight, oldest and the consumers' names are the management API's statistics, up to collect_statistics_interval (5 s by default) old; messages and consumers are AMQP's, exact";
+
 fn ms(n: u64) -> String {
     crate::human::fmt_duration(Duration::from_millis(n)).to_string()
 }
@@ -154,6 +157,13 @@ impl RabbitBackend {
             ins.facts.push(Fact::new("in_flight", n, n.to_string()));
         }
         queue_facts(info, &mut ins);
+        if ins
+            .facts
+            .iter()
+            .any(|f| f.name == "in_flight" || f.name == "oldest")
+        {
+            ins.notes.push(STATISTICS.into());
+        }
         let who = self.consumers_of(&q).await;
         if let Some(list) = who.strip_prefix(": ") {
             ins.notes.push(format!("consumers: {list}"));

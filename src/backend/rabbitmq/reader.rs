@@ -115,8 +115,14 @@ impl Reader {
         })
     }
 
+    /// An error of the reader's channel: of its methods only `basic.consume` needs a
+    /// permission (read).
     fn err(&self, e: lapin::Error) -> Error {
-        self.broker.error(&format!("queue {}", self.queue), e)
+        self.broker.error_needing(
+            &format!("queue {}", self.queue),
+            Some(("read", "reading it (basic.consume)")),
+            e,
+        )
     }
 
     async fn start_consumer(&mut self) -> Result<()> {
@@ -144,6 +150,16 @@ impl Reader {
             .await
             .map_err(|e| self.err(e))?;
         self.consumer = Some(c);
+        Ok(())
+    }
+
+    /// Start consuming now, rather than at the first `next`: a read the broker refuses (no
+    /// read permission, a consumer in exclusive use) is refused before the command says it
+    /// reads.
+    pub async fn begin(&mut self) -> Result<()> {
+        if self.consumer.is_none() {
+            self.start_consumer().await?;
+        }
         Ok(())
     }
 

@@ -182,6 +182,10 @@ impl<'a> RabbitMoveSession<'a> {
             });
         }
         let held = b.held_by_others(queue, reader.at_start).await;
+        if let Err(e) = reader.begin().await {
+            reader.close().await;
+            return Err(e);
+        }
         Ok(RabbitMoveSession {
             held,
             limit: u64::from(reader.at_start),

@@ -10,11 +10,25 @@ use lapin::types::FieldTable;
 use lapin::{Channel, Confirmation, Connection, ExchangeKind, PublisherConfirm};
 
 use super::address::AmqpTarget;
-use super::conn::{Broker, close};
+use super::conn::{Broker, Need, close};
 use super::record::to_publish;
 use crate::backend::{PendingSend, SendOutcome};
 use crate::error::{Error, Result};
 use crate::message::Message;
+
+/// What a publish needs: write permission on the target's exchange (`amq.default` for a
+/// queue).
+const PUBLISH: Option<Need> = Some(("write", "publishing a copy (basic.publish)"));
+
+/// A copy of a batch: refused before it was sent (why), or published (its confirm).
+enum Slot {
+    Refused(String),
+    Sent(PublisherConfirm),
+}
+
+/// How long a failed publish waits for the confirms before it to give the broker's reason
+/// (they fail at once where the broker closed the channel).
+const CAUSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub struct Publisher {
     conn: Connection,
@@ -77,10 +91,6 @@ impl Publisher {
 
     /// Publish every message of `batch`; their outcomes follow the broker's confirms.
     pub async fn send_start(&self, batch: &[Message]) -> Result<PendingSend> {
-        enum Slot {
-            Refused(String),
-            Sent(PublisherConfirm),
-        }
         // Every publish of the batch is handed to the connection before any is waited for:
         // one wait per batch, not per message. Each future, first polled in order, takes its
         // delivery tag and queues its frames in one step, so each confirm is its own.
@@ -105,18 +115,28 @@ impl Publisher {
             }
         }
         let mut published = futures::future::join_all(publishes).await.into_iter();
+        let mut failed = None;
         for slot in &mut slots {
             if slot.is_none() {
-                let confirm = published
+                match published
                     .next()
                     .expect("one publish per message not refused")
-                    .map_err(|e| self.broker.error("basic.publish", e))?;
-                *slot = Some(Slot::Sent(confirm));
+                {
+                    Ok(confirm) => *slot = Some(Slot::Sent(confirm)),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
             }
+        }
+        if let Some(e) = failed {
+            return Err(self.publish_failed(slots, e).await);
         }
         let slots: Vec<Slot> = slots.into_iter().flatten().collect();
         let broker = self.broker.clone();
         let (exchange, key) = (self.exchange.clone(), self.routing_key.clone());
+        let what = self.what();
         Ok(Box::pin(async move {
             let mut out = Vec::with_capacity(slots.len());
             for s in slots {
@@ -137,7 +157,7 @@ impl Publisher {
                         Ok(Confirmation::Nack(None)) => SendOutcome::Rejected {
                             reason: "the broker refused the copy (nack): a full queue with overflow=reject-publish, or an internal error".into(),
                         },
-                        Err(e) => return Err(broker.error("a publisher confirm", e)),
+                        Err(e) => return Err(broker.error_needing(&what, PUBLISH, e)),
                     },
                 });
             }
@@ -147,6 +167,30 @@ impl Publisher {
 
     pub async fn close(&self) {
         close(&self.conn).await;
+    }
+
+    /// The exchange, as an error names it where the broker's words do not.
+    fn what(&self) -> String {
+        if self.exchange.is_empty() {
+            "the default exchange".into()
+        } else {
+            format!("exchange {}", self.exchange)
+        }
+    }
+
+    /// A publish that failed: where the broker closed the channel (a refused permission), the
+    /// confirms of the copies published before it carry the broker's reason, and the later
+    /// publishes only meet a closed channel; the reason is the error.
+    async fn publish_failed(&self, slots: Vec<Option<Slot>>, e: lapin::Error) -> Error {
+        for slot in slots.into_iter().flatten() {
+            let Slot::Sent(c) = slot else { continue };
+            if let Ok(Err(cause)) = tokio::time::timeout(CAUSE_WAIT, c).await
+                && matches!(cause.kind(), lapin::ErrorKind::ProtocolError(_))
+            {
+                return self.broker.error_needing(&self.what(), PUBLISH, cause);
+            }
+        }
+        self.broker.error_needing(&self.what(), PUBLISH, e)
     }
 }
 

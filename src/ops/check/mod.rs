@@ -249,7 +249,7 @@ async fn check_one(ctx: &Ctx, req: &CheckRequest, q: &QueueRef, l: &LimitsConfig
         }
     };
     let census = if wants_scan(req.baseline.is_some(), l, &Figures::reported(&ins)) {
-        match scan(ctx, req, q, b.as_ref()).await {
+        match scan(ctx, req, b.as_ref()).await {
             Ok(c) => Some(c),
             Err(unreadable) => {
                 state.checks.push(unreadable);
@@ -364,17 +364,13 @@ fn wants_scan(baseline: bool, l: &LimitsConfig, reported: &Figures) -> bool {
         || (l.max_messages.is_some() && reported.messages.is_none())
 }
 
-/// Reads the messages into a census (after warning when reading has side effects); a failure
-/// is the failed "Messages are readable" check.
+/// Reads the messages into a census (which warns, once the read has begun, where reading has
+/// side effects); a failure is the failed "Messages are readable" check.
 async fn scan(
     ctx: &Ctx,
     req: &CheckRequest,
-    q: &QueueRef,
     b: &dyn QueueBackend,
 ) -> std::result::Result<Census, Check> {
-    if let Some(effect) = b.capabilities().read_side_effect {
-        ctx.printer.warn(&format!("reading {} {effect}", q.address));
-    }
     let known = req.baseline.as_ref().map(|b| &b.fingerprints);
     census::take(ctx, b, &req.classifier, req.scan_max, known)
         .await

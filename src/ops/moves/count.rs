@@ -145,11 +145,11 @@ pub(super) fn count_text(facts: &Facts, max: Option<u64>, filtered: bool) -> Str
             )
         };
     }
-    let how = match facts.uncounted {
-        Some(effect) => {
-            format!("not counted first, since reading {effect}; counted as they are read")
-        }
-        None => "counted as they are read".into(),
+    // The plan's `reading` (or `reads`) row says what a read does.
+    let how = if facts.uncounted.is_some() {
+        "not counted first, since reading changes the messages (below); counted as they are read"
+    } else {
+        "counted as they are read"
     };
     let Some(b) = facts.backlog else {
         return match max {

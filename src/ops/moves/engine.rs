@@ -56,6 +56,7 @@ pub(super) async fn move_loop(run: &mut Run<'_>, backlog: Option<u64>) -> Result
             purge: req.mode == Mode::Purge,
         })
         .await?;
+    reading_begun(run);
     if ctx.printer.progress_enabled() {
         // The bar counts the messages looked at; `--max` caps it only without filters.
         let total = match session.remaining() {
@@ -97,6 +98,7 @@ async fn read_loop(run: &mut Run<'_>) -> Result<()> {
             COPIES_IN_FLIGHT,
         )
         .await?;
+        reading_begun(run);
         let result = move_batches(run, None, &mut session).await;
         run.s.committed_past = session.committed_past();
         result
@@ -106,6 +108,16 @@ async fn read_loop(run: &mut Run<'_>) -> Result<()> {
     let closed = source.close().await;
     run.s.unaccounted.extend(source.unaccounted());
     result.and(closed)
+}
+
+/// Say what reading the source does to its messages, now that the read has begun (every
+/// check that can refuse the run is behind it: a busy queue, a refused target, a refused
+/// plan), unless the plan said it already (its `reading` or `reads` row). A purge's plan says
+/// what becomes of each message.
+fn reading_begun(run: &Run<'_>) {
+    if run.req.mode != Mode::Purge && !run.ctx.printer.planned() {
+        run.ctx.warn_reading(run.source);
+    }
 }
 
 /// What the policy made of one claimed batch (indices into it).

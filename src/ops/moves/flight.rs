@@ -97,6 +97,7 @@ async fn dispatch(
 ) -> Result<()> {
     let groups = by_destination(run, f, batch, taken, parked).await?;
     let Run {
+        ctx,
         req,
         fixed,
         in_place,
@@ -115,7 +116,7 @@ async fn dispatch(
         let parking = req.park.as_ref().is_some_and(|(p, _)| *p == addr);
         if fixed.is_none()
             && !parking
-            && let Err(reason) = targets.discovered(&addr).await?
+            && let Err(reason) = targets.discovered(&addr, &ctx.printer).await?
         {
             for i in idx {
                 s.failed += 1;

@@ -12,6 +12,11 @@ pub(super) struct Words {
     pub(super) operation: String,
     /// What a filtered read costs, where it has a price (SQS's receives).
     pub(super) reads: Option<String>,
+    /// What reading the source does to its messages, where it does something (a RabbitMQ
+    /// consumer, an SQS receive) and `reads` does not say it: the plan's `reading` row, and the
+    /// warning a run prints as it begins to read when no plan was shown
+    /// ([`crate::settings::Ctx::warn_reading`]).
+    pub(super) reading: Option<&'static str>,
     /// Removing is committing a position past a message (Kafka's offsets): the plan says what
     /// that passes over.
     pub(super) by_position: bool,
@@ -65,6 +70,9 @@ pub(super) fn plan(req: &MoveRequest, setup: &Setup) -> Vec<(String, String)> {
     row(verb, count_text(facts, req.max, !req.filter.is_empty()));
     if let Some(reads) = &words.reads {
         row("reads", reads.clone());
+    }
+    if let Some(effect) = words.reading {
+        row("reading", effect.to_string());
     }
     if let Some(why) = &facts.nothing_pending {
         row("pending", format!("none: {why}"));

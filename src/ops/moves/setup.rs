@@ -108,10 +108,6 @@ impl Setup {
             return Setup::for_purge(ctx, req, source).await;
         }
         refuse_guard_without_park(req, source)?;
-        if let Some(effect) = caps.read_side_effect {
-            ctx.printer
-                .warn(&format!("reading {} {effect}", req.source.address));
-        }
         let fixed = destination(ctx, req, source, &caps).await?;
         // A redrive into the queue itself, which retries each message where it is.
         let in_place = fixed
@@ -180,13 +176,20 @@ impl Setup {
                 exactly_once: req.exactly_once,
             })
         };
+        let reads = if req.filter.is_empty() {
+            None
+        } else {
+            source.describe_filtered_read(facts.backlog)
+        };
         let words = plan::Words {
             operation,
-            reads: if req.filter.is_empty() {
-                None
-            } else {
-                source.describe_filtered_read(facts.backlog)
-            },
+            // What reading does, where the `reads` row does not say it already; not for a
+            // purge, whose plan says what becomes of each message.
+            reading: source
+                .capabilities()
+                .read_side_effect
+                .filter(|_| reads.is_none() && req.mode != Mode::Purge),
+            reads,
             by_position: source.settles_by_position(),
             job_library: source.retries_in_place(),
         };

@@ -134,6 +134,7 @@ impl Targets {
     pub(super) async fn discovered(
         &mut self,
         addr: &Address,
+        printer: &crate::output::Printer,
     ) -> Result<std::result::Result<&dyn QueueBackend, String>> {
         let key = addr.to_string();
         if let Some(r) = self.refused.get(&key) {
@@ -149,7 +150,9 @@ impl Targets {
             ) => {
                 let reason =
                     format!("the destination this message names cannot take it: {e}; pass --to");
-                tracing::warn!("{reason}");
+                // Said once per destination, as every warning is (its messages are
+                // counted under the summary's failures).
+                printer.warn(&reason);
                 self.refused.insert(key, reason.clone());
                 return Ok(Err(reason));
             }
