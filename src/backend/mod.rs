@@ -53,6 +53,9 @@ pub struct Capabilities {
     pub tail: bool,
     /// Can remove one message after its copy is accepted elsewhere (redrive).
     pub delete: bool,
+    /// Why not, where `delete` is false for a reason of this queue's own (a RabbitMQ stream).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_delete: Option<&'static str>,
     /// Copies and settles in one transaction with a target on the same cluster
     /// (`redrive --exactly-once`; Kafka).
     pub exactly_once: bool,

@@ -26,6 +26,7 @@ mod purge;
 mod rabbitmq;
 mod rabbitmq_moves;
 mod rabbitmq_refusals;
+mod rabbitmq_stream;
 mod rabbitmq_verify;
 mod redis;
 mod redis_faults;

@@ -228,6 +228,7 @@ impl QueueBackend for KafkaBackend {
             exactly_once: true,
             archive_only: false,
             bounded_reads: true,
+            no_delete: None,
         }
     }
 

@@ -375,6 +375,9 @@ impl QueueBackend for RabbitBackend {
         Capabilities {
             tail: queue,
             delete: queue && !self.is_stream(),
+            no_delete: self.is_stream().then_some(
+                "a stream keeps every message until its retention removes it, so none can be removed after its copy is sent",
+            ),
             read_side_effect: match self.kind() {
                 Some("stream") => None,
                 Some("quorum")

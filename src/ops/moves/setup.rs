@@ -213,9 +213,11 @@ fn refuse_removing(req: &MoveRequest, caps: &Capabilities) -> Result<()> {
             } else {
                 "redrive"
             },
-            reason:
-                "this queue cannot remove a message after copying it; use `dlqctl replay` to copy"
-                    .into(),
+            reason: format!(
+                "{}; use `dlqctl replay` to copy",
+                caps.no_delete
+                    .unwrap_or("this queue cannot remove a message after copying it")
+            ),
         });
     }
     Ok(())
