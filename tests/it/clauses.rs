@@ -11,7 +11,8 @@
 //! 3. Every copy carries `dlqctl-redrive-count` one more than its original (and
 //!    `--max-redrives` holds: `conformance::every_copy_counts_and_the_guard_holds`, run where
 //!    the source can be seeded with a count).
-//! 4. A transform cannot change the id (`conformance::transform_contract`); a job system's
+//! 4. A transform cannot change the id, dlqctl's attributes or `.meta`
+//!    (`conformance::transform_contract`); a job system's
 //!    in-place retry, which makes no copy to transform, refuses `--transform` up front.
 //! 5. A purge with an archive removes only what it archived: the archive holds exactly what
 //!    the filters selected, and what is left in the source is exactly the rest.

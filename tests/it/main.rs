@@ -24,6 +24,7 @@ mod pg_verify;
 mod proxy;
 mod purge;
 mod rabbitmq;
+mod rabbitmq_copies;
 mod rabbitmq_moves;
 mod redis;
 mod redis_faults;

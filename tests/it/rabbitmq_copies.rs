@@ -1,0 +1,121 @@
+//! What a copy to RabbitMQ carries (operator report, 2026-12-06): the id a consumer reads is
+//! the stable id whatever `meta` says, no copy expires, a repeated header name keeps every
+//! value, a number keeps every digit; and a RabbitMQ DLQ can be purged into SQS.
+
+use lapin::BasicProperties;
+
+use crate::amqp::{Kind, Rabbit, run, stable_id};
+use crate::harness::Sandbox;
+
+/// A record of a JSON Lines file, with `meta.properties` and attributes as given.
+fn record(id: &str, meta_properties: serde_json::Value, attributes: serde_json::Value) -> String {
+    serde_json::json!({
+        "v": 1,
+        "id": id,
+        "native_id": "",
+        "attributes": attributes,
+        "body": format!("{{\"order\":\"{id}\"}}"),
+        "body_encoding": "utf8",
+        "meta": {"properties": meta_properties},
+    })
+    .to_string()
+}
+
+/// A file whose records say `message_id` HIJACK and `expiration` 1: the copies arrive with
+/// their own ids as `message_id`, and without an expiration (they would have expired at
+/// once: lost). A transform that changes `.meta` is refused, in the dry run too, and
+/// nothing is sent or removed.
+#[tokio::test(flavor = "multi_thread")]
+async fn meta_cannot_give_a_copy_another_id_or_a_lifetime() {
+    let r = Rabbit::new("meta-id").await;
+    r.declare("target", Kind::Classic, &[]).await;
+    let sb = Sandbox::new();
+    let props = serde_json::json!({"message_id": "HIJACK", "expiration": "1", "content_type": "application/json"});
+    let file = sb.write(
+        "hijack.jsonl",
+        &format!(
+            "{}\n{}\n",
+            record("f-1", props.clone(), serde_json::json!([])),
+            record("f-2", props, serde_json::json!([]))
+        ),
+    );
+    let file = file.to_string_lossy().into_owned();
+    let out = run(
+        &sb,
+        &[
+            "replay",
+            &file,
+            "--to",
+            &r.url("target"),
+            "--yes",
+            "--output",
+            "json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(out["moved"], 2, "{out}");
+    // Still there after the `expiration` the records asked for.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let copies = r.drain("target").await;
+    let ids: Vec<_> = copies
+        .iter()
+        .map(|m| stable_id(&m.delivery.properties))
+        .collect();
+    assert_eq!(ids, [Some("f-1".into()), Some("f-2".into())]);
+    for c in &copies {
+        let p = &c.delivery.properties;
+        assert_eq!(*p.expiration(), None, "{p:?}");
+        assert_eq!(
+            p.content_type().as_ref().map(|s| s.as_str()),
+            Some("application/json")
+        );
+    }
+
+    // A redrive whose transform sets `.meta`: refused for every message, dry run too.
+    r.pair(Kind::Classic, "orders", "dlq").await;
+    for i in 0..2 {
+        r.publish(
+            "orders",
+            br#"{"order": 1}"#,
+            BasicProperties::default().with_message_id(format!("m-{i}").as_str().into()),
+        )
+        .await;
+    }
+    r.reject("orders", 2, "dlq").await;
+    let (dlq, target) = (r.url("dlq"), r.url("target"));
+    for code in [
+        r#".meta.properties.message_id = "HIJACK""#,
+        r#".meta.properties.expiration = "1""#,
+    ] {
+        for last in ["--dry-run", "--yes"] {
+            let j = run(
+                &sb,
+                &[
+                    "redrive",
+                    &dlq,
+                    "--to",
+                    &target,
+                    "--transform",
+                    code,
+                    "--output",
+                    "json",
+                    last,
+                ],
+            )
+            .code(1)
+            .json();
+            assert_eq!(
+                (j["moved"].as_u64(), j["failed"].as_u64()),
+                (Some(0), Some(2)),
+                "{code} {last}: {j}"
+            );
+            assert!(
+                j.to_string().contains("cannot change .meta"),
+                "{code} {last}: {j}"
+            );
+        }
+        r.wait_ready("dlq", 2).await;
+        assert_eq!(r.ready("target").await, 0, "{code}: nothing sent");
+    }
+}
