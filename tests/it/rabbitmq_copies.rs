@@ -3,8 +3,9 @@
 //! value, a number keeps every digit; and a RabbitMQ DLQ can be purged into SQS.
 
 use lapin::BasicProperties;
+use lapin::types::AMQPValue;
 
-use crate::amqp::{Kind, Rabbit, run, stable_id};
+use crate::amqp::{Kind, Rabbit, run, s, stable_id};
 use crate::harness::Sandbox;
 
 /// A record of a JSON Lines file, with `meta.properties` and attributes as given.
@@ -118,4 +119,65 @@ async fn meta_cannot_give_a_copy_another_id_or_a_lifetime() {
         r.wait_ready("dlq", 2).await;
         assert_eq!(r.ready("target").await, 0, "{code}: nothing sent");
     }
+}
+
+/// A file whose record repeats a header name (`dup`: first, second) and holds a number no
+/// AMQP type holds: the copy keeps both values, in order (a field array), and every digit
+/// (a long string).
+#[tokio::test(flavor = "multi_thread")]
+async fn repeated_names_and_big_numbers_arrive_whole() {
+    let r = Rabbit::new("dup-big").await;
+    r.declare("target", Kind::Classic, &[]).await;
+    let sb = Sandbox::new();
+    let file = sb.write(
+        "dup.jsonl",
+        &format!(
+            "{}\n",
+            record(
+                "d-1",
+                serde_json::json!({}),
+                serde_json::json!([
+                    {"name": "dup", "type": "String", "value": "first"},
+                    {"name": "big", "type": "Number", "value": "123456789012345678901234567890"},
+                    {"name": "dup", "type": "String", "value": "second"},
+                ])
+            )
+        ),
+    );
+    let file = file.to_string_lossy().into_owned();
+    let out = run(
+        &sb,
+        &[
+            "replay",
+            &file,
+            "--to",
+            &r.url("target"),
+            "--yes",
+            "--output",
+            "json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(out["moved"], 1, "{out}");
+    let copies = r.drain("target").await;
+    assert_eq!(copies.len(), 1);
+    let h = copies[0]
+        .delivery
+        .properties
+        .headers()
+        .clone()
+        .unwrap_or_default();
+    assert_eq!(
+        h.inner().get("dup"),
+        Some(&AMQPValue::FieldArray(
+            vec![s("first"), s("second")].into()
+        )),
+        "{h:?}"
+    );
+    assert_eq!(
+        h.inner().get("big"),
+        Some(&s("123456789012345678901234567890")),
+        "{h:?}"
+    );
 }

@@ -265,11 +265,13 @@ pub fn to_publish(m: &Message, user: &str) -> Result<BasicProperties, Refusal> {
     Ok(props)
 }
 
-/// The copy's headers: the message's attributes in their types, and the stable id in
-/// `dlqctl-stable-id` unless the `message_id` property or the configured id header carries it.
+/// The copy's headers: the message's attributes in their types (a repeated name as a field
+/// array of its values), and the stable id in `dlqctl-stable-id` unless the `message_id`
+/// property or the configured id header carries it.
 fn headers(m: &Message, carried_by_property: bool) -> Result<FieldTable, Refusal> {
     let carried = carried_by_property || m.attributes.iter().any(|a| m.carries_id(a));
     let mut t = FieldTable::default();
+    let mut repeated = std::collections::HashSet::new();
     for a in &m.attributes {
         if !carried && a.name == STABLE_ID_ATTRIBUTE {
             continue;
@@ -292,7 +294,22 @@ fn headers(m: &Message, carried_by_property: bool) -> Result<FieldTable, Refusal
                 a.value.display()
             )
         })?;
-        t.insert(name, value);
+        // A name that repeats (Kafka headers, a file's attributes): an AMQP table holds a name
+        // once, so its values go as one field array, in order.
+        match t.inner().get(&name) {
+            None => {
+                t.insert(name, value);
+            }
+            Some(first) => {
+                let mut values = match first {
+                    AMQPValue::FieldArray(a) if repeated.contains(&name) => a.as_slice().to_vec(),
+                    other => vec![other.clone()],
+                };
+                values.push(value);
+                repeated.insert(name.clone());
+                t.insert(name, AMQPValue::FieldArray(values.into()));
+            }
+        }
     }
     if !carried {
         t.insert(
@@ -428,6 +445,39 @@ mod tests {
         assert_eq!(
             copy.message_id().as_ref().map(|s| s.as_str()),
             Some("sqs-1")
+        );
+    }
+
+    /// Operator report (2026-12-06): two `dup` headers (a file's, Kafka's) arrived as one,
+    /// `dup=second`. An AMQP table cannot repeat a name: the values go as a field array, in
+    /// order.
+    #[test]
+    fn a_repeated_name_is_sent_as_an_array_of_its_values() {
+        let attr = |n: &str, v: &str| Attribute {
+            name: n.into(),
+            value: AttrValue::text(v),
+        };
+        let m = Message {
+            id: "a".into(),
+            attributes: vec![attr("dup", "first"), attr("t", "x"), attr("dup", "second"), attr("dup", "third")],
+            ..Message::default()
+        };
+        let copy = to_publish(&m, "u").unwrap();
+        let h = copy.headers().clone().unwrap();
+        assert_eq!(
+            h.inner().get("dup"),
+            Some(&AMQPValue::FieldArray(
+                vec![
+                    AMQPValue::LongString("first".into()),
+                    AMQPValue::LongString("second".into()),
+                    AMQPValue::LongString("third".into())
+                ]
+                .into()
+            ))
+        );
+        assert_eq!(
+            h.inner().get("t"),
+            Some(&AMQPValue::LongString("x".into()))
         );
     }
 
