@@ -5,8 +5,8 @@
 use lapin::BasicProperties;
 use lapin::types::AMQPValue;
 
-use crate::amqp::{Kind, Rabbit, run, s, stable_id};
-use crate::harness::Sandbox;
+use crate::amqp::{Kind, Rabbit, env, run, s, stable_id};
+use crate::harness::{Sandbox, Sqs};
 
 /// A record of a JSON Lines file, with `meta.properties` and attributes as given.
 fn record(id: &str, meta_properties: serde_json::Value, attributes: serde_json::Value) -> String {
@@ -180,4 +180,57 @@ async fn repeated_names_and_big_numbers_arrive_whole() {
         Some(&s("123456789012345678901234567890")),
         "{h:?}"
     );
+}
+
+/// A RabbitMQ DLQ purged into an SQS archive: the broker's `x-first-death-exchange` is empty
+/// (dead-lettered through the default exchange) and SQS takes no empty value. The dry run
+/// predicts the refusal and names the fix; `purge --strip-header` is the fix, and then every
+/// message is archived and removed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rabbitmq_dlq_purges_into_sqs_with_strip_header() {
+    let r = Rabbit::new("purge-sqs").await;
+    r.pair(Kind::Classic, "work", "dlq").await;
+    r.dead_letters("work", "dlq", "p", 3).await;
+    let sqs = Sqs::new("pp-arch").await;
+    let (arch, _) = sqs.create("arch", &[]).await;
+    let sb = Sandbox::new();
+    let mut e = env();
+    e.extend(sqs.env(&sb));
+    let dlq = r.url("dlq");
+    let dry = sb
+        .run_with(
+            &["purge", &dlq, "--archive", &arch, "--dry-run", "--output", "json"],
+            &e,
+        )
+        .code(1)
+        .json();
+    let text = dry.to_string();
+    assert!(
+        text.contains("x-first-death-exchange") && text.contains("--strip-header"),
+        "the refusal names the fix: {dry}"
+    );
+    let out = sb
+        .run_with(
+            &[
+                "purge",
+                &dlq,
+                "--archive",
+                &arch,
+                "--strip-header",
+                "x-first-death-exchange",
+                "--strip-header",
+                "x-last-death-exchange",
+                "--yes",
+                "--output",
+                "json",
+            ],
+            &e,
+        )
+        .ok()
+        .json();
+    assert_eq!(out["moved"], 3, "{out}");
+    assert_eq!(r.ready("dlq").await, 0);
+    // --strip-header without an archive has nothing to strip from.
+    let refused = sb.run_with(&["purge", &dlq, "--no-archive", "--strip-header", "x-*", "--yes"], &e);
+    refused.code(2);
 }
