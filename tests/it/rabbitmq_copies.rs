@@ -234,3 +234,29 @@ async fn a_rabbitmq_dlq_purges_into_sqs_with_strip_header() {
     let refused = sb.run_with(&["purge", &dlq, "--no-archive", "--strip-header", "x-*", "--yes"], &e);
     refused.code(2);
 }
+
+/// A file's records with a group and a key, replayed to RabbitMQ (which has neither): the
+/// plan says they are not kept, where it said "keeps: …, group/key".
+#[tokio::test(flavor = "multi_thread")]
+async fn the_plan_says_what_a_hop_to_rabbitmq_does_not_keep() {
+    let r = Rabbit::new("hop-plan").await;
+    r.declare("target", Kind::Classic, &[]).await;
+    let sb = Sandbox::new();
+    let line = serde_json::json!({
+        "v": 1, "id": "g-1", "native_id": "", "group": "g", "key": "k",
+        "attributes": [], "body": "{}", "body_encoding": "utf8",
+    });
+    let file = sb.write("g.jsonl", &format!("{line}\n"));
+    let file = file.to_string_lossy().into_owned();
+    let out = sb.run_with(
+        &["replay", &file, "--to", &r.url("target"), "--dry-run", "--output", "table"],
+        &[env(), vec![("COLUMNS".into(), "200".into())]].concat(),
+    );
+    let out = out.ok();
+    let plan = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        plan.contains("not kept: group, key (rabbitmq has no place for them)"),
+        "{plan}"
+    );
+    assert!(!plan.contains("group/key"), "{plan}");
+}
