@@ -133,6 +133,22 @@ fn dlqctl_attributes(m: &Message) -> Vec<(String, Option<Vec<u8>>)> {
     v
 }
 
+/// Refuses a transform's `.meta` (`new`) that is not the message's: `.meta` is what the source
+/// said about the message (RabbitMQ's properties, Kafka's offsets), not the copy's to set: a
+/// `message_id` or an `expiration` there would change the id a consumer reads, or let the
+/// copy expire (docs/triage.md, "Transforms").
+fn same_meta(m: &Message, new: Option<Value>) -> std::result::Result<(), String> {
+    let old = serde_json::to_value(&m.meta).unwrap_or_default();
+    let new = new.unwrap_or_else(|| Value::Object(Default::default()));
+    if new == old || same_after_jq(&old, &new) {
+        return Ok(());
+    }
+    Err(format!(
+        "--transform cannot change .meta ({}): meta is what the source said about the message (its properties, offsets), not the copy's; set .json, .body, .attrs, .group or .key",
+        changed_keys(&old, &new).join(", ")
+    ))
+}
+
 /// Whether `after` is `before` as jq gives it back unchanged (a number may come back in
 /// another form: `1.0` as `1`).
 fn same_after_jq(before: &Value, after: &Value) -> bool {
@@ -211,19 +227,7 @@ fn mapped(q: &Query, m: &Message) -> std::result::Result<Message, String> {
             crate::text::escape_controls(&m.id)
         ));
     }
-    // `.meta` is what the source said about the message (RabbitMQ's properties, Kafka's
-    // offsets), not the copy's to set: a `message_id` or an `expiration` there would change
-    // the id a consumer reads, or let the copy expire (docs/triage.md, "Transforms").
-    let old_meta = serde_json::to_value(&m.meta).unwrap_or_default();
-    let new_meta = o
-        .remove("meta")
-        .unwrap_or_else(|| Value::Object(Default::default()));
-    if new_meta != old_meta && !same_after_jq(&old_meta, &new_meta) {
-        return Err(format!(
-            "--transform cannot change .meta ({}): meta is what the source said about the message (its properties, offsets), not the copy's; set .json, .body, .attrs, .group or .key",
-            changed_keys(&old_meta, &new_meta).join(", ")
-        ));
-    }
+    same_meta(m, o.remove("meta"))?;
     // A changed .json is the new body; changed .attrs are the new attributes.
     if let Some(new) = o.remove("json")
         && new != json
