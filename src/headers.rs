@@ -139,7 +139,11 @@ mod tests {
             "{d}"
         );
         let r = HeaderRules::new(&[], &["kafka_dlt-*".into()]).unwrap();
-        assert_eq!(r.describe(), "all but kafka_dlt-*", "nothing of dlqctl's left out");
+        assert_eq!(
+            r.describe(),
+            "all but kafka_dlt-*",
+            "nothing of dlqctl's left out"
+        );
     }
 
     /// Keep rules that name neither still carry the loop guard's count (a copy redriven

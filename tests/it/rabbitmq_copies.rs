@@ -170,9 +170,7 @@ async fn repeated_names_and_big_numbers_arrive_whole() {
         .unwrap_or_default();
     assert_eq!(
         h.inner().get("dup"),
-        Some(&AMQPValue::FieldArray(
-            vec![s("first"), s("second")].into()
-        )),
+        Some(&AMQPValue::FieldArray(vec![s("first"), s("second")].into())),
         "{h:?}"
     );
     assert_eq!(
@@ -199,7 +197,15 @@ async fn a_rabbitmq_dlq_purges_into_sqs_with_strip_header() {
     let dlq = r.url("dlq");
     let dry = sb
         .run_with(
-            &["purge", &dlq, "--archive", &arch, "--dry-run", "--output", "json"],
+            &[
+                "purge",
+                &dlq,
+                "--archive",
+                &arch,
+                "--dry-run",
+                "--output",
+                "json",
+            ],
             &e,
         )
         .code(1)
@@ -231,7 +237,17 @@ async fn a_rabbitmq_dlq_purges_into_sqs_with_strip_header() {
     assert_eq!(out["moved"], 3, "{out}");
     assert_eq!(r.ready("dlq").await, 0);
     // --strip-header without an archive has nothing to strip from.
-    let refused = sb.run_with(&["purge", &dlq, "--no-archive", "--strip-header", "x-*", "--yes"], &e);
+    let refused = sb.run_with(
+        &[
+            "purge",
+            &dlq,
+            "--no-archive",
+            "--strip-header",
+            "x-*",
+            "--yes",
+        ],
+        &e,
+    );
     refused.code(2);
 }
 
@@ -249,7 +265,15 @@ async fn the_plan_says_what_a_hop_to_rabbitmq_does_not_keep() {
     let file = sb.write("g.jsonl", &format!("{line}\n"));
     let file = file.to_string_lossy().into_owned();
     let out = sb.run_with(
-        &["replay", &file, "--to", &r.url("target"), "--dry-run", "--output", "table"],
+        &[
+            "replay",
+            &file,
+            "--to",
+            &r.url("target"),
+            "--dry-run",
+            "--output",
+            "table",
+        ],
         &[env(), vec![("COLUMNS".into(), "200".into())]].concat(),
     );
     let out = out.ok();

@@ -335,7 +335,10 @@ mod tests {
             ("4.5", AMQPValue::Double(4.5)),
             ("0.1", AMQPValue::Double(0.1)),
             ("1e300", AMQPValue::Double(1e300)),
-            ("-9223372036854775809", AMQPValue::LongString("-9223372036854775809".into())),
+            (
+                "-9223372036854775809",
+                AMQPValue::LongString("-9223372036854775809".into()),
+            ),
         ] {
             assert_eq!(from_attr(&num(v)), Some(want), "{v}");
         }

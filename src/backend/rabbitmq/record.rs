@@ -459,7 +459,12 @@ mod tests {
         };
         let m = Message {
             id: "a".into(),
-            attributes: vec![attr("dup", "first"), attr("t", "x"), attr("dup", "second"), attr("dup", "third")],
+            attributes: vec![
+                attr("dup", "first"),
+                attr("t", "x"),
+                attr("dup", "second"),
+                attr("dup", "third"),
+            ],
             ..Message::default()
         };
         let copy = to_publish(&m, "u").unwrap();
@@ -475,10 +480,7 @@ mod tests {
                 .into()
             ))
         );
-        assert_eq!(
-            h.inner().get("t"),
-            Some(&AMQPValue::LongString("x".into()))
-        );
+        assert_eq!(h.inner().get("t"), Some(&AMQPValue::LongString("x".into())));
     }
 
     /// The native id as it was first written (a JSON object of the headers built, then

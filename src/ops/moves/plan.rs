@@ -161,10 +161,7 @@ fn keeps(req: &MoveRequest, setup: &Setup) -> Vec<(String, String)> {
 const PARTS: [(&str, &[&str]); 3] = [
     ("group", &["sqs", "postgres", "file", "memory"]),
     ("key", &["kafka", "file", "memory"]),
-    (
-        "AMQP properties",
-        &["rabbitmq", "file", "memory"],
-    ),
+    ("AMQP properties", &["rabbitmq", "file", "memory"]),
 ];
 
 /// What a copy from a `source` backend to a `target` one keeps of the parts only some have,
@@ -240,7 +237,11 @@ mod tests {
                 ", AMQP properties; not kept: group, key (rabbitmq has no place for them)",
             ),
             ("rabbitmq", "file", ", AMQP properties"),
-            ("sqs", "kafka", "; not kept: group (kafka has no place for it)"),
+            (
+                "sqs",
+                "kafka",
+                "; not kept: group (kafka has no place for it)",
+            ),
         ] {
             assert_eq!(hop(source, target), want, "{source} → {target}");
         }
