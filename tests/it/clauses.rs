@@ -19,6 +19,8 @@
 //! 6. The read side: two scans (`peek`, `export`) give the same messages in the same order,
 //!    `inspect`'s message count (the backlog) is what a scan finds, and `tail` shows a message
 //!    that arrived after it started.
+//! 7. A repeated header name never loses a value silently: every value arrives, in order, or
+//!    the copy is refused naming it, as the dry run predicts (`clause_repeats.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;

@@ -4,6 +4,7 @@ mod amqp;
 mod artifacts;
 mod audit;
 mod bad_input;
+mod clause_repeats;
 mod clauses;
 mod conformance;
 mod dispose;
