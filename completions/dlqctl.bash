@@ -1141,7 +1141,7 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__purge)
-            opts="-y -q -v -h --archive --no-archive --max --rate --batch-size --dry-run --yes --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
+            opts="-y -q -v -h --archive --no-archive --max --rate --batch-size --dry-run --yes --class --match --error --attr --older-than --newer-than --id --ids-from --fingerprint --where --rules --keep-header --strip-header --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1204,6 +1204,14 @@ _dlqctl() {
                     return 0
                     ;;
                 --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keep-header)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --strip-header)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

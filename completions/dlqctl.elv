@@ -289,6 +289,8 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --fingerprint 'Only messages with this error fingerprint (as `classify --by fingerprint` shows, or a unique prefix of 8 or more characters; comma-separated or repeated)'
             cand --where 'Only messages for which the jq expression JQ is true (it must give true or false), over the message''s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. ''.json.amount_cents > 100000'''
             cand --rules 'Extra classification rules (TOML), ahead of the config''s and the built-in ones'
+            cand --keep-header 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied'
+            cand --strip-header 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. ''kafka_dlt-*'''
             cand --output 'Output format [default: table at a terminal, json otherwise]'
             cand --config 'Config file [default: ./dlqctl.toml, then the user config dir]'
             cand --reason 'Why this run changes something: recorded in the audit trail (docs/audit.md)'

@@ -319,6 +319,8 @@ complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l ids-from -d 'Onl
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l fingerprint -d 'Only messages with this error fingerprint (as `classify --by fingerprint` shows, or a unique prefix of 8 or more characters; comma-separated or repeated)' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l where -d 'Only messages for which the jq expression JQ is true (it must give true or false), over the message\'s record with .json (the body parsed), .attrs (name → value), .error_text, .class, .rule, .fingerprint (docs/triage.md), e.g. \'.json.amount_cents > 100000\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l rules -d 'Extra classification rules (TOML), ahead of the config\'s and the built-in ones' -r -F
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l keep-header -d 'Copy only the headers/attributes whose name matches PATTERN (a glob: *, ?, […]; repeatable). The one holding the stable id is always copied' -r
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l strip-header -d 'Do not copy the headers/attributes whose name matches PATTERN (a glob; repeatable; applied after --keep-header), e.g. \'kafka_dlt-*\'' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand purge" -l output -d 'Output format [default: table at a terminal, json otherwise]' -r -f -a "table\t'Tables and text for people (the default at a terminal), fitted to its width (`COLUMNS` when set)'
 wide\t'Tables with every column in full, whatever the width'
 json\t'One JSON document (the default when stdout is not a terminal)'

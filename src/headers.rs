@@ -77,11 +77,25 @@ impl HeaderRules {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        match (self.keep.is_empty(), self.strip.is_empty()) {
+        let rules = match (self.keep.is_empty(), self.strip.is_empty()) {
             (true, true) => "all".into(),
             (false, true) => format!("only {}", list(&self.keep)),
             (true, false) => format!("all but {}", list(&self.strip)),
             (false, false) => format!("only {}, but not {}", list(&self.keep), list(&self.strip)),
+        };
+        // dlqctl's own headers go whatever the rules say (the loop guard's count, the stable
+        // id): where the rules would leave one out, say so.
+        let own = [
+            crate::message::REDRIVE_COUNT_ATTRIBUTE,
+            crate::message::STABLE_ID_ATTRIBUTE,
+        ];
+        if own.iter().all(|n| self.carries(n)) {
+            rules
+        } else {
+            format!(
+                "{rules}; always kept: {}, {} (dlqctl's own) and the header holding the stable id",
+                own[0], own[1]
+            )
         }
     }
 }
@@ -110,6 +124,26 @@ mod tests {
 
     fn names(m: &Message) -> Vec<&str> {
         m.attributes.iter().map(|a| a.name.as_str()).collect()
+    }
+
+    /// Operator report (2026-12-06): `--strip-header 'dlqctl-*'` was described as leaving
+    /// them out, yet dlqctl's own headers are always sent: the description says so.
+    #[test]
+    fn the_description_says_what_is_always_kept() {
+        let r = HeaderRules::new(&["tenant".into()], &["dlqctl-*".into()]).unwrap();
+        let d = r.describe();
+        assert!(
+            d.starts_with("only tenant, but not dlqctl-*; always kept:")
+                && d.contains("dlqctl-stable-id")
+                && d.contains("dlqctl-redrive-count"),
+            "{d}"
+        );
+        let r = HeaderRules::new(&[], &["kafka_dlt-*".into()]).unwrap();
+        assert_eq!(
+            r.describe(),
+            "all but kafka_dlt-*",
+            "nothing of dlqctl's left out"
+        );
     }
 
     /// Keep rules that name neither still carry the loop guard's count (a copy redriven
@@ -154,7 +188,7 @@ mod tests {
         );
         assert_eq!(
             r.describe(),
-            "only kafka_dlt-*, trace-id, but not kafka_dlt-exception-stacktrace"
+            "only kafka_dlt-*, trace-id, but not kafka_dlt-exception-stacktrace; always kept: dlqctl-redrive-count, dlqctl-stable-id (dlqctl's own) and the header holding the stable id"
         );
     }
 

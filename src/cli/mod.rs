@@ -213,7 +213,7 @@ pub struct FilterArgs {
     pub rules: Option<PathBuf>,
 }
 
-/// Which headers/attributes a copy carries (redrive, replay).
+/// Which headers/attributes a copy carries (redrive, replay, purge --archive).
 #[derive(clap::Args, Debug, Default)]
 #[command(next_help_heading = "Headers")]
 pub struct HeaderArgs {

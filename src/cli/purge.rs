@@ -27,11 +27,22 @@ pub struct Args {
     pub run: super::RunArgs,
     #[command(flatten)]
     pub filters: FilterArgs,
+    // Which headers/attributes the archive's copies carry (with --archive only).
+    #[command(flatten)]
+    pub headers: super::HeaderArgs,
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
     let source = ctx.queue(&a.queue)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
+    let headers = a.headers.resolve()?;
+    if a.archive.is_none() && !headers.is_empty() {
+        return Err(crate::error::Error::invalid_arg(
+            "--no-archive",
+            "--keep-header/--strip-header choose what an archive's copies carry, and nothing is copied",
+        )
+        .hinted("drop --keep-header/--strip-header, or purge with --archive TARGET"));
+    }
     let to = a
         .archive
         .as_deref()
@@ -51,7 +62,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             dry_run: a.run.dry_run,
             yes: a.run.yes,
             exactly_once: false,
-            headers: Default::default(),
+            headers,
             max_redrives: None,
             park: None,
             transform: None,

@@ -133,6 +133,52 @@ fn dlqctl_attributes(m: &Message) -> Vec<(String, Option<Vec<u8>>)> {
     v
 }
 
+/// Refuses a transform's `.meta` (`new`) that is not the message's: `.meta` is what the source
+/// said about the message (RabbitMQ's properties, Kafka's offsets), not the copy's to set: a
+/// `message_id` or an `expiration` there would change the id a consumer reads, or let the
+/// copy expire (docs/triage.md, "Transforms").
+fn same_meta(m: &Message, new: Option<Value>) -> std::result::Result<(), String> {
+    let old = serde_json::to_value(&m.meta).unwrap_or_default();
+    let new = new.unwrap_or_else(|| Value::Object(Default::default()));
+    if new == old || same_after_jq(&old, &new) {
+        return Ok(());
+    }
+    Err(format!(
+        "--transform cannot change .meta ({}): meta is what the source said about the message (its properties, offsets), not the copy's; set .json, .body, .attrs, .group or .key",
+        changed_keys(&old, &new).join(", ")
+    ))
+}
+
+/// Whether `after` is `before` as jq gives it back unchanged (a number may come back in
+/// another form: `1.0` as `1`).
+fn same_after_jq(before: &Value, after: &Value) -> bool {
+    jaq_json::Val::deserialize(before.clone())
+        .ok()
+        .and_then(|v| serde_json::from_str::<Value>(&v.to_string()).ok())
+        .is_some_and(|v| &v == after)
+}
+
+/// The names of `meta`'s entries that differ between `a` and `b` (`meta.NAME`).
+fn changed_keys(a: &Value, b: &Value) -> Vec<String> {
+    let empty = serde_json::Map::new();
+    let (a, b) = (
+        a.as_object().unwrap_or(&empty),
+        b.as_object().unwrap_or(&empty),
+    );
+    let mut names: Vec<String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| format!("meta.{}", crate::text::escape_controls(k)))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.is_empty() {
+        names.push("meta".into());
+    }
+    names
+}
+
 /// `m`'s record mapped by `q`, as a message.
 fn mapped(q: &Query, m: &Message) -> std::result::Result<Message, String> {
     let mut input = match serde_json::to_value(m.to_record()) {
@@ -141,6 +187,11 @@ fn mapped(q: &Query, m: &Message) -> std::result::Result<Message, String> {
     };
     let json = serde_json::from_slice::<Value>(&m.body).unwrap_or(Value::Null);
     let attrs = attrs_map(m);
+    // `.meta` is there even when empty, so that a transform that sets an entry of it is
+    // refused as a change of `.meta` rather than failing on a null.
+    input
+        .entry("meta")
+        .or_insert_with(|| Value::Object(Default::default()));
     input.insert("json".into(), json.clone());
     input.insert("attrs".into(), attrs.clone());
     let input = jaq_json::Val::deserialize(Value::Object(input)).map_err(|e| e.to_string())?;
@@ -176,6 +227,7 @@ fn mapped(q: &Query, m: &Message) -> std::result::Result<Message, String> {
             crate::text::escape_controls(&m.id)
         ));
     }
+    same_meta(m, o.remove("meta"))?;
     // A changed .json is the new body; changed .attrs are the new attributes.
     if let Some(new) = o.remove("json")
         && new != json
@@ -197,6 +249,7 @@ fn mapped(q: &Query, m: &Message) -> std::result::Result<Message, String> {
     let record: crate::message::Record = serde_json::from_value(Value::Object(o))
         .map_err(|e| format!("--transform gave a record that is not valid: {e}"))?;
     let mut copy = Message::from_record(record)?;
+    copy.meta = m.meta.clone();
     if let Some(Value::Object(new)) = new_attrs
         && Value::Object(new.clone()) != attrs
     {
@@ -449,6 +502,43 @@ mod tests {
             .apply(&msg(), Some(&order))
             .unwrap_err();
         assert!(e.contains("the edit cannot change the id"), "{e}");
+    }
+
+    /// Operator report (RabbitMQ, 2026-12-06): `.meta.properties.message_id = "HIJACK"` gave
+    /// two copies the same id a consumer reads, and `.meta.properties.expiration = "1"` copies
+    /// that expired at once. `.meta` is the source's facts: changing it is refused, as a
+    /// change of `.id` is; a transform that leaves it alone keeps it exactly.
+    #[test]
+    fn a_transform_cannot_change_meta() {
+        let mut m = msg();
+        m.meta.insert(
+            "properties",
+            serde_json::json!({"message_id": "ord-1", "priority": 3, "content_type": "application/json"}),
+        );
+        m.meta.insert("ratio", serde_json::json!(1.0));
+        for (code, why) in [
+            (
+                r#".meta.properties.message_id = "HIJACK""#,
+                "cannot change .meta (meta.properties)",
+            ),
+            (r#".meta.properties.expiration = "1""#, "meta.properties"),
+            ("del(.meta)", "meta.properties, meta.ratio"),
+            (r#".meta.new = 1"#, "meta.new"),
+        ] {
+            let e = Transform::compile(code)
+                .unwrap()
+                .apply(&m, None)
+                .unwrap_err();
+            assert!(e.contains(why), "{code}: {e}");
+        }
+        let out = Transform::compile(r#".json.currency = "USD""#)
+            .unwrap()
+            .apply(&m, None)
+            .unwrap();
+        assert_eq!(out.meta, m.meta, "left alone, meta is kept as it was");
+        // A message without meta: adding one is a change too.
+        let e = apply(r#".meta.properties = {"message_id": "HIJACK"}"#, None).unwrap_err();
+        assert!(e.contains("cannot change .meta"), "{e}");
     }
 
     /// A typed attribute of every kind a backend reads (AMQP headers, SQS Number, PostgreSQL

@@ -11,13 +11,16 @@
 //! 3. Every copy carries `dlqctl-redrive-count` one more than its original (and
 //!    `--max-redrives` holds: `conformance::every_copy_counts_and_the_guard_holds`, run where
 //!    the source can be seeded with a count).
-//! 4. A transform cannot change the id (`conformance::transform_contract`); a job system's
+//! 4. A transform cannot change the id, dlqctl's attributes or `.meta`
+//!    (`conformance::transform_contract`); a job system's
 //!    in-place retry, which makes no copy to transform, refuses `--transform` up front.
 //! 5. A purge with an archive removes only what it archived: the archive holds exactly what
 //!    the filters selected, and what is left in the source is exactly the rest.
 //! 6. The read side: two scans (`peek`, `export`) give the same messages in the same order,
 //!    `inspect`'s message count (the backlog) is what a scan finds, and `tail` shows a message
 //!    that arrived after it started.
+//! 7. A repeated header name never loses a value silently: every value arrives, in order, or
+//!    the copy is refused naming it, as the dry run predicts (`clause_repeats.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;

@@ -454,13 +454,17 @@ pub async fn a_rerun_after_a_kill_accounts_for_what_the_killed_run_held<P: Pair>
 
 /// The transform clause: a `--transform` cannot change a message's id as the queue's id rule
 /// reads it (`id = "json:/order"` in dlqctl.toml: where a consumer reads it), nor dlqctl's own
-/// attributes (`dlqctl-redrive-count`, the loop guard's count). Such a copy is refused: nothing
+/// attributes (`dlqctl-redrive-count`, the loop guard's count), nor `.meta` (the source's facts:
+/// on RabbitMQ, the properties that set the id a consumer reads). Such a copy is refused: nothing
 /// is sent, every message stays, exit 1. A transform that leaves both alone moves everything.
 pub async fn transform_contract<P: Pair>(p: &mut P) {
     let name = p.name();
     for code in [
         r#".json.order = "999""#,
         r#".attrs["dlqctl-redrive-count"] = "0""#,
+        // `.meta` is the source's facts: on RabbitMQ a `message_id` there was the id a
+        // consumer read (operator report, 2026-12-06).
+        r#".meta.properties = {"message_id": "HIJACK"}"#,
     ] {
         let _ = p.fresh(N).await;
         let sb = Sandbox::new();

@@ -12,7 +12,8 @@
 //! writes back the same types.
 //!
 //! Attributes from other backends map by their data type: `Number…` to a number (`i64`, else
-//! `f64`), `Binary…` to a byte array, anything else to a long string.
+//! `f64` where a double holds every digit, else a long string of the digits), `Binary…` to a
+//! byte array, anything else to a long string.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -107,12 +108,30 @@ pub fn from_attr(a: &AttrValue) -> Option<AMQPValue> {
                 JSON_TYPE => from_json(&serde_json::from_str(value).ok()?)?,
                 t if t == "Number" || t.starts_with("Number.") => match v.parse::<i64>() {
                     Ok(n) => AMQPValue::LongLongInt(n),
-                    Err(_) => AMQPValue::Double(v.parse().ok()?),
+                    Err(_) => match v.parse::<f64>() {
+                        Ok(d) if holds_exactly(v, d) => AMQPValue::Double(d),
+                        // More digits than a double holds (123456789012345678901234567890):
+                        // the digits, as a long string, rather than a number that is not it.
+                        Ok(_) => AMQPValue::LongString(LongString::from(value.as_bytes().to_vec())),
+                        Err(_) => return None,
+                    },
                 },
                 _ => AMQPValue::LongString(LongString::from(value.as_bytes().to_vec())),
             }
         }
     })
+}
+
+/// Whether the double `d` read from the decimal text `v` is the number `v` says, digit for
+/// digit: the significant digits of `v` are those of `d`'s shortest form (`0.1` is; the 30
+/// digits of 123456789012345678901234567890 are not, a double keeps 17).
+fn holds_exactly(v: &str, d: f64) -> bool {
+    fn digits(s: &str) -> String {
+        let mantissa = s.split(['e', 'E']).next().unwrap_or_default();
+        let d: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+        d.trim_start_matches('0').trim_end_matches('0').to_string()
+    }
+    d.is_finite() && digits(v) == digits(&format!("{d:e}"))
 }
 
 /// A header value as JSON (tables and arrays as themselves; see the module doc).
@@ -292,6 +311,37 @@ mod tests {
             v,
             json!([{"count": 1, "reason": "rejected", "time": {"$timestamp": 5}}])
         );
+    }
+
+    /// Operator report (2026-12-06): a Number attribute 123456789012345678901234567890
+    /// arrived as the double 1.2345678901234568e29. A number that neither an i64 nor a double
+    /// holds exactly goes as its digits (a long string); one that fits goes as before.
+    #[test]
+    fn a_number_no_amqp_type_holds_goes_as_its_digits() {
+        let num = |v: &str| AttrValue::Text {
+            data_type: "Number".into(),
+            value: v.into(),
+        };
+        for (v, want) in [
+            (
+                "123456789012345678901234567890",
+                AMQPValue::LongString("123456789012345678901234567890".into()),
+            ),
+            (
+                "0.12345678901234567890123",
+                AMQPValue::LongString("0.12345678901234567890123".into()),
+            ),
+            ("42", AMQPValue::LongLongInt(42)),
+            ("4.5", AMQPValue::Double(4.5)),
+            ("0.1", AMQPValue::Double(0.1)),
+            ("1e300", AMQPValue::Double(1e300)),
+            (
+                "-9223372036854775809",
+                AMQPValue::LongString("-9223372036854775809".into()),
+            ),
+        ] {
+            assert_eq!(from_attr(&num(v)), Some(want), "{v}");
+        }
     }
 
     #[test]

@@ -183,9 +183,10 @@ pub fn to_message(d: Delivered<'_>, body: Vec<u8>, id: Option<&IdSource>) -> Mes
 /// Why a message cannot be published as it is.
 pub type Refusal = String;
 
-/// A message as a publish: its properties (headers inside) for a copy. `user` is the
-/// connection's user: RabbitMQ refuses a `user_id` that is not the publisher's, so another
-/// one is left out.
+/// A message as a publish: its properties (headers inside) for a copy, from
+/// `meta.properties` but for two: `message_id` is the stable id, and there is no
+/// `expiration` (docs/rabbitmq.md, "What a copy carries"). `user` is the connection's user:
+/// RabbitMQ refuses a `user_id` that is not the publisher's, so another one is left out.
 pub fn to_publish(m: &Message, user: &str) -> Result<BasicProperties, Refusal> {
     let empty = Map::new();
     let p = m
@@ -214,9 +215,9 @@ pub fn to_publish(m: &Message, user: &str) -> Result<BasicProperties, Refusal> {
     if let Some(v) = short("reply_to")? {
         props = props.with_reply_to(v);
     }
-    if let Some(v) = short("expiration")? {
-        props = props.with_expiration(v);
-    }
+    // No `expiration`: RabbitMQ removes it from a message it dead-letters (keeping it in
+    // `x-death`'s `original-expiration`) so that it does not expire again, and a copy that
+    // expires before a consumer takes it is a loss.
     if let Some(v) = short("type")? {
         props = props.with_type(v);
     }
@@ -229,10 +230,17 @@ pub fn to_publish(m: &Message, user: &str) -> Result<BasicProperties, Refusal> {
     if let Some(v) = short("user_id")?.filter(|u| u.as_str() == user) {
         props = props.with_user_id(v);
     }
-    let message_id = short("message_id")?;
-    let carried_by_property = message_id.as_ref().is_some_and(|v| v.as_str() == m.id);
-    if let Some(v) = message_id {
-        props = props.with_message_id(v);
+    // The id a consumer reads (and dlqctl reads back first) is the stable id, whatever
+    // `meta.properties.message_id` says (a file's, an edited record's). An id over 255 bytes
+    // cannot be a `message_id`: `dlqctl-stable-id` carries it.
+    // Where the original's `message_id` was the stable id already, no `dlqctl-stable-id` is
+    // added (as before: a RabbitMQ-to-RabbitMQ copy has the headers its original had).
+    let mut carried_by_property = false;
+    if !m.id.is_empty()
+        && let Ok(id) = ShortString::try_new(m.id.clone())
+    {
+        carried_by_property = p.get("message_id").and_then(Value::as_str) == Some(m.id.as_str());
+        props = props.with_message_id(id);
     }
     // Persistent unless the original said otherwise (a copy from another backend is
     // persistent).
@@ -257,11 +265,13 @@ pub fn to_publish(m: &Message, user: &str) -> Result<BasicProperties, Refusal> {
     Ok(props)
 }
 
-/// The copy's headers: the message's attributes in their types, and the stable id in
-/// `dlqctl-stable-id` unless the `message_id` property or the configured id header carries it.
+/// The copy's headers: the message's attributes in their types (a repeated name as a field
+/// array of its values), and the stable id in `dlqctl-stable-id` unless the `message_id`
+/// property or the configured id header carries it.
 fn headers(m: &Message, carried_by_property: bool) -> Result<FieldTable, Refusal> {
     let carried = carried_by_property || m.attributes.iter().any(|a| m.carries_id(a));
     let mut t = FieldTable::default();
+    let mut repeated = std::collections::HashSet::new();
     for a in &m.attributes {
         if !carried && a.name == STABLE_ID_ATTRIBUTE {
             continue;
@@ -284,7 +294,22 @@ fn headers(m: &Message, carried_by_property: bool) -> Result<FieldTable, Refusal
                 a.value.display()
             )
         })?;
-        t.insert(name, value);
+        // A name that repeats (Kafka headers, a file's attributes): an AMQP table holds a name
+        // once, so its values go as one field array, in order.
+        match t.inner().get(&name) {
+            None => {
+                t.insert(name, value);
+            }
+            Some(first) => {
+                let mut values = match first {
+                    AMQPValue::FieldArray(a) if repeated.contains(&name) => a.as_slice().to_vec(),
+                    other => vec![other.clone()],
+                };
+                values.push(value);
+                repeated.insert(name.clone());
+                t.insert(name, AMQPValue::FieldArray(values.into()));
+            }
+        }
     }
     if !carried {
         t.insert(
@@ -383,6 +408,79 @@ mod tests {
             ..Message::default()
         };
         assert!(to_publish(&m, "u").unwrap_err().contains("longer than 255"));
+    }
+
+    /// Operator report (2026-12-06): a copy's id and lifetime came from `meta.properties`
+    /// (a transform's, or a file's): `message_id` HIJACK on two messages, `expiration` "1" on
+    /// copies that then expired. The copy's `message_id` is its stable id, always, and a copy
+    /// never carries `expiration`.
+    #[test]
+    fn a_copys_message_id_is_its_stable_id_and_it_never_expires() {
+        let mut m = Message {
+            id: "ord-7".into(),
+            ..Message::default()
+        };
+        m.meta.insert(
+            "properties",
+            json!({"message_id": "HIJACK", "expiration": "1", "content_type": "text/plain"}),
+        );
+        let copy = to_publish(&m, "u").unwrap();
+        assert_eq!(
+            copy.message_id().as_ref().map(|s| s.as_str()),
+            Some("ord-7")
+        );
+        assert_eq!(*copy.expiration(), None);
+        assert_eq!(
+            copy.content_type().as_ref().map(|s| s.as_str()),
+            Some("text/plain")
+        );
+        let back = to_message(delivered(&copy), b"x".to_vec(), None);
+        assert_eq!(back.id, "ord-7", "read back, the id a consumer reads");
+        // From another backend (no properties): the stable id is the message_id too.
+        let m = Message {
+            id: "sqs-1".into(),
+            ..Message::default()
+        };
+        let copy = to_publish(&m, "u").unwrap();
+        assert_eq!(
+            copy.message_id().as_ref().map(|s| s.as_str()),
+            Some("sqs-1")
+        );
+    }
+
+    /// Operator report (2026-12-06): two `dup` headers (a file's, Kafka's) arrived as one,
+    /// `dup=second`. An AMQP table cannot repeat a name: the values go as a field array, in
+    /// order.
+    #[test]
+    fn a_repeated_name_is_sent_as_an_array_of_its_values() {
+        let attr = |n: &str, v: &str| Attribute {
+            name: n.into(),
+            value: AttrValue::text(v),
+        };
+        let m = Message {
+            id: "a".into(),
+            attributes: vec![
+                attr("dup", "first"),
+                attr("t", "x"),
+                attr("dup", "second"),
+                attr("dup", "third"),
+            ],
+            ..Message::default()
+        };
+        let copy = to_publish(&m, "u").unwrap();
+        let h = copy.headers().clone().unwrap();
+        assert_eq!(
+            h.inner().get("dup"),
+            Some(&AMQPValue::FieldArray(
+                vec![
+                    AMQPValue::LongString("first".into()),
+                    AMQPValue::LongString("second".into()),
+                    AMQPValue::LongString("third".into())
+                ]
+                .into()
+            ))
+        );
+        assert_eq!(h.inner().get("t"), Some(&AMQPValue::LongString("x".into())));
     }
 
     /// The native id as it was first written (a JSON object of the headers built, then

@@ -123,8 +123,8 @@ fn attributes(
         }
         if attrs.contains_key(&a.name) {
             return Err(format!(
-                "attribute/header `{}` appears more than once; SQS attributes are unique",
-                a.name
+                "attribute/header `{}` appears more than once; SQS attributes are unique (one value per name): leave it out with --strip-header '{}', or send to a target that keeps every value (PostgreSQL, Kafka, RabbitMQ, a file)",
+                a.name, a.name
             ));
         }
         let (v, bytes) = attribute_value(&a.name, &a.value)?;
@@ -148,7 +148,7 @@ fn attribute_value(
         }
         AttrValue::Text { data_type, value } => {
             if value.is_empty() {
-                return Err(format!("attribute `{name}` is empty; SQS needs a value"));
+                return Err(empty_refusal(name));
             }
             if let Some(bad) = value.chars().find(|c| !allowed(*c)) {
                 return Err(format!(
@@ -179,6 +179,19 @@ fn attribute_value(
     };
     let v = v.map_err(|e| format!("attribute `{name}`: {e}"))?;
     Ok((v, size))
+}
+
+/// Why an empty attribute cannot go (SQS refuses an empty String value, and has no way to
+/// say "empty" that another reader would understand), and the fix.
+fn empty_refusal(name: &str) -> String {
+    let broker = if name.starts_with("x-first-death-") || name.starts_with("x-last-death-") {
+        " (RabbitMQ leaves it empty for a message dead-lettered through the default exchange)"
+    } else {
+        ""
+    };
+    format!(
+        "attribute `{name}` is empty{broker}; SQS needs a value: leave it out with --strip-header '{name}'"
+    )
 }
 
 /// The loop guard's count gives way to the user's attributes and the stable id: a copy
@@ -436,6 +449,40 @@ mod tests {
             body: format!("{{\"id\":\"{id}\"}}").into_bytes(),
             ..Message::default()
         }
+    }
+
+    /// Operator report (2026-12-06): a RabbitMQ DLQ purged into SQS failed on every message
+    /// with "`x-first-death-exchange` is empty; SQS needs a value", no hint; a repeated name
+    /// must not lose a value. Both are refused before anything is sent (the dry run's check),
+    /// each naming the fix.
+    #[test]
+    fn an_empty_or_repeated_attribute_is_refused_with_the_fix() {
+        let b = backend("{}");
+        let with = |attrs: &[(&str, &str)]| {
+            let mut m = msg("a");
+            m.attributes = attrs
+                .iter()
+                .map(|(n, v)| crate::message::Attribute {
+                    name: (*n).into(),
+                    value: AttrValue::text(*v),
+                })
+                .collect();
+            m
+        };
+        let e = prepare(&b, 0, &with(&[("x-first-death-exchange", "")]))
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("--strip-header 'x-first-death-exchange'") && e.contains("default exchange"),
+            "{e}"
+        );
+        let e = prepare(&b, 0, &with(&[("dup", "first"), ("dup", "second")]))
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("appears more than once") && e.contains("--strip-header 'dup'"),
+            "{e}"
+        );
     }
 
     #[tokio::test]

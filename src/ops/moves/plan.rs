@@ -152,14 +152,115 @@ fn keeps(req: &MoveRequest, setup: &Setup) -> Vec<(String, String)> {
         if !req.headers.is_empty() {
             row("headers/attributes", req.headers.describe());
         }
-    } else if req.headers.is_empty() {
+    } else {
+        let source = req.source.address.backend_name();
+        let target = setup.fixed.as_ref().map_or(source, |a| a.backend_name());
+        let headers = if req.headers.is_empty() {
+            ", headers/attributes"
+        } else {
+            ""
+        };
         row(
             keeps,
-            "stable id, body, headers/attributes, group/key".into(),
+            format!("stable id, body{headers}{}", hop(source, target)),
         );
-    } else {
-        row(keeps, "stable id, body, group/key".into());
-        row("headers/attributes", req.headers.describe());
+        if !req.headers.is_empty() {
+            row("headers/attributes", req.headers.describe());
+        }
     }
     rows
+}
+
+/// The parts of a message that only some backends have, and the backends that have each:
+/// the ordering group (SQS's MessageGroupId, PostgreSQL's `group_key`), the record key
+/// (Kafka), the AMQP properties (RabbitMQ: content type and encoding, correlation id, …). A
+/// file (and a test's memory queue) holds them all.
+const PARTS: [(&str, &[&str]); 3] = [
+    ("group", &["sqs", "postgres", "file", "memory"]),
+    ("key", &["kafka", "file", "memory"]),
+    ("AMQP properties", &["rabbitmq", "file", "memory"]),
+];
+
+/// What a copy from a `source` backend to a `target` one keeps of the parts only some have,
+/// and what it cannot keep (docs/triage.md, "What a copy keeps"): `, group` or `, AMQP
+/// properties; not kept: group/key (rabbitmq has no place for them)`.
+pub(super) fn hop(source: &str, target: &str) -> String {
+    let has = |part: &[&str], b: &str| part.contains(&b) || !known(b);
+    let mut kept = String::new();
+    let mut lost: Vec<&str> = Vec::new();
+    for (name, backends) in PARTS {
+        match (has(backends, source), has(backends, target)) {
+            (true, true) => {
+                kept.push_str(", ");
+                kept.push_str(name);
+            }
+            (true, false) => lost.push(name),
+            _ => {}
+        }
+    }
+    if lost.is_empty() {
+        return kept;
+    }
+    let what = lost.join(", ");
+    let them = if lost.len() == 1 && name_is_singular(lost[0]) {
+        "it"
+    } else {
+        "them"
+    };
+    format!("{kept}; not kept: {what} ({target} has no place for {them})")
+}
+
+fn known(backend: &str) -> bool {
+    PARTS.iter().any(|(_, b)| b.contains(&backend)) || backend == "redis"
+}
+
+fn name_is_singular(part: &str) -> bool {
+    part != "AMQP properties"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hop;
+
+    /// Operator report (2026-12-06): RabbitMQ → PostgreSQL → RabbitMQ lost content_type,
+    /// content_encoding, correlation_id and the other properties, and a file's group and key
+    /// were dropped on a RabbitMQ target, while the plan said "keeps: stable id, body,
+    /// headers/attributes, group/key". The plan names what each hop keeps, and what not.
+    #[test]
+    fn the_plan_says_what_each_hop_keeps() {
+        for (source, target, want) in [
+            ("rabbitmq", "rabbitmq", ", AMQP properties"),
+            (
+                "rabbitmq",
+                "postgres",
+                "; not kept: AMQP properties (postgres has no place for them)",
+            ),
+            (
+                "rabbitmq",
+                "sqs",
+                "; not kept: AMQP properties (sqs has no place for them)",
+            ),
+            ("postgres", "sqs", ", group"),
+            ("sqs", "sqs", ", group"),
+            ("kafka", "kafka", ", key"),
+            (
+                "kafka",
+                "rabbitmq",
+                "; not kept: key (rabbitmq has no place for it)",
+            ),
+            (
+                "file",
+                "rabbitmq",
+                ", AMQP properties; not kept: group, key (rabbitmq has no place for them)",
+            ),
+            ("rabbitmq", "file", ", AMQP properties"),
+            (
+                "sqs",
+                "kafka",
+                "; not kept: group (kafka has no place for it)",
+            ),
+        ] {
+            assert_eq!(hop(source, target), want, "{source} → {target}");
+        }
+    }
 }
