@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::message::Message;
 
 pub mod file;
+mod inspection;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 #[cfg(test)]
@@ -39,6 +40,7 @@ pub type MessageStream<'a> = Pin<Box<dyn Stream<Item = Result<Message>> + Send +
 
 /// The outcomes of copies already handed to a target, one per message, in order; resolved once
 /// the target has answered for each (see [`QueueBackend::send_start`]).
+pub use inspection::{Fact, Inspection, Table};
 pub use session::{
     Claim, LocalBatch, LocalMoves, LocalNext, MoveOptions, MoveSession, SendOutcome, Ticket,
     Unaccounted,
@@ -70,58 +72,6 @@ pub struct Capabilities {
     /// Can tell each message's own source queue (SQS DeadLetterQueueSourceArn or the queues
     /// whose RedrivePolicy points here; Kafka original-topic headers).
     pub per_message_destination: bool,
-}
-
-/// `inspect`'s report: named facts and tables, rendered by the output layer.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Inspection {
-    pub queue: String,
-    pub backend: &'static str,
-    /// In JSON an object, name → value, in this order (`jq .facts.messages`).
-    #[serde(serialize_with = "facts_as_object")]
-    pub facts: Vec<Fact>,
-    pub tables: Vec<Table>,
-    pub notes: Vec<String>,
-    /// Dead-letter arrivals over time (`inspect` adds them from a census of the messages).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub arrivals: Option<serde_json::Value>,
-}
-
-fn facts_as_object<S: serde::Serializer>(
-    facts: &[Fact],
-    s: S,
-) -> std::result::Result<S::Ok, S::Error> {
-    s.collect_map(facts.iter().map(|f| (&f.name, &f.value)))
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Fact {
-    pub name: String,
-    pub value: serde_json::Value,
-    /// How a person reads it (`3 days`, `12.4 MiB`).
-    #[serde(skip)]
-    pub display: String,
-}
-
-impl Fact {
-    pub fn new(
-        name: &str,
-        value: impl Into<serde_json::Value>,
-        display: impl Into<String>,
-    ) -> Fact {
-        Fact {
-            name: name.into(),
-            value: value.into(),
-            display: display.into(),
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Table {
-    pub title: String,
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<serde_json::Value>>,
 }
 
 /// How a non-destructive read starts.
