@@ -107,15 +107,18 @@ fn pending<T>(l: &Load<T>) -> Option<String> {
 }
 
 fn queues(f: &mut Frame, app: &App, area: Rect) {
-    // As wide as the longest name, up to two fifths of the screen: queues given as URLs
-    // differ at their ends (`?queue=…`), so a longer one shows its end.
+    // As wide as the longest name, while the other columns keep theirs (65 columns: the
+    // fixed ones, the gaps, the marker and 17 for CLASSES's "not read (below)"): queues
+    // given as URLs differ at their ends (`?queue=…`), so a longer one shows its end.
     let longest = app
         .queues
         .iter()
         .map(|q| q.label.chars().count())
         .max()
         .unwrap_or(0);
-    let width = longest.min(usize::from(area.width) * 2 / 5).max(14);
+    let width = longest
+        .min(usize::from(area.width).saturating_sub(65))
+        .max(14);
     let rows: Vec<Row> = app.queues.iter().map(|q| queue_row(q, width)).collect();
     let t = table(
         app,

@@ -144,7 +144,7 @@ fn queues_view() {
     insta::assert_snapshot!(screen(&app()));
 }
 
-/// Queues given as URLs are told apart: the column grows to two fifths of the screen and a
+/// Queues given as URLs are told apart: the column grows while CLASSES keeps its room, and a
 /// longer URL shows its end, where `?queue=…` is.
 #[test]
 fn queues_given_as_urls_show_where_they_differ() {
@@ -157,7 +157,12 @@ fn queues_given_as_urls_show_where_they_differ() {
         true,
     );
     let s = screen(&a);
-    for end in ["queue=orders.dlq", "queue=payments.dlq", "system=sidekiq"] {
+    for end in [
+        "=orders.dlq",
+        "=payments.dlq",
+        "system=sidekiq",
+        "CLASSES t/p/u",
+    ] {
         assert!(s.contains(end), "{end} not shown:\n{s}");
     }
     // A tiny screen draws, the column no narrower than before.

@@ -250,8 +250,9 @@ impl Db {
     pub async fn new_in(url: &str, name: &str) -> Db {
         let n = SEQ.fetch_add(1, Ordering::SeqCst);
         // Fixed widths (the pid and the sequence padded): what a table shows of a name has the
-        // same width on every run (tests/it/widths.rs).
-        let schema = format!("t_{}_{:07}_{:03}", name, std::process::id(), n);
+        // same width on every run (tests/it/widths.rs). Four digits: one run makes over a
+        // thousand names (queues, topics, schemas share the sequence).
+        let schema = format!("t_{}_{:07}_{:04}", name, std::process::id(), n);
         let pool = PgPoolOptions::new()
             .max_connections(4)
             .connect(url)
@@ -421,7 +422,7 @@ impl Sqs {
             .build();
         Sqs {
             client: aws_sdk_sqs::Client::from_conf(conf),
-            prefix: format!("{name}-{:07}-{n:03}", std::process::id()),
+            prefix: format!("{name}-{:07}-{n:04}", std::process::id()),
         }
     }
 
@@ -633,7 +634,7 @@ impl Kafka {
         let producer = c.create().expect("producer");
         Kafka {
             bootstrap,
-            prefix: format!("{name}-{:07}-{n:03}", std::process::id()),
+            prefix: format!("{name}-{:07}-{n:04}", std::process::id()),
             producer,
             mock: None,
         }
@@ -653,7 +654,7 @@ impl Kafka {
             .expect("producer");
         Kafka {
             bootstrap,
-            prefix: format!("{name}-{:07}-{n:03}", std::process::id()),
+            prefix: format!("{name}-{:07}-{n:04}", std::process::id()),
             producer,
             mock: Some(mock),
         }

@@ -68,7 +68,12 @@ pub fn table(tab: &Table) -> Grid {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            if is_address(i) {
+            if i == 0 {
+                // The row's name (a queue, a partition, a class; an address's short form where
+                // the address does not fit): it gives way where the table would be wider than
+                // the screen (a 23-character queue name made one 81 wide).
+                Col::text(c.as_str(), 12, 3)
+            } else if is_address(i) {
                 Col::whole(c.as_str()).shorten_at(45)
             } else {
                 Col::whole(c.as_str())
@@ -96,4 +101,38 @@ pub fn table(tab: &Table) -> Grid {
         );
     }
     g
+}
+
+#[cfg(test)]
+mod tests {
+    use unicode_width::UnicodeWidthStr;
+
+    /// A table of long queue names fits the screen (an SQS inspect at 80 columns was 81 wide
+    /// once its source queue's name reached 23 characters): the name gives way, cut with `…`
+    /// as a long word in any text column is (`--output json` has it whole).
+    #[test]
+    fn a_long_name_wraps_and_the_table_fits() {
+        let tab = crate::backend::Table {
+            title: "source queues".into(),
+            columns: [
+                "queue",
+                "maxReceiveCount",
+                "retention",
+                "visibility",
+                "type",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: vec![vec![
+                "http://127.0.0.1:54330/123456789012/widths-0032018-0000-src".into(),
+                3.into(),
+                "4d".into(),
+                "0s".into(),
+                "standard".into(),
+            ]],
+        };
+        let shown = super::table(&tab).render(Some(80), false);
+        assert!(shown.lines().all(|l| l.width() <= 80), "{shown}");
+        assert!(shown.contains("widths-0032018-0000-s…"), "{shown}");
+    }
 }
