@@ -90,9 +90,10 @@ async fn a_second_redrive_is_refused_and_a_killed_run_s_lock_expires() {
     let db = RedisDb::new().await;
     seed_sidekiq(&db, 12).await;
     let sb = Sandbox::new();
-    // A short lock, so that the first run (3 s at 2/s) outlives it many times over unless
-    // renewed, and the killed run's lock expires soon.
-    sb.write("dlqctl.toml", "[redis]\nlock_timeout = \"1s\"\n");
+    // A short lock, so that the first run (3 s at 2/s) outlives it unless renewed, and the
+    // killed run's lock expires soon; not so short that a loaded machine's late renewal (every
+    // third of it) loses it.
+    sb.write("dlqctl.toml", "[redis]\nlock_timeout = \"2s\"\n");
     let url = db.sidekiq();
     let slow = |max: &str| {
         sb.cmd(&[
@@ -153,8 +154,8 @@ async fn a_second_redrive_is_refused_and_a_killed_run_s_lock_expires() {
     let _ = killed.wait();
     let pttl: i64 = db.q(redis::cmd("PTTL").arg("dead:dlqctl-lock")).await;
     assert!(
-        pttl > 0 && pttl <= 1000,
-        "expires, within the timeout: {pttl}"
+        pttl == -2 || (pttl > 0 && pttl <= 2000),
+        "expires (or has), within the timeout: {pttl}"
     );
     until(
         "the killed run's lock to expire",
@@ -162,8 +163,9 @@ async fn a_second_redrive_is_refused_and_a_killed_run_s_lock_expires() {
         || async { !exists(&db, "dead:dlqctl-lock").await },
     )
     .await;
-    // Killed again: on the same host a re-run need not wait; it finds the holder gone and
-    // takes the lock over at once.
+    // Killed again, holding a lock for a minute: on the same machine a re-run need not wait;
+    // it finds the holder gone and takes the lock over at once (else it would be refused).
+    sb.write("dlqctl.toml", "[redis]\nlock_timeout = \"60s\"\n");
     let mut killed = slow("3");
     until(
         "the second killed run's lock",

@@ -13,8 +13,9 @@
 //! compare-and-`PEXPIRE`: only while the value is still this run's token); at the end the run
 //! releases it with `lock_release.lua` (a compare-and-`DEL`: never another run's). A run that
 //! was killed (`kill -9`) renews nothing: its lock expires by itself, within the timeout of
-//! its last renewal (`[redis] lock_timeout`, 30 s by default); a run on the same host that finds
-//! the lock of a dlqctl process there that no longer runs takes it over at once
+//! its last renewal (`[redis] lock_timeout`, 30 s by default); a run of the same user on the same
+//! machine (host, boot and pid namespace, in the token) that finds the lock of a process that
+//! surely no longer runs (its pid free, or another process's since) takes it over at once
 //! (`lock_takeover.lua`, only while it still holds that token), so a re-run right after a
 //! crash need not wait. A run whose lock was not renewed
 //! in time (suspended, or the server did not answer) or was taken by another claims nothing
@@ -59,7 +60,7 @@ pub(super) struct Lock {
     key: String,
     token: String,
     con: MultiplexedConnection,
-    release_sha: String,
+    release: redis::Script,
     state: Arc<Mutex<State>>,
     keeper: tokio::task::JoinHandle<()>,
     target: String,
@@ -83,13 +84,18 @@ pub(super) async fn acquire(b: &RedisBackend, timeout: Duration) -> Result<Lock>
     let nonce = std::collections::hash_map::RandomState::new()
         .build_hasher()
         .finish();
-    let token = format!(
+    let mut token = format!(
         "{}@{} pid {} since {} #{nonce:016x}",
         crate::operator::user(),
         crate::operator::host(),
         std::process::id(),
         chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC"),
     );
+    // Where this process can be told apart for sure (the boot, the pid namespace and its own
+    // start), a later run on this machine can tell that it is gone (`gone`).
+    if let Some(id) = identity(std::process::id()) {
+        token.push_str(&format!(" on {id}"));
+    }
     let mut con = b.con.clone();
     let ms = timeout.as_millis() as u64;
     let sent = Instant::now();
@@ -105,18 +111,10 @@ pub(super) async fn acquire(b: &RedisBackend, timeout: Duration) -> Result<Lock>
     if taken.is_none() && !taken_from_the_gone(b, &key, &token, ms).await? {
         return Err(held_by(b, &key, timeout).await);
     }
-    let load = |src: &'static str| {
-        let mut con = b.con.clone();
-        async move {
-            redis::cmd("SCRIPT")
-                .arg("LOAD")
-                .arg(src)
-                .query_async::<String>(&mut con)
-                .await
-        }
-    };
-    let renew_sha = load(RENEW_SCRIPT).await.map_err(|e| b.err(e))?;
-    let release_sha = load(RELEASE_SCRIPT).await.map_err(|e| b.err(e))?;
+    // redis::Script sends EVALSHA and loads the script again where the server lost it
+    // (`SCRIPT FLUSH`, a failover), which a bare EVALSHA would take for a lost lock.
+    let renew = redis::Script::new(RENEW_SCRIPT);
+    let release = redis::Script::new(RELEASE_SCRIPT);
     let state = Arc::new(Mutex::new(State {
         until: sent + timeout,
         lost: None,
@@ -125,7 +123,7 @@ pub(super) async fn acquire(b: &RedisBackend, timeout: Duration) -> Result<Lock>
         b.con.clone(),
         key.clone(),
         token.clone(),
-        renew_sha,
+        renew,
         timeout,
         state.clone(),
     ));
@@ -134,7 +132,7 @@ pub(super) async fn acquire(b: &RedisBackend, timeout: Duration) -> Result<Lock>
         key,
         token,
         con: b.con.clone(),
-        release_sha,
+        release,
         state,
         keeper,
         target: b.ra.to_string(),
@@ -181,37 +179,60 @@ async fn taken_from_the_gone(b: &RedisBackend, key: &str, token: &str, ms: u64) 
     Ok(taken == 1)
 }
 
-/// Whether the token names a process of this host (`user@HOST pid N …`) that no longer runs as
-/// dlqctl (no such process, a zombie, or another program under that pid). Where that cannot
-/// be told (no /proc), the holder is taken to be alive: its lock expires by itself.
+/// Whether the token names a process that surely no longer runs: one of this user, host,
+/// boot and pid namespace (the token's `on BOOT/PIDNS/START`, which only such a process can
+/// be compared with), whose pid is free or now another process's (another start time), or a
+/// zombie. Anything less sure (no /proc, another user, host, boot or namespace, a token without
+/// the identity) is taken to be alive: its lock expires by itself.
 fn gone(token: &str) -> bool {
     let Some((who, rest)) = token.split_once(" pid ") else {
         return false;
     };
-    let host = who.rsplit_once('@').map_or("", |(_, h)| h);
     let Some(pid) = rest.split(' ').next().and_then(|p| p.parse::<u32>().ok()) else {
         return false;
     };
-    if host != crate::operator::host() || pid == std::process::id() {
+    let me = format!("{}@{}", crate::operator::user(), crate::operator::host());
+    if who != me || pid == std::process::id() {
         return false;
     }
-    if !std::path::Path::new("/proc/self/stat").exists() {
+    let Some(theirs) = rest.rsplit_once(" on ").map(|(_, id)| id.trim()) else {
+        return false;
+    };
+    let Some(mine) = identity(std::process::id()) else {
+        return false;
+    };
+    // The same boot and pid namespace: the pid means the same process here as there.
+    let machine = |id: &str| id.rsplit_once('/').map(|(m, _)| m.to_string());
+    if machine(theirs).is_none() || machine(theirs) != machine(&mine) {
         return false;
     }
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // `PID (COMM) STATE …`: a zombie or dead, or a process that is not dlqctl.
+        // Our own user's processes are never hidden (hidepid hides other users'), so a
+        // missing entry is a free pid.
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
         Ok(stat) => {
-            let comm = stat
-                .split_once('(')
-                .and_then(|(_, r)| r.rsplit_once(')'))
-                .map(|(c, r)| (c, r.trim_start().chars().next()));
-            match comm {
-                Some((c, state)) => !c.starts_with("dlqctl") || matches!(state, Some('Z' | 'X')),
-                None => false,
-            }
+            let now = identity(pid);
+            let zombie = stat
+                .rsplit_once(')')
+                .and_then(|(_, r)| r.trim_start().chars().next())
+                .is_some_and(|c| matches!(c, 'Z' | 'X'));
+            // Another start time: the pid was reused. Unreadable: taken to be alive.
+            zombie || now.is_some_and(|n| n != theirs)
         }
     }
+}
+
+/// `BOOT_ID/PIDNS/START` of process `pid`: the boot, its pid namespace, and its start time
+/// since boot (field 22 of /proc/PID/stat); None where /proc does not tell them.
+fn identity(pid: u32) -> Option<String> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let ns = std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok()?;
+    let ns = ns.to_string_lossy();
+    let ns = ns.trim_start_matches("pid:[").trim_end_matches(']');
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After `(COMM)`: the state is field 3, the start time field 22.
+    let start = stat.rsplit_once(')')?.1.split_whitespace().nth(19)?;
+    Some(format!("{}/{ns}/{start}", boot.trim()))
 }
 
 /// The lock is another run's: who holds it, for how long yet.
@@ -257,7 +278,7 @@ async fn keep(
     mut con: MultiplexedConnection,
     key: String,
     token: String,
-    sha: String,
+    renew: redis::Script,
     timeout: Duration,
     state: Arc<Mutex<State>>,
 ) {
@@ -265,13 +286,11 @@ async fn keep(
     loop {
         tokio::time::sleep(every).await;
         let sent = Instant::now();
-        let renewed: redis::RedisResult<i64> = redis::cmd("EVALSHA")
-            .arg(&sha)
-            .arg(1)
-            .arg(&key)
+        let renewed: redis::RedisResult<i64> = renew
+            .key(&key)
             .arg(&token)
             .arg(timeout.as_millis() as u64)
-            .query_async(&mut con)
+            .invoke_async(&mut con)
             .await;
         let mut st = guard(&state);
         match renewed {
@@ -324,16 +343,58 @@ impl Lock {
     /// Stop renewing and delete the lock if it is still this run's.
     pub(super) async fn release(&mut self) {
         self.keeper.abort();
-        let released: redis::RedisResult<i64> = redis::cmd("EVALSHA")
-            .arg(&self.release_sha)
-            .arg(1)
-            .arg(&self.key)
+        let released: redis::RedisResult<i64> = self
+            .release
+            .key(&self.key)
             .arg(&self.token)
-            .query_async(&mut self.con)
+            .invoke_async(&mut self.con)
             .await;
         if let Err(e) = released {
             // It expires by itself.
             tracing::debug!(error = %e, key = %self.key, "redis: lock not released");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{gone, identity};
+
+    fn token(pid: u32, id: Option<&str>) -> String {
+        let me = format!("{}@{}", crate::operator::user(), crate::operator::host());
+        let on = id.map_or(String::new(), |i| format!(" on {i}"));
+        format!("{me} pid {pid} since 2026-12-06 12:00:00 UTC #0123456789abcdef{on}")
+    }
+
+    /// A holder is gone only when surely so: its pid free, or reused (another start time),
+    /// on this user's machine, boot and pid namespace. Anything less sure waits the lock out.
+    #[test]
+    fn only_a_holder_surely_gone_is_taken_over() {
+        let Some(mine) = identity(std::process::id()) else {
+            return; // no /proc: nothing is ever taken over (asserted below for the token alone)
+        };
+        let machine = mine.rsplit_once('/').unwrap().0.to_string();
+        let mut alive = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let theirs = identity(alive.id()).expect("a child's identity");
+        assert!(!gone(&token(alive.id(), Some(&theirs))), "alive");
+        assert!(
+            gone(&token(alive.id(), Some(&format!("{machine}/1")))),
+            "the pid is another process's now (another start time)"
+        );
+        assert!(!gone(&token(alive.id(), None)), "no identity: waited out");
+        let other_boot = format!("00000000-0000-0000-0000-000000000000/{}", &theirs[37..]);
+        assert!(!gone(&token(alive.id(), Some(&other_boot))), "another boot");
+        alive.kill().unwrap();
+        alive.wait().unwrap();
+        assert!(gone(&token(alive.id(), Some(&theirs))), "its pid is free");
+        assert!(
+            !gone(&token(std::process::id(), Some(&mine))),
+            "this process"
+        );
+        let elsewhere = token(alive.id(), Some(&theirs)).replacen('@', "@another-host.", 1);
+        assert!(!gone(&elsewhere), "another host");
     }
 }
