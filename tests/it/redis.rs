@@ -407,6 +407,40 @@ async fn moving_a_failed_flow_parent_leaves_its_healthy_children() {
     assert!(kept, "the delayed child's hash is kept");
 }
 
+/// A job BullMQ's removeJob leaves (here: locked, as a worker's active job is) after its copy
+/// was archived is reported copied and not removed, with the reason, and the run exits 1: it was
+/// counted as moved and only logged at debug level.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_remove_job_leaves_is_said_copied_not_removed() {
+    let db = RedisDb::new().await;
+    seed_bullmq(&db, "lk", 3).await;
+    let _: () = db
+        .q(redis::cmd("SET")
+            .arg("bull:lk:m-1:lock")
+            .arg("worker-token"))
+        .await;
+    let sb = Sandbox::new();
+    let archive = sb.path("lk.jsonl");
+    let r = sb.run(&[
+        "purge",
+        &db.bullmq("lk"),
+        "--archive",
+        archive.to_str().unwrap(),
+        "--yes",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let j = r.json();
+    assert_eq!(
+        (j["moved"].as_u64(), j["copied_not_removed"].as_u64()),
+        (Some(2), Some(1)),
+        "{j}"
+    );
+    assert!(j.to_string().contains("a worker holds its lock"), "{j}");
+    assert_eq!(db.zrange("bull:lk:failed").await, vec!["m-1".to_string()]);
+}
+
 /// `--transform` copies elsewhere (the id kept); in place there is nothing to transform.
 #[tokio::test(flavor = "multi_thread")]
 async fn transform_goes_to_another_backend_not_in_place() {

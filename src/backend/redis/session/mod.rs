@@ -337,11 +337,11 @@ impl MoveSession for RedisMoveSession<'_> {
                     .query_async(&mut con)
                     .await
                     .map_err(|e| self.b.err(e))?;
-                for (c, &i) in codes.iter().zip(accepted) {
-                    if *c != 1 {
-                        // Its copy is in the target; the job stays where it is now (a second
-                        // copy with the same id is harmless).
-                        tracing::debug!(id = %self.claimed[i].1, code = c, "bullmq: removeJob did not remove");
+                for (&c, &i) in codes.iter().zip(accepted) {
+                    if c != 1 {
+                        // Its copy is in the target and the job is where it is now: copied,
+                        // not removed (a re-run copies it again, under the same id).
+                        self.unremoved.push((i, remove_refusal(c)));
                     }
                 }
             }
@@ -389,4 +389,17 @@ impl LocalMoves for RedisMoveSession<'_> {
     ) -> Result<Vec<SendOutcome>> {
         self.retry(selected, Some(batch)).await
     }
+}
+
+/// Why BullMQ's `removeJob` (in dlqctl's wrapper) left a job whose copy was sent.
+fn remove_refusal(code: i64) -> String {
+    let why = match code {
+        -100 => {
+            "it was no longer in failed when it was to be removed (retried or removed meanwhile)"
+        }
+        0 => "a worker holds its lock (it is active), and removeJob leaves a locked job",
+        -8 => "it is a job scheduler's job, which BullMQ removes only with its scheduler",
+        _ => "BullMQ's removeJob did not remove it",
+    };
+    format!("bullmq: {why} (code {code}); left where it is")
 }
