@@ -117,10 +117,21 @@ async fn verify_fails_a_dead_letter_route_that_drops_every_dead_letter() {
         ],
     )
     .await;
-    // The broker drops what src6 rejects: nothing reaches either queue.
+    // The broker drops what src6 rejects: nothing reaches either queue. A control rejected
+    // after it, through a key that routes, is waited for (a condition, not a sleep).
+    r.declare(
+        "control",
+        Kind::Classic,
+        &[
+            ("x-dead-letter-exchange", s(&dlx)),
+            ("x-dead-letter-routing-key", s("q")),
+        ],
+    )
+    .await;
     reject_one(&r, "src6").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!((r.ready("qdlq").await, r.ready("workdlq").await), (0, 0));
+    reject_one(&r, "control").await;
+    r.wait_ready("qdlq", 1).await;
+    assert_eq!((r.ready("qdlq").await, r.ready("workdlq").await), (1, 0));
     let sb = Sandbox::new();
     let v = verify(&sb, &r, "qdlq", Some("src6"), "");
     let route = checks(&v, "rabbitmq-dead-letter-route");

@@ -302,7 +302,21 @@ pub fn route_check(t: &Topology, vhost: &str, name: &str, dl: &DeadLetters, dlq:
                 fix(t, vhost, name, x, missed[0], dlq)
             ),
         ),
-        Reach::Every => Check::new(ID, TITLE, Status::Pass, said),
+        Reach::Every => match &dl.own_key {
+            // Messages published straight to the source (the default exchange) dead-letter
+            // with its name as their key.
+            Some((k, r)) if !r.queues.contains(dlq) => Check::new(
+                ID,
+                TITLE,
+                Status::Warn,
+                format!(
+                    "{said}; but a message published straight to {name} (the default exchange) dead-letters with key `{k}` → {}. Fix, if anything publishes so: {}",
+                    route_shown(r),
+                    fix(t, vhost, name, x, k, dlq)
+                ),
+            ),
+            _ => Check::new(ID, TITLE, Status::Pass, said),
+        },
     }
 }
 

@@ -234,7 +234,16 @@ pub struct DeadLetters {
     /// The source's bindings whose messages' keys cannot be known (a pattern, a fanout or a
     /// headers exchange), as `exchange (type, key)`.
     pub unknown_keys: Vec<String>,
+    /// Where a key no binding names goes (with unknown keys): a route that reaches a queue
+    /// whatever the key (a fanout, a `#` binding) settles them.
+    pub any_key: Option<Route>,
+    /// A queue with bindings also gets the messages published straight to it (the default
+    /// exchange, keyed by its name): that key's route, where no dead-letter key is set.
+    pub own_key: Option<(String, Route)>,
 }
+
+/// A routing key no binding names (`#` matches it, `*` does not: three words).
+const ANY_KEY: &str = "dlqctl.any-key.probe";
 
 /// How much of a queue's dead letters reach a queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -250,12 +259,15 @@ impl DeadLetters {
     pub fn reach(&self, q: &str) -> Reach {
         let sure = |r: &Route| r.queues.contains(q);
         let may = |r: &Route| sure(r) || r.maybe.contains(q);
-        if !self.routes.is_empty()
-            && self.unknown_keys.is_empty()
+        // Unknown keys are settled only by a route that takes any key.
+        let unknown_reach = self.unknown_keys.is_empty() || self.any_key.as_ref().is_some_and(sure);
+        if (!self.routes.is_empty() || !self.unknown_keys.is_empty())
+            && unknown_reach
             && self.routes.iter().all(|(_, r)| sure(r))
         {
             Reach::Every
-        } else if self.routes.iter().any(|(_, r)| may(r)) {
+        } else if self.routes.iter().any(|(_, r)| may(r)) || !self.unknown_keys.is_empty() {
+            // Keys dlqctl cannot know may reach it: cannot tell, not "none".
             Reach::Some
         } else {
             Reach::None
@@ -275,7 +287,11 @@ pub fn dead_letters(
         Some(k) => (vec![k.to_string()], Vec::new()),
         None => message_keys(t, source),
     };
+    let own_key = (fixed_key.is_none() && !keys.iter().any(|k| k == source))
+        .then(|| (source.to_string(), route(t, exchange, source)));
     DeadLetters {
+        any_key: (!unknown_keys.is_empty()).then(|| route(t, exchange, ANY_KEY)),
+        own_key,
         exchange: exchange.to_string(),
         fixed_key: fixed_key.map(str::to_string),
         routes: keys

@@ -241,3 +241,57 @@ fn dead_letters_keep_the_message_keys_unless_a_dead_letter_key_is_set() {
     assert_eq!(d.routes[0].0, "lone");
     assert_eq!(d.reach("dlq"), Reach::Every);
 }
+
+/// Keys dlqctl cannot know (a source fed only by a fanout) reach a fanout DLX's queue whatever
+/// they are (every dead letter arrives); through a direct DLX they cannot be told, which is
+/// not "none" (verify failed such a route, suggesting an empty key).
+#[test]
+fn unknown_keys_are_settled_by_a_route_that_takes_any_key() {
+    let fed = |dlx: &str, key: &str| {
+        topo(
+            &[("in", x("fanout")), ("dlx", x(dlx))],
+            vec![bind("in", "src", ""), bind("dlx", "dlq", key)],
+            &["src", "dlq"],
+        )
+    };
+    let d = dead_letters(&fed("fanout", ""), "src", "dlx", None);
+    assert!(d.routes.is_empty() && !d.unknown_keys.is_empty(), "{d:?}");
+    assert_eq!(d.reach("dlq"), Reach::Every);
+    assert_eq!(
+        dead_letters(&fed("topic", "#"), "src", "dlx", None).reach("dlq"),
+        Reach::Every
+    );
+    assert_eq!(
+        dead_letters(&fed("direct", "orders"), "src", "dlx", None).reach("dlq"),
+        Reach::Some
+    );
+}
+
+/// A source with bindings also gets what is published straight to it (the default exchange,
+/// keyed by its name): where that key does not reach the DLQ, it is said.
+#[test]
+fn the_key_of_a_message_published_straight_to_the_source_is_routed_too() {
+    let t = topo(
+        &[("in", x("direct")), ("dlx", x("direct"))],
+        vec![bind("in", "src", "orders"), bind("dlx", "dlq", "orders")],
+        &["src", "dlq"],
+    );
+    let d = dead_letters(&t, "src", "dlx", None);
+    assert_eq!(d.reach("dlq"), Reach::Every, "the bound keys all reach it");
+    let (k, r) = d.own_key.as_ref().expect("the source's own key");
+    assert_eq!(k, "src");
+    assert!(r.dropped(), "{r:?}");
+    let c = crate::backend::rabbitmq::routes::route_check(&t, "/", "src", &d, "dlq");
+    assert_eq!(c.status, crate::backend::Status::Warn, "{}", c.detail);
+    assert!(
+        c.detail.contains("published straight to src"),
+        "{}",
+        c.detail
+    );
+    // With a dead-letter key, every dead letter carries it: no own key to follow.
+    assert!(
+        dead_letters(&t, "src", "dlx", Some("orders"))
+            .own_key
+            .is_none()
+    );
+}
