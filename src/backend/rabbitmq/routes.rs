@@ -239,6 +239,19 @@ pub fn route_check(t: &Topology, vhost: &str, name: &str, dl: &DeadLetters, dlq:
         ));
     }
     let said = format!("{lead}: {}", steps.join("; "));
+    verdict(t, vhost, name, dl, dlq, &said)
+}
+
+/// The route check's status and detail, given what it found (`said`).
+fn verdict(
+    t: &Topology,
+    vhost: &str,
+    name: &str,
+    dl: &DeadLetters,
+    dlq: &str,
+    said: &str,
+) -> Check {
+    let x = &dl.exchange;
     let dropped: Vec<&String> = dl
         .routes
         .iter()
