@@ -208,6 +208,12 @@ impl Message {
             && a.value.as_bytes() == Some(self.id.as_bytes())
     }
 
+    /// Whether attribute `a` is `dlqctl-stable-id` holding this message's id: where every
+    /// reader of a copy finds the id with no rule configured.
+    pub fn holds_stable_id(&self, a: &Attribute) -> bool {
+        a.name == STABLE_ID_ATTRIBUTE && a.value.as_bytes() == Some(self.id.as_bytes())
+    }
+
     /// How many times dlqctl redrove or replayed this message before (0 without the
     /// attribute, or when it is not a number).
     pub fn redrive_count(&self) -> u32 {

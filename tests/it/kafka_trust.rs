@@ -407,3 +407,67 @@ async fn a_copy_over_message_max_bytes_is_predicted_refused_and_kept() {
     );
     assert_eq!(k.read_all("orders").await.len(), 3);
 }
+
+/// The stable id a source's `id` rule reads (`header:x-request-id`) travels to every reader:
+/// each copy carries it in `dlqctl-stable-id`, which a topic read with no rule takes as the id
+/// (op5's SQS → Kafka → SQS hop: the rule's header alone left the copy's id to its
+/// coordinates). A record whose `dlqctl-stable-id` already holds the id gets no second one.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_id_read_by_a_rule_reaches_readers_without_it() {
+    let k = Kafka::new("idrule");
+    k.create("dlt", 1, &[]).await;
+    k.create("copies", 1, &[]).await;
+    for i in 0..3 {
+        let id = format!("req-{i}");
+        let mut headers: Vec<(&str, Option<&[u8]>)> = vec![("x-request-id", Some(id.as_bytes()))];
+        if i == 2 {
+            headers.push(("dlqctl-stable-id", Some(id.as_bytes())));
+        }
+        k.produce("dlt", Some(0), None, Some(b"{}"), &headers).await;
+    }
+    let sb = Sandbox::new();
+    let cfg = sb.write(
+        "ids.toml",
+        &format!(
+            "[queues.dlt]\ndlq = \"{}\"\nid = \"header:x-request-id\"\n",
+            k.url("dlt")
+        ),
+    );
+    let mut env = k.env();
+    env.push(("DLQCTL_CONFIG".into(), cfg.to_string_lossy().into_owned()));
+    let j = sb
+        .run_with(
+            &["replay", "dlt", "--to", &k.url("copies"), "--yes", "--output", "json"],
+            &env,
+        )
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 3, "{j}");
+    let recs = k.read_until("copies", |r| r.len() >= 3).await;
+    assert_eq!(recs.len(), 3);
+    k.create("check", 1, &[]).await;
+    for (_, _, _, value, headers) in &recs {
+        let ids: Vec<_> = headers
+            .iter()
+            .filter(|(n, _)| n == "dlqctl-stable-id")
+            .map(|(_, v)| v.clone())
+            .collect();
+        let want = headers.iter().find(|(n, _)| n == "x-request-id").unwrap();
+        assert_eq!(ids, vec![want.1.clone()], "one dlqctl-stable-id, the id: {headers:?}");
+        // Each copy again, one record per request (tansu's high watermark counts a batch of
+        // several as one: docs/kafka.md), for dlqctl to read with no rule.
+        let h: Vec<(&str, Option<&[u8]>)> =
+            headers.iter().map(|(n, v)| (n.as_str(), v.as_deref())).collect();
+        k.produce("check", Some(0), None, value.as_deref(), &h).await;
+    }
+    let peek = sb
+        .run_with(
+            &["peek", &k.url("check"), "-n", "10", "--output", "jsonl"],
+            &k.env(),
+        )
+        .ok()
+        .jsonl();
+    let mut got: Vec<&str> = peek.iter().map(|m| m["id"].as_str().unwrap()).collect();
+    got.sort();
+    assert_eq!(got, ["req-0", "req-1", "req-2"], "{peek:?}");
+}

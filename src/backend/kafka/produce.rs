@@ -149,13 +149,15 @@ pub(super) fn warm_up(p: &Copier, topic: &str) {
 }
 
 /// The headers of a copy: the original ones byte for byte (nulls and repeats kept), the
-/// stable id when no header carries it yet, and where the copy came from.
+/// stable id in `dlqctl-stable-id` when that header does not hold it yet, and where the copy
+/// came from.
 pub(super) fn copy_headers(m: &Message) -> OwnedHeaders {
     let mut headers = OwnedHeaders::new_with_capacity(m.attributes.len() + 2);
-    // Only `dlqctl-stable-id` or the configured id header carries the id; a header that
-    // happens to hold the same value does not. A stale `dlqctl-stable-id` (another value) is
-    // replaced.
-    let carries_id = m.attributes.iter().any(|a| m.carries_id(a));
+    // Only `dlqctl-stable-id` carries the id to every reader: the header a source's `id` rule
+    // names (`header:x-request-id`) is read as the id only where the topic has that rule too,
+    // and without it a reader takes the record's coordinates. A stale `dlqctl-stable-id`
+    // (another value) is replaced.
+    let carries_id = m.attributes.iter().any(|a| m.holds_stable_id(a));
     for a in &m.attributes {
         if !carries_id && a.name == STABLE_ID_HEADER {
             continue;
@@ -170,6 +172,11 @@ pub(super) fn copy_headers(m: &Message) -> OwnedHeaders {
             key: STABLE_ID_HEADER,
             value: Some(m.id.as_bytes()),
         });
+    }
+    // Where it came from, when the source named it (a file's record may not: no empty value,
+    // which SQS could not carry on).
+    if m.native_id.is_empty() {
+        return headers;
     }
     headers.insert(Header {
         key: FROM_HEADER,

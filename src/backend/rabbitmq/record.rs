@@ -267,9 +267,10 @@ pub fn to_publish(m: &Message, user: &str) -> Result<BasicProperties, Refusal> {
 
 /// The copy's headers: the message's attributes in their types (a repeated name as a field
 /// array of its values), and the stable id in `dlqctl-stable-id` unless the `message_id`
-/// property or the configured id header carries it.
+/// property carries it (a configured id header is read as the id only where the queue has that
+/// rule too).
 fn headers(m: &Message, carried_by_property: bool) -> Result<FieldTable, Refusal> {
-    let carried = carried_by_property || m.attributes.iter().any(|a| m.carries_id(a));
+    let carried = carried_by_property || m.attributes.iter().any(|a| m.holds_stable_id(a));
     let mut t = FieldTable::default();
     let mut repeated = std::collections::HashSet::new();
     for a in &m.attributes {

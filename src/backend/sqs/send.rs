@@ -195,7 +195,9 @@ fn empty_refusal(name: &str) -> String {
 }
 
 /// The loop guard's count gives way to the user's attributes and the stable id: a copy
-/// that would need an 11th attribute for it goes without (docs/sqs.md).
+/// that would need an 11th attribute for it goes without (docs/sqs.md). Where the configured
+/// id attribute holds the id, the stable id can go without `dlqctl-stable-id` instead (see
+/// [`carry_stable_id`]), and the count stays.
 fn make_room_for_id(m: &Message, attrs: &mut HashMap<String, MessageAttributeValue>) {
     let needs_id = !m.id.is_empty()
         && !m.attributes.iter().any(|a| m.carries_id(a))
@@ -209,22 +211,26 @@ fn make_room_for_id(m: &Message, attrs: &mut HashMap<String, MessageAttributeVal
     }
 }
 
-/// Carries the stable id when no attribute carries it yet (SQS gives every copy a new
-/// MessageId); returns the bytes that adds. A copy without it would break "same id, every
-/// time": refuse instead.
+/// Carries the stable id in `dlqctl-stable-id` when that attribute does not hold it yet (SQS
+/// gives every copy a new MessageId); returns the bytes that adds. A copy without it would
+/// break "same id, every time": refuse instead.
 fn carry_stable_id(
     m: &Message,
     attrs: &mut HashMap<String, MessageAttributeValue>,
 ) -> std::result::Result<usize, String> {
-    // Only `dlqctl-stable-id` or the configured id attribute carries the id; an attribute
-    // that happens to hold the same value (a priority of 1 beside an id of 1) does not.
-    let carried = m.attributes.iter().any(|a| m.carries_id(a));
-    if carried || m.id.is_empty() {
+    // `dlqctl-stable-id` is read as the id with no rule configured; the attribute a source's
+    // `id` rule names (`attribute:message_id`) only where the target queue has that rule too.
+    if m.id.is_empty() || m.attributes.iter().any(|a| m.holds_stable_id(a)) {
         return Ok(0);
     }
     // A stale `dlqctl-stable-id` (another value) is replaced, not kept beside the id.
     attrs.remove(STABLE_ID_ATTRIBUTE);
     if attrs.len() >= MAX_ATTRIBUTES {
+        // No room: the configured id attribute, which holds the id, carries it alone (a reader
+        // of the target needs the same `id` rule).
+        if m.attributes.iter().any(|a| m.carries_id(a)) {
+            return Ok(0);
+        }
         return Err(format!(
             "{} attributes and none carries the stable id, which needs an 11th (SQS allows {MAX_ATTRIBUTES}): set `id = \"attribute:NAME\"` to an attribute that holds the id",
             attrs.len()
