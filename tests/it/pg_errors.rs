@@ -185,3 +185,39 @@ async fn typos_get_a_suggestion_and_backups_are_not_overwritten() {
     .ok();
     assert_eq!(std::fs::read_to_string(&backup).unwrap().lines().count(), 2);
 }
+
+/// A move inside the database refused for want of a grant names the table PostgreSQL names:
+/// with INSERT on the target and no DELETE on the dead-letter table, the error is about the
+/// dead-letter table (op5: it named the target, whose grant was there). Nothing moved.
+#[tokio::test]
+async fn a_refused_grant_names_the_table_it_is_missing_on() {
+    let db = Db::new("grant").await;
+    db.seed(5).await;
+    let role = format!("dlqctl_grant_{}", std::process::id());
+    db.exec(&format!(
+        "DROP ROLE IF EXISTS {role};
+         CREATE ROLE {role} LOGIN PASSWORD 'grant-test';
+         GRANT USAGE ON SCHEMA {{s}} TO {role};
+         GRANT SELECT ON ALL TABLES IN SCHEMA {{s}} TO {role};
+         GRANT USAGE ON ALL SEQUENCES IN SCHEMA {{s}} TO {role};
+         GRANT INSERT ON {{s}}.queue_messages TO {role};"
+    ))
+    .await;
+    let url = db.dlq().replacen(
+        "postgres://dlqctl:dlqctl@",
+        &format!("postgres://{role}:grant-test@"),
+        1,
+    );
+    assert!(url.contains(&role), "the harness's URL form changed: {url}");
+    let sb = Sandbox::new();
+    let r = sb.run(&["redrive", &url, "--yes"]).code(3);
+    let first = one_error_line(&r.stderr);
+    assert!(
+        first.contains(&format!("permission denied on {}.dead_letters", db.schema)),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(db.count("dead_letters").await, 5);
+    db.exec(&format!("DROP OWNED BY {role} CASCADE; DROP ROLE {role};"))
+        .await;
+}

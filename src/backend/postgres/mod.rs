@@ -32,7 +32,7 @@ mod write;
 
 use layout::{DLQ_COLUMNS, Layout, QUEUE_COLUMNS};
 
-pub use pool::{connect, pg_err};
+pub use pool::{connect, pg_err, pg_err_moving};
 
 pub struct PgBackend {
     addr: Address,

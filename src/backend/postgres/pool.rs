@@ -70,6 +70,28 @@ pub fn pg_err(target: &str, e: sqlx::Error) -> Error {
     }
 }
 
+/// A driver error of one statement that moves rows from the table `from` into `to` (a move
+/// inside the database): a refused grant names the table PostgreSQL names ("permission
+/// denied for table kdl": the dead-letter table's DELETE, not the target's INSERT).
+pub fn pg_err_moving(from: &str, to: &str, e: sqlx::Error) -> Error {
+    let named = e
+        .as_database_error()
+        .filter(|d| d.code().as_deref() == Some("42501"))
+        .and_then(|d| {
+            d.message()
+                .strip_prefix("permission denied for table ")
+                .map(str::to_string)
+        });
+    let bare = |t: &str| {
+        let last = t.rsplit('.').next().unwrap_or(t);
+        last.trim_matches('"').replace("\"\"", "\"")
+    };
+    match named {
+        Some(n) if bare(from) == n && bare(to) != n => pg_err(from, e),
+        _ => pg_err(to, e),
+    }
+}
+
 /// Connect to the server of `conn`, resolved as libpq would (see [`conn::resolve`]).
 pub async fn connect(c: &PgConn) -> Result<PgPool> {
     let shown = c.to_string();

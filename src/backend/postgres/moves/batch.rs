@@ -6,7 +6,7 @@ use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::local::copy_columns;
-use super::{PgMoveSession, pg_err};
+use super::{PgMoveSession, pg_err_moving};
 use crate::backend::LocalBatch;
 use crate::backend::postgres::layout::Layout;
 use crate::backend::postgres::refuses_a_row;
@@ -73,7 +73,7 @@ impl PgMoveSession<'_> {
                     self.rolled_back().await?;
                     return Ok(RangeMove::Undecided);
                 }
-                Err(e) => return Err(pg_err(&tl.display, e)),
+                Err(e) => return Err(pg_err_moving(&self.b.layout.display, &tl.display, e)),
             };
             let moved: i64 = row.try_get("moved").map_err(|e| self.b.err(e))?;
             let hi: String = row.try_get("hi").map_err(|e| self.b.err(e))?;
@@ -125,7 +125,7 @@ impl PgMoveSession<'_> {
                 tx.rollback().await.map_err(|e| self.err(e))?;
                 return Ok(None);
             }
-            Err(e) => return Err(pg_err(&tl.display, e)),
+            Err(e) => return Err(pg_err_moving(&self.b.layout.display, &tl.display, e)),
         };
         let moved: i64 = row.try_get("moved").map_err(|e| self.err(e))?;
         let inserted: i64 = row.try_get("inserted").map_err(|e| self.err(e))?;

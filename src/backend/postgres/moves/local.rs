@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use sqlx::AssertSqlSafe;
 
-use super::{PgMoveSession, payload_compatible, pg_err, write};
+use super::{PgMoveSession, payload_compatible, pg_err, pg_err_moving, write};
 use crate::address::Address;
 use crate::backend::postgres::layout::{Layout, PayloadKind};
 use crate::backend::postgres::{refuses_a_row, row_refusal};
@@ -240,8 +240,9 @@ impl PgMoveSession<'_> {
         queue: Option<&str>,
         tl: &Layout,
     ) -> Result<std::result::Result<Vec<String>, String>> {
+        let from = &self.b.layout.display;
         let tx = self.tx.as_mut().expect("a claimed batch");
-        let err = |e| pg_err(&tl.display, e);
+        let err = |e| pg_err_moving(from, &tl.display, e);
         sqlx::query("SAVEPOINT dlqctl_round")
             .execute(&mut **tx)
             .await

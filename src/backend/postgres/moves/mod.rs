@@ -25,7 +25,7 @@ use sqlx::postgres::PgConnection;
 use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 
 use super::layout::{Layout, PayloadKind, QUEUE_COLUMNS};
-use super::{PgBackend, pg_err, row_to_message, write};
+use super::{PgBackend, pg_err, pg_err_moving, row_to_message, write};
 use crate::address::{Address, PgAddress};
 use crate::backend::{
     Claim, LocalBatch, LocalMoves, LocalNext, MoveOptions, MoveSession, SendOutcome, Ticket,
