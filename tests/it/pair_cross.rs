@@ -478,3 +478,63 @@ impl crate::pair::Redriven for Cross {
         ids
     }
 }
+
+/// A file's record without a stable id (`"id": ""`) is refused on every target, before
+/// anything is sent: a copy would otherwise get a new identity on each replay (op5: SQS and
+/// Kafka copied it, PostgreSQL refused it). The dry run predicts the refusal; the record with
+/// an id beside it goes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_record_without_a_stable_id_is_refused_by_every_target() {
+    let sb = Sandbox::new();
+    let file = sb.write(
+        "noid.jsonl",
+        concat!(
+            r#"{"v":1,"id":"","body":"x","body_encoding":"utf8"}"#,
+            "\n",
+            r#"{"v":1,"id":"has-1","body":"y","body_encoding":"utf8"}"#,
+            "\n"
+        ),
+    );
+    let file = file.to_string_lossy().into_owned();
+    let sqs = Sqs::new("noid").await;
+    let (sqs_target, _) = sqs.create("target", &[]).await;
+    let k = Kafka::new("noid");
+    k.create("target", 1, &[]).await;
+    let db = Db::new("noid").await;
+    let r = Rabbit::new("noid").await;
+    r.declare("target", Kind::Classic, &[]).await;
+    let mut env = sqs.env(&sb);
+    env.extend(k.env());
+    env.extend(r.env());
+    let targets = [
+        sqs_target.clone(),
+        k.url("target"),
+        format!("{}&queue=noid", db.table_url("queue_messages")),
+        r.url("target"),
+    ];
+    for t in &targets {
+        for dry in [true, false] {
+            let mut args = vec!["replay", &file, "--to", t, "--output", "json"];
+            args.push(if dry { "--dry-run" } else { "--yes" });
+            let j = sb.run_with(&args, &env).code(1).json();
+            assert_eq!(
+                (j["moved"].as_u64(), j["failed"].as_u64()),
+                (Some(1), Some(1)),
+                "{t} (dry run {dry}): {j}"
+            );
+            assert!(j.to_string().contains("the message has no stable id"), "{j}");
+        }
+    }
+    assert_eq!(sqs.receive_all(&sqs_target).await.len(), 1);
+    let recs = k.read_until("target", |r| !r.is_empty()).await;
+    assert_eq!(recs.len(), 1);
+    // A record with no `native_id` names no source: no empty `dlqctl-redriven-from`, which
+    // SQS could not carry on (op5).
+    assert!(
+        !recs[0].4.iter().any(|(n, _)| n == "dlqctl-redriven-from"),
+        "{:?}",
+        recs[0].4
+    );
+    assert_eq!(db.count("queue_messages").await, 1);
+    assert_eq!(r.drain_ids("target").await, [Some("has-1".to_string())]);
+}

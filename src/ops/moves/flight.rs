@@ -110,6 +110,19 @@ async fn dispatch(
     let (req, fixed) = (*req, fixed.as_ref());
     let mut groups = groups.into_iter();
     while let Some((key, (addr, idx))) = groups.next() {
+        // A copy without a stable id (a file's record with `"id": ""`) would reach its target
+        // with a new identity each time: refused on every target, before anything is sent
+        // (docs/jsonl.md). An in-place retry keeps the message itself.
+        let (idx, no_id): (Vec<usize>, Vec<usize>) = if *in_place && fixed == Some(&addr) {
+            (idx, Vec::new())
+        } else {
+            idx.into_iter().partition(|&i| !batch[i].id.is_empty())
+        };
+        for i in no_id {
+            s.failed += 1;
+            f.failed.push(i);
+            tally.fail(NO_STABLE_ID, "(none)");
+        }
         if idx.is_empty() {
             continue;
         }
@@ -236,6 +249,9 @@ fn predict(
         })
         .collect()
 }
+
+/// Why a copy without a stable id is refused (the words PostgreSQL's target used first).
+const NO_STABLE_ID: &str = "the message has no stable id";
 
 /// Hand the copies at `idx` to the target at `addr` (with the header rules applied); their
 /// outcomes come later.
