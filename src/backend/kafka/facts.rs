@@ -125,22 +125,27 @@ impl KafkaBackend {
     async fn add_topic_configs(&self, ins: &mut Inspection) {
         match self.topic_configs(&self.k.topic).await {
             Ok(cfg) => {
-                let ret = cfg.get("retention.ms").cloned();
-                let shown = match ret.as_deref().map(str::parse::<i64>) {
-                    Some(Ok(ms)) if ms < 0 => "forever (-1)".to_string(),
-                    Some(Ok(ms)) => crate::human::fmt_duration(Duration::from_millis(ms as u64)),
-                    _ => "not reported by the broker".to_string(),
+                // JSON: the broker's numbers and words (null where it does not report one);
+                // the table: what they mean.
+                let ret = cfg.get("retention.ms").map(|v| v.trim().parse::<i64>());
+                let (value, shown) = match ret {
+                    Some(Ok(ms)) if ms < 0 => (Value::from(ms), "forever (-1)".to_string()),
+                    Some(Ok(ms)) => (
+                        Value::from(ms),
+                        crate::human::fmt_duration(Duration::from_millis(ms as u64)),
+                    ),
+                    _ => (Value::Null, "not reported by the broker".to_string()),
                 };
+                ins.facts.push(Fact::new("retention_ms", value, shown));
+                let cp = cfg.get("cleanup.policy").cloned();
+                let shown = cp
+                    .clone()
+                    .unwrap_or_else(|| "delete (default; not reported)".into());
                 ins.facts.push(Fact::new(
-                    "retention_ms",
-                    ret.map_or(Value::Null, Value::from),
+                    "cleanup_policy",
+                    cp.map_or(Value::Null, Value::from),
                     shown,
                 ));
-                let cp = cfg
-                    .get("cleanup.policy")
-                    .cloned()
-                    .unwrap_or_else(|| "delete (default; not reported)".into());
-                ins.facts.push(Fact::new("cleanup_policy", cp.clone(), cp));
             }
             Err(e) => ins.notes.push(format!("DescribeConfigs: {e}")),
         }
