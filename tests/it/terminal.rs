@@ -688,3 +688,32 @@ async fn edit_fixes_a_rabbitmq_dead_letter() {
         "the original left, the others stayed"
     );
 }
+
+/// `dlqctl edit` of a PostgreSQL job system's dead job, back in place: refused before the
+/// editor opens (the system retries a job as it is), with the way out (`--to`). op5 saw the
+/// editor open, then a refusal naming a `--transform` that was never given.
+#[tokio::test]
+async fn an_edit_that_cannot_go_back_in_place_is_refused_before_the_editor() {
+    use crate::pair::{Pair, River};
+    let mut river = River::new();
+    let ids = river.fresh(1).await;
+    let url = river.redrive()[1].clone();
+    let sb = Sandbox::new();
+    let marker = sb.path("the-editor-ran");
+    let (code, seen) = at_terminal(
+        &sb,
+        &format!(
+            "EDITOR='touch {}' {} edit '{url}' --id {}",
+            marker.display(),
+            dlqctl(),
+            ids[0]
+        ),
+        "error",
+        b"",
+    );
+    assert_eq!(code, 2, "{seen}");
+    assert!(seen.contains("--to QUEUE"), "{seen}");
+    assert!(!seen.contains("--transform"), "{seen}");
+    assert!(!marker.exists(), "the editor opened");
+    assert_eq!(river.remaining().await, 1);
+}

@@ -44,7 +44,7 @@ pub async fn run(ctx: &Ctx, req: EditRequest) -> Result<i32> {
     }
     // Before anything is read (docs/audit.md).
     ctx.require_reason()?;
-    let found = find(ctx, &req.queue, &req.id).await?;
+    let found = find(ctx, &req.queue, &req.id, req.to.is_none()).await?;
     let m = &found.message;
     let kept = Kept::of(
         ctx.aws.state_dir.as_deref(),
@@ -241,8 +241,21 @@ fn edit_rows(found: &Found) -> Vec<(String, String)> {
 
 /// The message with stable id `id` (else native id `id`), read where a redrive reads: on
 /// Kafka from the redrive group's committed offsets; a record behind them is refused.
-async fn find(ctx: &Ctx, q: &QueueRef, id: &str) -> Result<Found> {
+/// `in_place`: the edit goes back where the message is (no `--to`).
+async fn find(ctx: &Ctx, q: &QueueRef, id: &str, in_place: bool) -> Result<Found> {
     let b = ctx.opener.open(&q.address, &q.source_options()).await?;
+    // A job system that retries a job as it is (a PostgreSQL one) cannot take an edit back in
+    // place: said before the editor opens, not after (op5: River).
+    if in_place && b.retries_in_place() && !b.retries_edits_in_place() {
+        let _ = b.close().await;
+        return Err(Error::Refused {
+            command: "edit",
+            reason: format!(
+                "{} retries each job in place as it is, so an edited job cannot go back there; send the edited copy to another queue with --to QUEUE",
+                q.address
+            ),
+        });
+    }
     // Where removing is committing a position (Kafka), a redrive reads from the redrive
     // group's offsets, and a message behind them is out of its reach.
     let kafka = b.settles_by_position();
