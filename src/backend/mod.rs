@@ -206,6 +206,13 @@ pub trait QueueBackend: Send + Sync {
     fn can_move_locally(&self, _target: &Address) -> bool {
         false
     }
+    /// Why every read of this queue would be refused (a read could push its messages onward:
+    /// an SQS DLQ with its own RedrivePolicy, a RabbitMQ quorum queue with a delivery limit,
+    /// without `--allow-onward-redrive`), checked by a run before its plan is shown, so that
+    /// a refused run shows no plan. Reads check it again themselves.
+    fn refuse_reads(&self) -> Result<()> {
+        Ok(())
+    }
     /// Begin a redrive from this queue.
     async fn begin_move(&self, opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>>;
     /// The writing side, where this queue accepts copies (a redrive's or replay's target).

@@ -401,6 +401,10 @@ impl QueueBackend for RabbitBackend {
         self.inspect_queue(classifier).await
     }
 
+    fn refuse_reads(&self) -> Result<()> {
+        self.guard_reads()
+    }
+
     async fn scan(&self, opts: ScanOptions) -> Result<MessageStream<'_>> {
         self.guard_reads()?;
         let page = opts.page_size.clamp(1, 10_000);
