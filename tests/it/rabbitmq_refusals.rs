@@ -348,3 +348,34 @@ async fn a_run_refused_for_a_delivery_limit_shows_no_plan() {
     }
     assert_eq!(r.ready("limited").await, 2, "nothing taken");
 }
+
+/// Without the management API dlqctl cannot tell a quorum queue, nor refuse a read of one with
+/// a delivery limit; the warning said only that delivery counts go up. It now says the risk
+/// (a message at the limit is dead-lettered onward or dropped) and how to avoid it (the API,
+/// in the URL or dlqctl.toml).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_without_the_api_warns_of_the_delivery_limit() {
+    let r = Rabbit::new("noapi").await;
+    r.declare(
+        "limited",
+        Kind::Quorum,
+        &[("x-delivery-limit", AMQPValue::LongInt(5))],
+    )
+    .await;
+    r.publish_n("limited", "m", 1).await;
+    let sb = Sandbox::new();
+    let p = run(&sb, &["peek", &r.url_no_api("limited"), "--output", "json"]).ok();
+    let said = p.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    for want in [
+        "warning: reading",
+        "cannot tell the queue's type",
+        "delivery-limit",
+        "dead-lettered onward or dropped",
+        "`api=http://HOST:15672` in the URL",
+        "`[rabbitmq] api` in dlqctl.toml",
+    ] {
+        assert!(said.contains(want), "{want}:\n{}", p.stderr);
+    }
+    // With the API the same read is refused instead.
+    run(&sb, &["peek", &r.url("limited"), "--output", "json"]).code(2);
+}
