@@ -280,6 +280,13 @@ pub trait QueueBackend: Send + Sync {
     async fn nothing_pending(&self) -> Result<Option<String>> {
         Ok(None)
     }
+    /// What a redrive would leave of what [`QueueBackend::backlog`] counts, known without
+    /// reading the messages (BullMQ: ids in the failed set with no job hash, which a redrive
+    /// leaves and reports apart): the plan counts it apart, as the summary does. Asked only
+    /// when a plan is shown.
+    async fn left_by_redrive(&self) -> Result<Option<Unaccounted>> {
+        Ok(None)
+    }
     /// Where a redrive of `m` goes when the user did not say (None: unknown).
     async fn destination(&self, m: &Message) -> Result<Option<Address>>;
     /// Facts for `verify`.

@@ -9,10 +9,49 @@ use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
 
 use super::address::SidekiqSet;
+use super::zset::{self, Cursor};
 use super::{Library, RedisBackend, sidekiq};
-use crate::backend::{Check, Fact, Inspection, Status, Table, Term, VerifyFacts};
+use crate::backend::{Check, Fact, Inspection, Status, Table, Term, Unaccounted, VerifyFacts};
 use crate::config::{QueueConfig, Retention};
 use crate::error::Result;
+
+/// What a redrive of BullMQ's failed set would leave of what the plan counts: the ids with no
+/// job hash ([`super::ghosts_left`]), found by `EXISTS` on each id, a page at a time. None on
+/// Sidekiq, or where there are none.
+pub(super) async fn ghosts(b: &RedisBackend) -> Result<Option<Unaccounted>> {
+    let Library::BullMq(q) = &b.lib else {
+        return Ok(None);
+    };
+    let mut con = b.con.clone();
+    let mut cursor = Cursor::default();
+    let (mut n, mut examples) = (0u64, Vec::new());
+    loop {
+        let page = zset::next_page(&mut con, &b.key, &mut cursor, 1000, None)
+            .await
+            .map_err(|e| b.err(e))?;
+        if page.is_empty() {
+            break;
+        }
+        let ids: Vec<String> = page
+            .iter()
+            .map(|e| String::from_utf8_lossy(&e.member).into_owned())
+            .collect();
+        let mut pipe = redis::pipe();
+        for id in &ids {
+            pipe.cmd("EXISTS").arg(q.key(id));
+        }
+        let there: Vec<bool> = pipe.query_async(&mut con).await.map_err(|e| b.err(e))?;
+        for (id, there) in ids.into_iter().zip(there) {
+            if !there {
+                n += 1;
+                if examples.len() < 5 {
+                    examples.push(id);
+                }
+            }
+        }
+    }
+    Ok(super::ghosts_left(b, n, &examples))
+}
 
 fn time_fact(name: &str, t: Option<DateTime<Utc>>) -> Fact {
     Fact::new(

@@ -68,6 +68,9 @@ pub(super) fn plan(req: &MoveRequest, setup: &Setup) -> Vec<(String, String)> {
         (Mode::Purge, false, false) => "will remove",
     };
     row(verb, count_text(facts, req.max, !req.filter.is_empty()));
+    if let Some(l) = &facts.left {
+        row("left", format!("{}: {}", l.count, l.reason));
+    }
     if let Some(reads) = &words.reads {
         row("reads", reads.clone());
     }
