@@ -86,9 +86,10 @@ impl Sidekiq {
         }
         let dead_at = time_of(&Value::from(e.score));
         let Some(job) = job else {
+            let id = member_id(&e.member);
             let mut m = Message {
-                id: String::from_utf8_lossy(&e.member).into_owned(),
-                native_id: String::from_utf8_lossy(&e.member).into_owned(),
+                id: id.clone(),
+                native_id: id,
                 body: e.member.clone(),
                 dead_lettered_at: dead_at,
                 ..Message::default()
@@ -105,7 +106,7 @@ impl Sidekiq {
         )
         .err();
         let s = |k: &str| job.get(k).and_then(Value::as_str).map(str::to_string);
-        let jid = s("jid").unwrap_or_else(|| String::from_utf8_lossy(&e.member).into_owned());
+        let jid = s("jid").unwrap_or_else(|| member_id(&e.member));
         let mut attributes = Vec::new();
         for (k, v) in &job {
             if matches!(
@@ -164,6 +165,21 @@ impl Sidekiq {
             ),
         );
         Some(m)
+    }
+}
+
+/// The id of a member that has no `jid`: its text, or, where it is not valid UTF-8 (its text
+/// would hold U+FFFD, which no `--id` can spell), `member-sha256:` and the first 16 hex digits
+/// of the SHA-256 of its bytes: the same on every read.
+fn member_id(member: &[u8]) -> String {
+    match std::str::from_utf8(member) {
+        Ok(text) => text.to_string(),
+        Err(_) => {
+            use sha2::Digest;
+            let d = sha2::Sha256::digest(member);
+            let hex: String = d[..8].iter().map(|b| format!("{b:02x}")).collect();
+            format!("member-sha256:{hex}")
+        }
     }
 }
 
@@ -349,6 +365,25 @@ mod tests {
         );
         assert_eq!(m.attribute("class").unwrap().display(), "SendMail");
         assert!(sk(Some("default")).to_message(&entry(job, 1.0)).is_none());
+    }
+
+    /// A member that is not valid UTF-8 has an id `--id` can spell, the same on every read.
+    #[test]
+    fn a_member_that_is_not_utf8_has_a_hash_for_its_id() {
+        let e = Entry {
+            member: b"{\"jid\":\"x\xff\"}".to_vec(),
+            score: 1.0,
+        };
+        let m = sk(None).to_message(&e).unwrap();
+        assert!(
+            m.id.starts_with("member-sha256:") && m.id.len() == 30,
+            "{}",
+            m.id
+        );
+        assert_eq!(m.id, m.native_id);
+        assert_eq!(sk(None).to_message(&e).unwrap().id, m.id);
+        let text = sk(None).to_message(&entry("not json", 1.0)).unwrap();
+        assert_eq!(text.id, "not json");
     }
 
     #[test]
