@@ -258,9 +258,9 @@ fn groups(f: &mut Frame, app: &App, area: Rect) {
     let class = app.class.map(|c| format!(" · {c}")).unwrap_or_default();
     let heading = match (&app.groups, &app.query) {
         (Load::Ready(g), q) => format!(
-            "{} groups of {} messages{}{class}{}",
-            g.items.len(),
-            g.total,
+            "{} of {}{}{class}{}",
+            crate::human::count(g.items.len() as u64, "group", "groups"),
+            crate::human::count(g.total, "message", "messages"),
             if g.complete { "" } else { " (partial)" },
             q.as_ref()
                 .map(|q| format!(" · where {q}"))
@@ -334,8 +334,8 @@ fn messages(f: &mut Frame, app: &App, area: Rect) {
     let mut title = match (app.whole_filter, &app.groups, app.group()) {
         // The messages of the filter alone: as many as pass it.
         (true, Load::Ready(g), _) => format!(
-            "{} messages{}{}",
-            g.total,
+            "{}{}{}",
+            crate::human::count(g.total, "message", "messages"),
             app.class.map(|c| format!(" · {c}")).unwrap_or_default(),
             app.query
                 .as_ref()
@@ -343,8 +343,8 @@ fn messages(f: &mut Frame, app: &App, area: Rect) {
                 .unwrap_or_default()
         ),
         (false, _, Some(g)) => format!(
-            "{} messages of group {}",
-            g.count,
+            "{} of group {}",
+            crate::human::count(g.count, "message", "messages"),
             g.fingerprint
                 .as_deref()
                 .map_or("(other)", |f| &f[..f.len().min(8)])

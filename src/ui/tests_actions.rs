@@ -98,7 +98,7 @@ fn export_is_allowed_in_read_only_and_edit_is_not() {
     // Nothing to confirm: it runs at once.
     assert_eq!(a.action, Some(Action::Running));
     a.on_loaded(Loaded::Action(Action::Done {
-        summary: "exported 1 messages to out.jsonl".into(),
+        summary: "exported 1 message to out.jsonl".into(),
         ok: true,
     }));
     assert!(screen(&a).contains("export: done"));
@@ -203,7 +203,7 @@ fn c_cycles_the_class_of_the_groups_and_the_actions_take_it() {
             complete: true,
         }),
     });
-    assert!(screen(&a).contains("1 groups of 3 messages · transient"));
+    assert!(screen(&a).contains("1 group of 3 messages · transient"));
     assert!(matches!(
         a.on_key(Key::Char('R')),
         Effect::PlanRun {

@@ -325,15 +325,20 @@ fn sorted_rows(by: BTreeMap<(String, String), u64>) -> Vec<Vec<serde_json::Value
 
 fn remove_on_fail_text(seen: &BTreeMap<String, u64>, n: u64) -> String {
     if seen.is_empty() {
-        return format!("not set on any of the {n} failed jobs: they are kept until removed");
+        return if n == 1 {
+            "not set on the one failed job: it is kept until removed".into()
+        } else {
+            format!("not set on any of the {n} failed jobs: they are kept until removed")
+        };
     }
     let list: Vec<String> = seen
         .iter()
-        .map(|(v, k)| format!("{v} ({k} jobs)"))
+        .map(|(v, k)| format!("{v} ({})", crate::human::count(*k, "job", "jobs")))
         .collect();
     format!(
-        "{} of {n} failed jobs: {}",
+        "{} of {}: {}",
         seen.values().sum::<u64>(),
+        crate::human::count(n, "failed job", "failed jobs"),
         list.join(", ")
     )
 }
@@ -396,16 +401,22 @@ fn sidekiq_retention(cfg: &QueueConfig, c: &Census, f: &mut VerifyFacts) {
     let room = max.saturating_sub(c.n);
     let rate = c.last_day;
     let mut detail = format!(
-        "dead_max_jobs = {max} ({}): the dead set holds {} now, so {room} more deaths push the oldest out before dead_timeout_in_seconds ({})",
+        "dead_max_jobs = {max} ({}): the dead set holds {} now, so {room} more {} the oldest out before dead_timeout_in_seconds ({})",
         from(sk.dead_max_jobs.is_some()),
         c.n,
+        if room == 1 {
+            "death pushes"
+        } else {
+            "deaths push"
+        },
         crate::human::fmt_duration(Duration::from_secs(timeout))
     );
     if rate > 0 {
         let full_in = Duration::from_secs_f64(room as f64 / rate as f64 * 86400.0);
         let kept = Duration::from_secs_f64(max as f64 / rate as f64 * 86400.0);
         detail.push_str(&format!(
-            "; at the last 24 hours' {rate} deaths/day the set is full in {} and then keeps a dead job {} (< {} only if that is shorter)",
+            "; at the last 24 hours' {} the set is full in {} and then keeps a dead job {} (< {} only if that is shorter)",
+            crate::human::count(rate, "death/day", "deaths/day"),
             crate::human::fmt_duration(full_in),
             crate::human::fmt_duration(kept),
             crate::human::fmt_duration(Duration::from_secs(timeout)),
@@ -454,8 +465,8 @@ fn sidekiq_retry_set(cfg: &QueueConfig, c: &Census, f: &mut VerifyFacts) {
         "Sidekiq's retry set: jobs Sidekiq retries at their time",
         Status::Pass,
         format!(
-            "the retry set holds {} jobs, next retry at {}, last retry at {}; Sidekiq retries each at its time, and one whose retries run out moves to the dead set (verify the dead set, the address without &set=retry, for its cap: dead_max_jobs)",
-            c.n,
+            "the retry set holds {}, next retry at {}, last retry at {}; Sidekiq retries each at its time, and one whose retries run out moves to the dead set (verify the dead set, the address without &set=retry, for its cap: dead_max_jobs)",
+            crate::human::count(c.n, "job", "jobs"),
             at(c.first_dead),
             at(c.last_dead)
         ),

@@ -84,8 +84,8 @@ pub(super) fn plan(req: &MoveRequest, setup: &Setup) -> Vec<(String, String)> {
         row(
             "committed past",
             format!(
-                "{} records the filter skips lie before the last record moved in their partition: the redrive group's offsets will pass them, and they will not be redriven (they stay in the topic until its retention; `dlqctl replay` still reads them)",
-                c.passed
+                "{} the filter skips lie before the last record moved in their partition: the redrive group's offsets will pass them, and they will not be redriven (they stay in the topic until its retention; `dlqctl replay` still reads them)",
+                crate::human::count(c.passed, "record", "records")
             ),
         );
     }
