@@ -380,3 +380,23 @@ fn e_asks_for_a_reason_where_the_audit_requires_one() {
         }
     );
 }
+
+/// The result box showed a CLI warning's continuation lines with the nine spaces that line
+/// them up under `warning: ` in a terminal: the box wraps them itself, unindented.
+#[test]
+fn the_result_box_rewraps_a_warning_without_its_indentation() {
+    let mut a = in_messages(1);
+    a.action = Some(Action::Running);
+    a.on_loaded(Loaded::Action(Action::Done {
+        summary: "moved 3 · failed 0\nwarning: reading q takes each\n         message back\n  3 → sqs://target\n".into(),
+        ok: true,
+    }));
+    let s = screen(&a);
+    assert!(
+        s.contains("warning: reading q takes each message back"),
+        "{s}"
+    );
+    assert!(!s.contains("         message back"), "{s}");
+    // The summary's own indentation stays.
+    assert!(s.contains("  3 → sqs://target"), "{s}");
+}
