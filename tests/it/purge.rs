@@ -563,3 +563,40 @@ async fn a_purge_that_removes_nothing_says_so_plainly() {
         "{out}"
     );
 }
+
+/// The plan's note that dlqctl does not enqueue into a job library (so an archive of jobs
+/// comes back into another backend, or through the application) was tested on BullMQ only:
+/// a purge of a Sidekiq dead set and of a PostgreSQL job system says it too.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_purge_of_any_job_library_says_where_its_archive_can_come_back() {
+    let db = crate::redis_harness::RedisDb::new().await;
+    crate::redis_harness::seed_sidekiq(&db, 2).await;
+    let mut river = JobSystem::new("river");
+    river.fresh(2).await;
+    let sb = Sandbox::new();
+    let archive = sb.path("jobs.jsonl");
+    let archive = archive.to_str().unwrap();
+    let river_url = river.redrive()[1].clone();
+    for (url, env) in [(db.sidekiq(), Vec::new()), (river_url, river.env(&sb))] {
+        let r = sb
+            .run_with(
+                &[
+                    "purge",
+                    &url,
+                    "--archive",
+                    archive,
+                    "--dry-run",
+                    "--output",
+                    "table",
+                ],
+                &env,
+            )
+            .ok();
+        let plan = r.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            plan.contains("dlqctl does not enqueue into a job library"),
+            "{url}: {}",
+            r.stderr
+        );
+    }
+}
