@@ -365,12 +365,55 @@ impl Config {
             }
         })?;
         cfg.path = Some(path.to_path_buf());
+        if let Some(reason) = cfg.misplaced_table() {
+            return Err(Error::Config {
+                path: path.to_path_buf(),
+                reason,
+            });
+        }
         for (k, v) in &cfg.kafka.properties {
             if crate::secrets::is_secret_name(k) {
                 crate::secrets::register(v);
             }
         }
         Ok(cfg)
+    }
+}
+
+impl Config {
+    /// A queue's backend-specific table under a queue whose `dlq` is another backend's (a
+    /// `[queues.X.sidekiq]` under an SQS queue), which nothing would read: the entry and the
+    /// fix, in one line. A `dlq` that does not parse is left for the command that uses it.
+    fn misplaced_table(&self) -> Option<String> {
+        use crate::address::Address;
+        use crate::backend::redis::address::RedisSystem;
+        for (name, q) in &self.queues {
+            let Ok(dlq) = Address::parse(&q.dlq) else {
+                continue;
+            };
+            let sidekiq = matches!(&dlq, Address::Redis(r) if r.system == RedisSystem::Sidekiq);
+            let postgres = matches!(dlq, Address::Postgres(_));
+            let (table, wants) = if q.sidekiq.is_some() && !sidekiq {
+                (
+                    "sidekiq",
+                    "a Sidekiq set (redis://HOST:PORT/DB?system=sidekiq)",
+                )
+            } else if !q.columns.is_empty() && !postgres {
+                (
+                    "columns",
+                    "a PostgreSQL dead-letter table (postgres://…?table=…)",
+                )
+            } else {
+                continue;
+            };
+            let entry = format!("[queues.{name}.{table}]");
+            return Some(format!(
+                "{entry} applies to {wants}, but queues.{name}'s dlq is {} ({}): remove {entry}, or set dlq to the address it applies to",
+                dlq,
+                dlq.backend_name()
+            ));
+        }
+        None
     }
 }
 
@@ -443,6 +486,46 @@ match = { error = "(?i)timed? ?out|429|503" }
         let e = Config::read(&path).unwrap_err().to_string();
         assert!(e.contains("duplicate field `dlq`"), "{e}");
         assert!(e.contains("`url` is another name for `dlq`"), "{e}");
+    }
+
+    /// `[queues.X.sidekiq]` (or `columns`) under a queue of another backend was accepted and
+    /// never read: it is refused at load, naming the entry and the fix.
+    #[test]
+    fn a_backend_table_under_another_backend_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dlqctl.toml");
+        let load = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            Config::read(&path)
+        };
+        let e = load(
+            "[queues.jobs]\ndlq = \"sqs://orders-dlq\"\n[queues.jobs.sidekiq]\ndead_max_jobs = 5\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.exit_code(), crate::error::exit::USAGE);
+        let text = e.to_string();
+        assert!(
+            text.contains("[queues.jobs.sidekiq] applies to a Sidekiq set")
+                && text.contains("sqs://orders-dlq (sqs)")
+                && text.contains("remove [queues.jobs.sidekiq]")
+                && !text.contains('\n'),
+            "{text}"
+        );
+        let e =
+            load("[queues.t]\ndlq = \"kafka://k:9092/t.dlt\"\n[queues.t.columns]\nid = \"pk\"\n")
+                .unwrap_err()
+                .to_string();
+        assert!(
+            e.contains("[queues.t.columns] applies to a PostgreSQL"),
+            "{e}"
+        );
+        for fine in [
+            "[queues.jobs]\ndlq = \"redis://h:6379/0?system=sidekiq\"\n[queues.jobs.sidekiq]\ndead_max_jobs = 5\n",
+            "[queues.t]\ndlq = \"postgres://u@h/db?table=public.dlq\"\n[queues.t.columns]\nid = \"pk\"\n",
+            "[queues.b]\ndlq = \"redis://h:6379/0?system=bullmq&queue=q\"\n",
+        ] {
+            assert!(load(fine).is_ok(), "{fine}");
+        }
     }
 
     #[test]

@@ -248,7 +248,11 @@ impl Filter {
             parts.push(format!("newer than {}", crate::human::fmt_duration(d)));
         }
         if let Some(ids) = &self.ids {
-            parts.push(format!("{} listed ids", ids.len()));
+            parts.push(crate::human::count(
+                ids.len() as u64,
+                "listed id",
+                "listed ids",
+            ));
         }
         if !self.fingerprints.is_empty() {
             parts.push(format!("fingerprint {}", self.fingerprints.join("|")));

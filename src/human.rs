@@ -3,6 +3,15 @@
 
 use std::time::Duration;
 
+/// A count and its noun, singular for one: `1 job`, `3 jobs`, `1 death/day`.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 pub fn human_bytes(n: i64) -> String {
     let n = n as f64;
     if n >= 1024.0 * 1024.0 * 1024.0 {
@@ -51,6 +60,13 @@ pub fn fmt_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_say_one_in_the_singular() {
+        assert_eq!(count(1, "job", "jobs"), "1 job");
+        assert_eq!(count(0, "job", "jobs"), "0 jobs");
+        assert_eq!(count(2, "death/day", "deaths/day"), "2 deaths/day");
+    }
 
     #[test]
     fn durations_read_like_the_config() {

@@ -206,6 +206,13 @@ pub trait QueueBackend: Send + Sync {
     fn can_move_locally(&self, _target: &Address) -> bool {
         false
     }
+    /// Why every read of this queue would be refused (a read could push its messages onward:
+    /// an SQS DLQ with its own RedrivePolicy, a RabbitMQ quorum queue with a delivery limit,
+    /// without `--allow-onward-redrive`), checked by a run before its plan is shown, so that
+    /// a refused run shows no plan. Reads check it again themselves.
+    fn refuse_reads(&self) -> Result<()> {
+        Ok(())
+    }
     /// Begin a redrive from this queue.
     async fn begin_move(&self, opts: MoveOptions) -> Result<Box<dyn MoveSession + '_>>;
     /// The writing side, where this queue accepts copies (a redrive's or replay's target).
@@ -271,6 +278,13 @@ pub trait QueueBackend: Send + Sync {
     /// the redrive group has consumed every record the topic still holds). Shown in the plan
     /// and in the summary of a run that examined nothing.
     async fn nothing_pending(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
+    /// What a redrive would leave of what [`QueueBackend::backlog`] counts, known without
+    /// reading the messages (BullMQ: ids in the failed set with no job hash, which a redrive
+    /// leaves and reports apart): the plan counts it apart, as the summary does. Asked only
+    /// when a plan is shown.
+    async fn left_by_redrive(&self) -> Result<Option<Unaccounted>> {
         Ok(None)
     }
     /// Where a redrive of `m` goes when the user did not say (None: unknown).

@@ -325,8 +325,8 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
     p.line(&p.grid(&crate::ops::tables::classify::table(r)))?;
     let k = |kind| r.kinds.get(&kind).copied().unwrap_or(0);
     p.line(&format!(
-        "{} messages: {} transient, {} permanent, {} unclassified",
-        r.total,
+        "{}: {} transient, {} permanent, {} unclassified",
+        crate::human::count(r.total, "message", "messages"),
         k(Kind::Transient),
         k(Kind::Permanent),
         k(Kind::Unclassified)
@@ -336,13 +336,13 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
     }
     if !r.complete && (r.interrupted || r.unseen.is_empty()) {
         p.line(&format!(
-            "partial: {} after {} messages; the queue may hold more",
+            "partial: {} after {}; the queue may hold more",
             if r.interrupted {
                 "interrupted (Ctrl-C)"
             } else {
                 "stopped at --max"
             },
-            r.total
+            crate::human::count(r.total, "message", "messages")
         ))?;
     }
     if let Some(d) = &r.dedupe {
@@ -357,7 +357,10 @@ fn render(ctx: &Ctx, r: &ClassifyReport) -> Result<()> {
 /// `5 messages` or `about 5 messages` (an estimate) a read could not see.
 pub fn unseen_count(u: &crate::backend::Unaccounted) -> String {
     let about = if u.approximate { "about " } else { "" };
-    format!("{about}{} messages", u.count)
+    format!(
+        "{about}{}",
+        crate::human::count(u.count, "message", "messages")
+    )
 }
 
 /// `classify --test TEXT`: the class of an error text alone, and why.

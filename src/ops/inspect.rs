@@ -221,7 +221,10 @@ fn arrival_lines(a: &Value) -> Vec<String> {
     let peak = hourly.iter().copied().max().unwrap_or(0);
     let last48: u64 = hourly.iter().sum();
     let sample = if a["complete"] == Value::Bool(false) {
-        format!(" (of the first {} messages)", a["scanned"])
+        format!(
+            " (of the first {})",
+            crate::human::count(a["scanned"].as_u64().unwrap_or(0), "message", "messages")
+        )
     } else {
         String::new()
     };

@@ -311,13 +311,18 @@ async fn export_with(ctx: &Ctx, req: &ExportRequest, b: &dyn backend::QueueBacke
         if interrupted {
             let kept = f.keep()?;
             p.warn(&format!(
-                "interrupted: {n} messages written to {}",
+                "interrupted: {} written to {}",
+                crate::human::count(n, "message", "messages"),
                 kept.display()
             ));
             return Ok(exit::INTERRUPTED);
         }
         f.persist(path, req.force)?;
-        p.note(&format!("exported {n} messages to {}", path.display()));
+        p.note(&format!(
+            "exported {} to {}",
+            crate::human::count(n, "message", "messages"),
+            path.display()
+        ));
     } else {
         p.flush()?;
         if interrupted {

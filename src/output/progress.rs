@@ -53,9 +53,10 @@ fn line(bar: &ProgressBar) -> String {
         _ => String::new(),
     };
     format!(
-        "{}: {} messages{of}, {}, {}s",
+        "{}: {} {}{of}, {}, {}s",
         bar.message(),
         thousands(pos),
+        if pos == 1 { "message" } else { "messages" },
         fmt_rate(bar.per_sec()),
         bar.elapsed().as_secs()
     )

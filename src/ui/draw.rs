@@ -258,9 +258,9 @@ fn groups(f: &mut Frame, app: &App, area: Rect) {
     let class = app.class.map(|c| format!(" · {c}")).unwrap_or_default();
     let heading = match (&app.groups, &app.query) {
         (Load::Ready(g), q) => format!(
-            "{} groups of {} messages{}{class}{}",
-            g.items.len(),
-            g.total,
+            "{} of {}{}{class}{}",
+            crate::human::count(g.items.len() as u64, "group", "groups"),
+            crate::human::count(g.total, "message", "messages"),
             if g.complete { "" } else { " (partial)" },
             q.as_ref()
                 .map(|q| format!(" · where {q}"))
@@ -334,8 +334,8 @@ fn messages(f: &mut Frame, app: &App, area: Rect) {
     let mut title = match (app.whole_filter, &app.groups, app.group()) {
         // The messages of the filter alone: as many as pass it.
         (true, Load::Ready(g), _) => format!(
-            "{} messages{}{}",
-            g.total,
+            "{}{}{}",
+            crate::human::count(g.total, "message", "messages"),
             app.class.map(|c| format!(" · {c}")).unwrap_or_default(),
             app.query
                 .as_ref()
@@ -343,8 +343,8 @@ fn messages(f: &mut Frame, app: &App, area: Rect) {
                 .unwrap_or_default()
         ),
         (false, _, Some(g)) => format!(
-            "{} messages of group {}",
-            g.count,
+            "{} of group {}",
+            crate::human::count(g.count, "message", "messages"),
             g.fingerprint
                 .as_deref()
                 .map_or("(other)", |f| &f[..f.len().min(8)])
@@ -451,8 +451,9 @@ fn action(f: &mut Frame, app: &App, a: &Action) {
     let name = app.kind.name();
     let back = [Line::from(""), Line::from("enter: back to the groups")];
     let text = |t: &str| -> Vec<Line> {
-        t.lines()
-            .map(|l| Line::from(l.to_string()))
+        unindent_warnings(t)
+            .into_iter()
+            .map(Line::from)
             .chain(back.clone())
             .collect()
     };
@@ -494,6 +495,29 @@ fn action(f: &mut Frame, app: &App, a: &Action) {
             .scroll((hidden, 0)),
         inner,
     );
+}
+
+/// The CLI's output for a box that wraps its lines itself: a `warning: ` line's continuation
+/// lines (indented under its text for a terminal) joined to it, without their indentation;
+/// every other line as it is (a summary's own indented lines stay).
+fn unindent_warnings(t: &str) -> Vec<String> {
+    const LEAD: &str = "warning: ";
+    let pad = " ".repeat(LEAD.len());
+    let mut out: Vec<String> = Vec::new();
+    let mut in_warning = false;
+    for l in t.lines() {
+        match out.last_mut() {
+            Some(last) if in_warning && l.starts_with(&pad) && !l.trim().is_empty() => {
+                last.push(' ');
+                last.push_str(l.trim_start());
+            }
+            _ => {
+                in_warning = l.starts_with(LEAD);
+                out.push(l.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// A popup's width on a screen of `a`: the lines it wraps are as wide as its inside.

@@ -98,7 +98,7 @@ fn export_is_allowed_in_read_only_and_edit_is_not() {
     // Nothing to confirm: it runs at once.
     assert_eq!(a.action, Some(Action::Running));
     a.on_loaded(Loaded::Action(Action::Done {
-        summary: "exported 1 messages to out.jsonl".into(),
+        summary: "exported 1 message to out.jsonl".into(),
         ok: true,
     }));
     assert!(screen(&a).contains("export: done"));
@@ -203,7 +203,7 @@ fn c_cycles_the_class_of_the_groups_and_the_actions_take_it() {
             complete: true,
         }),
     });
-    assert!(screen(&a).contains("1 groups of 3 messages · transient"));
+    assert!(screen(&a).contains("1 group of 3 messages · transient"));
     assert!(matches!(
         a.on_key(Key::Char('R')),
         Effect::PlanRun {
@@ -379,4 +379,24 @@ fn e_asks_for_a_reason_where_the_audit_requires_one() {
             reason: Some("INC-9".into())
         }
     );
+}
+
+/// The result box showed a CLI warning's continuation lines with the nine spaces that line
+/// them up under `warning: ` in a terminal: the box wraps them itself, unindented.
+#[test]
+fn the_result_box_rewraps_a_warning_without_its_indentation() {
+    let mut a = in_messages(1);
+    a.action = Some(Action::Running);
+    a.on_loaded(Loaded::Action(Action::Done {
+        summary: "moved 3 · failed 0\nwarning: reading q takes each\n         message back\n  3 → sqs://target\n".into(),
+        ok: true,
+    }));
+    let s = screen(&a);
+    assert!(
+        s.contains("warning: reading q takes each message back"),
+        "{s}"
+    );
+    assert!(!s.contains("         message back"), "{s}");
+    // The summary's own indentation stays.
+    assert!(s.contains("  3 → sqs://target"), "{s}");
 }

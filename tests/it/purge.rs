@@ -523,3 +523,80 @@ async fn a_rate_without_a_batch_size_moves_a_seconds_worth_at_a_time() {
     assert_eq!(child.wait().unwrap().code(), Some(0));
     assert_eq!(lines(), 30);
 }
+
+/// A purge with --archive that removed nothing said `removed 0 · skipped 3 (filter) · …`,
+/// which reads like a failure. It now says plainly that it removed nothing, and why: nothing
+/// matched the filters, or there was nothing to read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_purge_that_removes_nothing_says_so_plainly() {
+    let db = crate::redis_harness::RedisDb::new().await;
+    crate::redis_harness::seed_sidekiq(&db, 3).await;
+    let sb = Sandbox::new();
+    let url = db.sidekiq();
+    let archive = sb.path("kept.jsonl");
+    let purge = |url: &str, filter: &[&str]| {
+        let mut a = vec![
+            "purge",
+            url,
+            "--archive",
+            archive.to_str().unwrap(),
+            "--yes",
+            "--output",
+            "table",
+        ];
+        a.extend_from_slice(filter);
+        let out = sb.run(&a).ok().stdout;
+        out.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let none = purge(&url, &["--where", "false"]);
+    assert!(
+        none.starts_with("removed nothing · skipped 3 (filter)")
+            && none.contains("nothing matched the filters: nothing was removed")
+            && !none.contains("removed 0"),
+        "{none}"
+    );
+    assert_eq!(db.zcard("dead").await, 3);
+    let empty = crate::redis_harness::RedisDb::new().await;
+    let out = purge(&empty.sidekiq(), &[]);
+    assert!(
+        out.starts_with("removed nothing") && out.contains("nothing to purge"),
+        "{out}"
+    );
+}
+
+/// The plan's note that dlqctl does not enqueue into a job library (so an archive of jobs
+/// comes back into another backend, or through the application) was tested on BullMQ only:
+/// a purge of a Sidekiq dead set and of a PostgreSQL job system says it too.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_purge_of_any_job_library_says_where_its_archive_can_come_back() {
+    let db = crate::redis_harness::RedisDb::new().await;
+    crate::redis_harness::seed_sidekiq(&db, 2).await;
+    let mut river = JobSystem::new("river");
+    river.fresh(2).await;
+    let sb = Sandbox::new();
+    let archive = sb.path("jobs.jsonl");
+    let archive = archive.to_str().unwrap();
+    let river_url = river.redrive()[1].clone();
+    for (url, env) in [(db.sidekiq(), Vec::new()), (river_url, river.env(&sb))] {
+        let r = sb
+            .run_with(
+                &[
+                    "purge",
+                    &url,
+                    "--archive",
+                    archive,
+                    "--dry-run",
+                    "--output",
+                    "table",
+                ],
+                &env,
+            )
+            .ok();
+        let plan = r.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            plan.contains("dlqctl does not enqueue into a job library"),
+            "{url}: {}",
+            r.stderr
+        );
+    }
+}

@@ -303,3 +303,79 @@ async fn a_refused_permission_names_the_object_the_vhost_and_the_grant() {
     r.api_delete(&format!("users/{user}")).await;
     assert_eq!(r.ready("dlq").await, 2, "nothing left the DLQ");
 }
+
+/// A redrive of a quorum queue with a delivery limit showed its plan (in table mode) and was
+/// refused after it, for a run that never read anything. The refusal now comes first and
+/// alone, whatever the command that would read (redrive, its dry run, replay, purge) and the
+/// output mode: no plan, stdout empty, nothing taken.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_refused_for_a_delivery_limit_shows_no_plan() {
+    let r = Rabbit::new("limitplan").await;
+    r.declare(
+        "limited",
+        Kind::Quorum,
+        &[("x-delivery-limit", AMQPValue::LongInt(2))],
+    )
+    .await;
+    r.publish_n("limited", "m", 2).await;
+    r.declare("other", Kind::Classic, &[]).await;
+    let sb = Sandbox::new();
+    let (limited, other) = (r.url("limited"), r.url("other"));
+    for output in ["table", "json"] {
+        for args in [
+            vec!["redrive", &limited, "--to", &other, "--yes"],
+            vec!["redrive", &limited, "--to", &other, "--dry-run"],
+            vec!["replay", &limited, "--to", &other, "--yes"],
+            vec!["purge", &limited, "--archive", &other, "--yes"],
+            vec!["purge", &limited, "--no-archive", "--yes"],
+        ] {
+            let mut a = args.clone();
+            a.extend(["--output", output]);
+            let e = run(&sb, &a).code(2);
+            let first = e.stderr.lines().find(|l| !l.trim().is_empty());
+            assert!(
+                first.is_some_and(|l| l.starts_with("error:") && l.contains("delivery-limit 2")),
+                "{a:?}: the refusal first:\n{}",
+                e.stderr
+            );
+            assert!(
+                !e.stderr.contains("operation") && !e.stderr.contains("will move"),
+                "{a:?}: a plan for a refused run:\n{}",
+                e.stderr
+            );
+            assert_eq!(e.stdout, "", "{a:?}");
+        }
+    }
+    assert_eq!(r.ready("limited").await, 2, "nothing taken");
+}
+
+/// Without the management API dlqctl cannot tell a quorum queue, nor refuse a read of one with
+/// a delivery limit; the warning said only that delivery counts go up. It now says the risk
+/// (a message at the limit is dead-lettered onward or dropped) and how to avoid it (the API,
+/// in the URL or dlqctl.toml).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_without_the_api_warns_of_the_delivery_limit() {
+    let r = Rabbit::new("noapi").await;
+    r.declare(
+        "limited",
+        Kind::Quorum,
+        &[("x-delivery-limit", AMQPValue::LongInt(5))],
+    )
+    .await;
+    r.publish_n("limited", "m", 1).await;
+    let sb = Sandbox::new();
+    let p = run(&sb, &["peek", &r.url_no_api("limited"), "--output", "json"]).ok();
+    let said = p.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    for want in [
+        "warning: reading",
+        "cannot tell the queue's type",
+        "delivery-limit",
+        "dead-lettered onward or dropped",
+        "`api=http://HOST:15672` in the URL",
+        "`[rabbitmq] api` in dlqctl.toml",
+    ] {
+        assert!(said.contains(want), "{want}:\n{}", p.stderr);
+    }
+    // With the API the same read is refused instead.
+    run(&sb, &["peek", &r.url("limited"), "--output", "json"]).code(2);
+}

@@ -635,3 +635,52 @@ async fn the_retry_set_s_facts_are_retries_to_come_not_deaths() {
     assert_eq!(j[0]["facts"]["dead_jobs"], 1, "{j}");
     assert!(j[0]["facts"].get("first_dead").is_some(), "{j}");
 }
+
+/// Counts of one were plural (`1 deaths/day`, `(1 jobs)`): verify's details say them in the
+/// singular.
+#[tokio::test(flavor = "multi_thread")]
+async fn verify_says_a_count_of_one_in_the_singular() {
+    let db = RedisDb::new().await;
+    seed_sidekiq(&db, 1).await;
+    seed_bullmq(&db, "rof", 1).await;
+    let _: i64 = db
+        .q(redis::cmd("HSET")
+            .arg("bull:rof:m-0")
+            .arg("opts")
+            .arg(r#"{"attempts":1,"removeOnFail":100}"#))
+        .await;
+    let sb = Sandbox::new();
+    let cfg = sb.write(
+        "dlqctl.toml",
+        &format!(
+            "[queues.jobs]\ndlq = \"{}\"\n[queues.jobs.sidekiq]\ndead_max_jobs = 2\n\n[queues.bull]\ndlq = \"{}\"\n",
+            db.sidekiq(),
+            db.bullmq("rof")
+        ),
+    );
+    let v = sb
+        .run_env(
+            &["verify", "jobs", "bull", "--output", "json"],
+            &[("DLQCTL_CONFIG", cfg.to_str().unwrap())],
+        )
+        .json();
+    let detail = |q: usize, id: &str| {
+        v["queues"][q]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {v}"))["detail"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let cap = detail(0, "sidekiq-dead-max-jobs");
+    assert!(
+        cap.contains("holds 1 now, so 1 more death pushes the oldest out")
+            && cap.contains("1 death/day"),
+        "{cap}"
+    );
+    let rof = detail(1, "bullmq-remove-on-fail");
+    assert!(rof.contains("100 (1 job)"), "{rof}");
+}

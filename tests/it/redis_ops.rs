@@ -498,3 +498,40 @@ async fn inspect_says_what_no_command_shows() {
         "{notes}"
     );
 }
+
+/// A dead-set member that is not valid UTF-8 (no job: Sidekiq wrote no such member, another
+/// writer did) was shown with an id holding U+FFFD, which no `--id` could select. Its id is
+/// now `member-sha256:` and 16 hex digits of its bytes' SHA-256: the same on every read, and
+/// selectable.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_member_that_is_not_utf8_has_an_id_that_selects_it() {
+    let db = RedisDb::new().await;
+    seed_sidekiq(&db, 1).await;
+    let _: i64 = db
+        .q(redis::cmd("ZADD")
+            .arg("dead")
+            .arg(1)
+            .arg(&b"{\"jid\":\"x\xff\xfe\"}"[..]))
+        .await;
+    let sb = Sandbox::new();
+    let url = db.sidekiq();
+    let ids = |extra: &[&str]| -> Vec<String> {
+        let mut a = vec!["peek", url.as_str(), "--output", "jsonl"];
+        a.extend_from_slice(extra);
+        sb.run(&a)
+            .ok()
+            .jsonl()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let all = ids(&[]);
+    assert_eq!(all.len(), 2, "{all:?}");
+    let odd = all.iter().find(|i| *i != "m-0").unwrap().clone();
+    assert!(
+        odd.starts_with("member-sha256:") && !odd.contains('\u{fffd}'),
+        "{odd}"
+    );
+    assert_eq!(ids(&[]), all, "stable");
+    assert_eq!(ids(&["--id", &odd]), vec![odd.clone()]);
+}

@@ -584,3 +584,30 @@ async fn ids_without_a_job_hash_are_left_by_a_redrive_and_removed_by_a_purge() {
     assert_eq!(code, 0);
     assert_eq!(db.zrange("bull:q:failed").await, vec!["back"]);
 }
+
+/// The plan counted ids in `failed` with no job hash among the jobs it would move, while the
+/// run left them and reported them apart. The plan now counts the jobs alone and says the ids
+/// apart (its `left` row), as the summary does.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_plan_counts_ids_without_a_job_hash_apart() {
+    let db = RedisDb::new().await;
+    seed_bullmq(&db, "q", 3).await;
+    let _: i64 = db
+        .q(redis::cmd("ZADD")
+            .arg("bull:q:failed")
+            .arg(5)
+            .arg("ghost-1"))
+        .await;
+    let sb = Sandbox::new();
+    let url = db.bullmq("q");
+    let d = sb
+        .run(&["redrive", &url, "--dry-run", "--output", "table"])
+        .code(1);
+    let plan = d.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(plan.contains("would move ┆ 3 of 3 "), "{}", d.stderr);
+    assert!(
+        plan.contains("left ┆ 1: ids in bull:q:failed with no job hash (e.g. ghost-1;"),
+        "{}",
+        d.stderr
+    );
+}

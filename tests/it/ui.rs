@@ -324,7 +324,7 @@ async fn c_narrows_the_groups_to_a_class() {
     ui.press("y");
     ui.wait_for("moved 3 · skipped 14 (filter) · failed 0");
     ui.press("\r");
-    ui.wait_for("1 groups of 3 messages · transient");
+    ui.wait_for("1 group of 3 messages · transient");
     ui.press("q");
     assert_eq!(ui.exit_code(), 0);
     assert_eq!(db.count("queue_messages").await, 3);

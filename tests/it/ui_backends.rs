@@ -17,7 +17,8 @@ fn redrive_first_group(ui: &mut Tui, backend: &str, count: u64, total: u64, left
     ui.wait_for("dlqctl ui · queues");
     ui.wait_for(backend);
     ui.press("\r");
-    ui.wait_for(&format!("groups of {total} messages"));
+    // The heading: `1 group of 2 messages`, `2 groups of 9 messages`, then the border.
+    ui.wait_for(&format!(" of {total} messages─"));
     ui.wait_for("selected group");
     ui.press("R");
     ui.wait_for("y to start");
@@ -25,7 +26,10 @@ fn redrive_first_group(ui: &mut Tui, backend: &str, count: u64, total: u64, left
     ui.wait_for("redrive: done");
     let summary = ui.wait_for(&format!("moved {count} · "));
     ui.press("\r");
-    ui.wait_for(&format!("groups of {left} messages"));
+    ui.wait_for(&format!(
+        " of {left} {}─",
+        if left == 1 { "message" } else { "messages" }
+    ));
     ui.press("q");
     summary
 }

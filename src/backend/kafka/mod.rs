@@ -360,8 +360,9 @@ impl QueueBackend for KafkaBackend {
             .any(|(p, lo, hi)| committed.get(p).copied().unwrap_or(*lo).max(*lo) < *hi);
         Ok((held > 0 && !pending).then(|| {
             format!(
-                "the redrive group {} has consumed everything: nothing pending. The topic still holds about {held} records (until its retention deletes them): `dlqctl replay` reads the topic from the start, `dlqctl peek` and `classify` show them",
-                self.redrive_group()
+                "the redrive group {} has consumed everything: nothing pending. The topic still holds about {} (until its retention deletes them): `dlqctl replay` reads the topic from the start, `dlqctl peek` and `classify` show them",
+                self.redrive_group(),
+                crate::human::count(held as u64, "record", "records")
             )
         }))
     }

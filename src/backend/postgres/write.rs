@@ -238,9 +238,9 @@ fn row(
     }
     if !m.attributes.is_empty() && l.col("headers").is_none() {
         return Err(format!(
-            "{} has no headers column; the message's {} attributes would be lost",
+            "{} has no headers column; the message's {} would be lost",
             l.display,
-            m.attributes.len()
+            crate::human::count(m.attributes.len() as u64, "attribute", "attributes")
         ));
     }
     let q = queue.map(str::to_string).or_else(|| m.source.clone());

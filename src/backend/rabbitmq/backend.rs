@@ -32,7 +32,10 @@ const IDLE: Duration = Duration::from_millis(2000);
 
 const SIDE_EFFECT: &str = "takes each message and gives it back when the read ends: it comes back marked redelivered, and on a quorum queue its delivery count goes up by one";
 const SIDE_EFFECT_PAST_LIMIT: &str = "takes each message and gives it back when the read ends, and this quorum queue has a delivery-limit (read anyway: --allow-onward-redrive): each message's delivery count goes up by one, and one that reaches the limit is dead-lettered onward or dropped by RabbitMQ, as `dlqctl inspect` shows";
-const SIDE_EFFECT_UNKNOWN: &str = "takes each message and gives it back when the read ends: it comes back marked redelivered, and on a quorum queue its delivery count goes up by one (the queue's type is unknown without the management API: see docs/rabbitmq.md)";
+/// Without the management API the queue's type and limits are unknown, so a read of a quorum
+/// queue with a delivery-limit cannot be refused: the warning says what that risks, and how to
+/// let dlqctl refuse it.
+const SIDE_EFFECT_UNKNOWN: &str = "takes each message and gives it back when the read ends, and without the management API dlqctl cannot tell the queue's type: if it is a quorum queue with a delivery-limit (RabbitMQ 4.0 gives every quorum queue 20), each read counts one delivery, and a message that reaches the limit is dead-lettered onward or dropped by RabbitMQ. Give the API (`api=http://HOST:15672` in the URL, or `[rabbitmq] api` in dlqctl.toml) and dlqctl refuses such a read (docs/rabbitmq.md)";
 
 pub struct RabbitBackend {
     addr: Address,
@@ -399,6 +402,10 @@ impl QueueBackend for RabbitBackend {
 
     async fn inspect(&self, classifier: &crate::classify::Classifier) -> Result<Inspection> {
         self.inspect_queue(classifier).await
+    }
+
+    fn refuse_reads(&self) -> Result<()> {
+        self.guard_reads()
     }
 
     async fn scan(&self, opts: ScanOptions) -> Result<MessageStream<'_>> {

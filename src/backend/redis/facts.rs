@@ -9,10 +9,49 @@ use chrono::{DateTime, Utc};
 use futures::TryStreamExt;
 
 use super::address::SidekiqSet;
+use super::zset::{self, Cursor};
 use super::{Library, RedisBackend, sidekiq};
-use crate::backend::{Check, Fact, Inspection, Status, Table, Term, VerifyFacts};
+use crate::backend::{Check, Fact, Inspection, Status, Table, Term, Unaccounted, VerifyFacts};
 use crate::config::{QueueConfig, Retention};
 use crate::error::Result;
+
+/// What a redrive of BullMQ's failed set would leave of what the plan counts: the ids with no
+/// job hash ([`super::ghosts_left`]), found by `EXISTS` on each id, a page at a time. None on
+/// Sidekiq, or where there are none.
+pub(super) async fn ghosts(b: &RedisBackend) -> Result<Option<Unaccounted>> {
+    let Library::BullMq(q) = &b.lib else {
+        return Ok(None);
+    };
+    let mut con = b.con.clone();
+    let mut cursor = Cursor::default();
+    let (mut n, mut examples) = (0u64, Vec::new());
+    loop {
+        let page = zset::next_page(&mut con, &b.key, &mut cursor, 1000, None)
+            .await
+            .map_err(|e| b.err(e))?;
+        if page.is_empty() {
+            break;
+        }
+        let ids: Vec<String> = page
+            .iter()
+            .map(|e| String::from_utf8_lossy(&e.member).into_owned())
+            .collect();
+        let mut pipe = redis::pipe();
+        for id in &ids {
+            pipe.cmd("EXISTS").arg(q.key(id));
+        }
+        let there: Vec<bool> = pipe.query_async(&mut con).await.map_err(|e| b.err(e))?;
+        for (id, there) in ids.into_iter().zip(there) {
+            if !there {
+                n += 1;
+                if examples.len() < 5 {
+                    examples.push(id);
+                }
+            }
+        }
+    }
+    Ok(super::ghosts_left(b, n, &examples))
+}
 
 fn time_fact(name: &str, t: Option<DateTime<Utc>>) -> Fact {
     Fact::new(
@@ -286,15 +325,20 @@ fn sorted_rows(by: BTreeMap<(String, String), u64>) -> Vec<Vec<serde_json::Value
 
 fn remove_on_fail_text(seen: &BTreeMap<String, u64>, n: u64) -> String {
     if seen.is_empty() {
-        return format!("not set on any of the {n} failed jobs: they are kept until removed");
+        return if n == 1 {
+            "not set on the one failed job: it is kept until removed".into()
+        } else {
+            format!("not set on any of the {n} failed jobs: they are kept until removed")
+        };
     }
     let list: Vec<String> = seen
         .iter()
-        .map(|(v, k)| format!("{v} ({k} jobs)"))
+        .map(|(v, k)| format!("{v} ({})", crate::human::count(*k, "job", "jobs")))
         .collect();
     format!(
-        "{} of {n} failed jobs: {}",
+        "{} of {}: {}",
         seen.values().sum::<u64>(),
+        crate::human::count(n, "failed job", "failed jobs"),
         list.join(", ")
     )
 }
@@ -357,16 +401,22 @@ fn sidekiq_retention(cfg: &QueueConfig, c: &Census, f: &mut VerifyFacts) {
     let room = max.saturating_sub(c.n);
     let rate = c.last_day;
     let mut detail = format!(
-        "dead_max_jobs = {max} ({}): the dead set holds {} now, so {room} more deaths push the oldest out before dead_timeout_in_seconds ({})",
+        "dead_max_jobs = {max} ({}): the dead set holds {} now, so {room} more {} the oldest out before dead_timeout_in_seconds ({})",
         from(sk.dead_max_jobs.is_some()),
         c.n,
+        if room == 1 {
+            "death pushes"
+        } else {
+            "deaths push"
+        },
         crate::human::fmt_duration(Duration::from_secs(timeout))
     );
     if rate > 0 {
         let full_in = Duration::from_secs_f64(room as f64 / rate as f64 * 86400.0);
         let kept = Duration::from_secs_f64(max as f64 / rate as f64 * 86400.0);
         detail.push_str(&format!(
-            "; at the last 24 hours' {rate} deaths/day the set is full in {} and then keeps a dead job {} (< {} only if that is shorter)",
+            "; at the last 24 hours' {} the set is full in {} and then keeps a dead job {} (< {} only if that is shorter)",
+            crate::human::count(rate, "death/day", "deaths/day"),
             crate::human::fmt_duration(full_in),
             crate::human::fmt_duration(kept),
             crate::human::fmt_duration(Duration::from_secs(timeout)),
@@ -415,8 +465,8 @@ fn sidekiq_retry_set(cfg: &QueueConfig, c: &Census, f: &mut VerifyFacts) {
         "Sidekiq's retry set: jobs Sidekiq retries at their time",
         Status::Pass,
         format!(
-            "the retry set holds {} jobs, next retry at {}, last retry at {}; Sidekiq retries each at its time, and one whose retries run out moves to the dead set (verify the dead set, the address without &set=retry, for its cap: dead_max_jobs)",
-            c.n,
+            "the retry set holds {}, next retry at {}, last retry at {}; Sidekiq retries each at its time, and one whose retries run out moves to the dead set (verify the dead set, the address without &set=retry, for its cap: dead_max_jobs)",
+            crate::human::count(c.n, "job", "jobs"),
             at(c.first_dead),
             at(c.last_dead)
         ),

@@ -474,6 +474,10 @@ impl QueueBackend for RedisBackend {
         }))
     }
 
+    async fn left_by_redrive(&self) -> Result<Option<crate::backend::Unaccounted>> {
+        facts::ghosts(self).await
+    }
+
     async fn destination(&self, _m: &Message) -> Result<Option<Address>> {
         // The retry happens in place, the way the library's own tools do it.
         Ok(Some(self.addr.clone()))

@@ -67,13 +67,10 @@ impl Sidekiq {
     /// The job a member holds, as a message; None when `&queue=` leaves it out (or it is not
     /// a job at all: a member that is not a JSON object is shown as it is, with no queue).
     pub fn to_message(&self, e: &Entry) -> Option<Message> {
-        let job: Option<serde_json::Map<String, Value>> =
-            serde_json::from_slice::<Value>(&e.member)
-                .ok()
-                .and_then(|v| match v {
-                    Value::Object(o) => Some(o),
-                    _ => None,
-                });
+        let (args, job) = match parse_member(&e.member) {
+            Some((args, job)) => (args, Some(job)),
+            None => (None, None),
+        };
         let queue = job
             .as_ref()
             .and_then(|j| j.get("queue"))
@@ -86,9 +83,10 @@ impl Sidekiq {
         }
         let dead_at = time_of(&Value::from(e.score));
         let Some(job) = job else {
+            let id = member_id(&e.member);
             let mut m = Message {
-                id: String::from_utf8_lossy(&e.member).into_owned(),
-                native_id: String::from_utf8_lossy(&e.member).into_owned(),
+                id: id.clone(),
+                native_id: id,
                 body: e.member.clone(),
                 dead_lettered_at: dead_at,
                 ..Message::default()
@@ -100,12 +98,13 @@ impl Sidekiq {
         };
         let refused = push_checks(
             job.get("class").cloned(),
-            job.get("args").cloned(),
+            args.as_ref()
+                .is_some_and(|a| a.trim_ascii_start().starts_with(b"[")),
             job.get("queue").cloned(),
         )
         .err();
         let s = |k: &str| job.get(k).and_then(Value::as_str).map(str::to_string);
-        let jid = s("jid").unwrap_or_else(|| String::from_utf8_lossy(&e.member).into_owned());
+        let jid = s("jid").unwrap_or_else(|| member_id(&e.member));
         let mut attributes = Vec::new();
         for (k, v) in &job {
             if matches!(
@@ -132,9 +131,7 @@ impl Sidekiq {
         let mut m = Message {
             id: jid.clone(),
             native_id: jid,
-            body: raw_args(&e.member)
-                .or_else(|| job.get("args").map(|a| a.to_string().into_bytes()))
-                .unwrap_or_default(),
+            body: args.unwrap_or_default(),
             attributes,
             receive_count: job
                 .get("retry_count")
@@ -167,6 +164,21 @@ impl Sidekiq {
     }
 }
 
+/// The id of a member that has no `jid`: its text, or, where it is not valid UTF-8 (its text
+/// would hold U+FFFD, which no `--id` can spell), `member-sha256:` and the first 16 hex digits
+/// of the SHA-256 of its bytes: the same on every read.
+fn member_id(member: &[u8]) -> String {
+    match std::str::from_utf8(member) {
+        Ok(text) => text.to_string(),
+        Err(_) => {
+            use sha2::Digest;
+            let d = sha2::Sha256::digest(member);
+            let hex: String = d[..8].iter().map(|b| format!("{b:02x}")).collect();
+            format!("member-sha256:{hex}")
+        }
+    }
+}
+
 /// What `SortedEntry#retry` and `Client.push` make of a dead job before pushing it: its
 /// queue, and the job to push (every other field kept byte for byte).
 pub(super) fn retry_payload(
@@ -181,7 +193,11 @@ pub(super) fn retry_payload(
         job.get(k)
             .map(|v| serde_json::from_str::<Value>(v.get()).unwrap_or(Value::Null))
     };
-    let queue = push_checks(field("class"), field("args"), field("queue"))?;
+    let queue = push_checks(
+        field("class"),
+        field("args").is_some_and(|a| a.is_array()),
+        field("queue"),
+    )?;
     job.insert(
         "queue".into(),
         raw(Value::String(queue.clone()).to_string())?,
@@ -224,10 +240,10 @@ pub(super) fn retry_payload(
 /// boolean as its text) is the queue pushed to.
 fn push_checks(
     class: Option<Value>,
-    args: Option<Value>,
+    args_array: bool,
     queue: Option<Value>,
 ) -> Result<String, String> {
-    if !class.is_some_and(|c| c.is_string()) || !args.is_some_and(|a| a.is_array()) {
+    if !class.is_some_and(|c| c.is_string()) || !args_array {
         return Err("sidekiq: the dead job has no `class` name and `args` array, which Sidekiq's push requires (\"Job must be a Hash with 'class' and 'args' keys\"); left dead".into());
     }
     match queue {
@@ -238,18 +254,36 @@ fn push_checks(
     }
 }
 
-/// A job's `args` as its member spells them, byte for byte: through a `Value` an integer
-/// beyond 2^64 became a float and `"caf\u00e9"` became `"café"`, and a copy would carry
-/// that while the original was removed. None where the member has no single `args` (then
-/// the parsed value's text, as before).
-fn raw_args(member: &[u8]) -> Option<Vec<u8>> {
-    #[derive(serde::Deserialize)]
-    struct Args<'a> {
-        #[serde(borrow)]
-        args: Option<&'a RawValue>,
+/// A job's fields, in the member's order.
+type Fields = serde_json::Map<String, Value>;
+
+/// A member read once: its `args` as it spells them, byte for byte (through a `Value` an
+/// integer beyond 2^64 became a float and `"caf\u00e9"` became `"café"`, and a copy would
+/// carry that while the original was removed), and every other field. None where it is not a
+/// JSON object. A member with `args` twice (which the one read refuses) is read again as a
+/// value, its last `args` as that value's text.
+fn parse_member(member: &[u8]) -> Option<(Option<Vec<u8>>, Fields)> {
+    /// `args` when present, `null` too (as its text, as before).
+    fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+        serde::Deserialize::deserialize(d).map(Some)
     }
-    let a: Args = serde_json::from_slice(member).ok()?;
-    Some(a.args?.get().as_bytes().to_vec())
+    #[derive(serde::Deserialize)]
+    struct Job<'a> {
+        #[serde(borrow, default, deserialize_with = "present")]
+        args: Option<&'a RawValue>,
+        #[serde(flatten)]
+        rest: Fields,
+    }
+    match serde_json::from_slice::<Job>(member) {
+        Ok(j) => Some((j.args.map(|a| a.get().as_bytes().to_vec()), j.rest)),
+        Err(_) => match serde_json::from_slice::<Value>(member).ok()? {
+            Value::Object(mut o) => {
+                let args = o.shift_remove("args").map(|a| a.to_string().into_bytes());
+                Some((args, o))
+            }
+            _ => None,
+        },
+    }
 }
 
 /// The dead job `member` with its `args` replaced by `body` (`dlqctl edit`'s copy: a JSON
@@ -349,6 +383,41 @@ mod tests {
         );
         assert_eq!(m.attribute("class").unwrap().display(), "SendMail");
         assert!(sk(Some("default")).to_message(&entry(job, 1.0)).is_none());
+    }
+
+    /// One read of a member gives what two gave: the fields but `args` in order, `args` byte
+    /// for byte (`null` as `null`), a member with `args` twice as its last value, and no job
+    /// for a member that is not an object.
+    #[test]
+    fn a_member_is_read_once_into_its_args_and_fields() {
+        let (args, rest) = parse_member(br#"{"b":1,"args":[1.10, "x"],"a":null}"#).unwrap();
+        assert_eq!(args.as_deref(), Some(&br#"[1.10, "x"]"#[..]));
+        assert_eq!(rest.keys().collect::<Vec<_>>(), ["b", "a"]);
+        let (args, _) = parse_member(br#"{"args":null}"#).unwrap();
+        assert_eq!(args.as_deref(), Some(&b"null"[..]));
+        let (args, rest) = parse_member(br#"{"args":[1],"q":2,"args":[2]}"#).unwrap();
+        assert_eq!((args.as_deref(), rest.len()), (Some(&b"[2]"[..]), 1));
+        assert!(parse_member(b"[1]").is_none() && parse_member(b"nope").is_none());
+        assert!(parse_member(br#"{"q":1}"#).unwrap().0.is_none());
+    }
+
+    /// A member that is not valid UTF-8 has an id `--id` can spell, the same on every read.
+    #[test]
+    fn a_member_that_is_not_utf8_has_a_hash_for_its_id() {
+        let e = Entry {
+            member: b"{\"jid\":\"x\xff\"}".to_vec(),
+            score: 1.0,
+        };
+        let m = sk(None).to_message(&e).unwrap();
+        assert!(
+            m.id.starts_with("member-sha256:") && m.id.len() == 30,
+            "{}",
+            m.id
+        );
+        assert_eq!(m.id, m.native_id);
+        assert_eq!(sk(None).to_message(&e).unwrap().id, m.id);
+        let text = sk(None).to_message(&entry("not json", 1.0)).unwrap();
+        assert_eq!(text.id, "not json");
     }
 
     #[test]

@@ -306,6 +306,10 @@ impl QueueBackend for SqsBackend {
         self.inspect_queue(classifier).await
     }
 
+    fn refuse_reads(&self) -> Result<()> {
+        self.guard_reads()
+    }
+
     async fn scan(&self, opts: ScanOptions) -> Result<MessageStream<'_>> {
         self.guard_reads()?;
         Ok(session::browse(self, opts.limit, None))

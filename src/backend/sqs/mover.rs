@@ -518,8 +518,8 @@ impl MoveSession for SqsMoveSession<'_> {
         }
         if let Some((_, e)) = kept.first() {
             tracing::warn!(
-                "could not make {} held messages visible again ({e}); they reappear by themselves within {}s, or at once on the next run",
-                kept.len(),
+                "could not make {} visible again ({e}); they reappear by themselves within {}s, or at once on the next run",
+                crate::human::count(kept.len() as u64, "held message", "held messages"),
                 b.visibility()
             );
             self.log().gone(&given);

@@ -49,12 +49,15 @@ pub(super) fn checks(
         .filter(|c| !c.complete)
         .map(|c| match c.unseen.first() {
             Some(u) => format!(
-                " (in the {} messages read; {} {})",
-                c.scanned,
+                " (in the {} read; {} {})",
+                crate::human::count(c.scanned, "message", "messages"),
                 crate::ops::classify::unseen_count(u),
                 u.reason
             ),
-            None => format!(" (in the first {} messages read)", c.scanned),
+            None => format!(
+                " (in the first {} read)",
+                crate::human::count(c.scanned, "message", "messages")
+            ),
         })
         .unwrap_or_default();
     let mut checks = Vec::new();
@@ -90,17 +93,29 @@ fn max_messages(max: u64, messages: Option<u64>, counted: Option<&str>) -> Verdi
     match messages {
         Some(n) => limit_check(
             "max-messages",
-            &format!("At most {max} messages"),
+            &format!(
+                "At most {}",
+                crate::human::count(max, "message", "messages")
+            ),
             ("depth", n, max),
             &match counted {
-                Some(how) => format!("{n} messages (limit {max}): {how}"),
-                None => format!("{n} messages (limit {max})"),
+                Some(how) => format!(
+                    "{} (limit {max}): {how}",
+                    crate::human::count(n, "message", "messages")
+                ),
+                None => format!(
+                    "{} (limit {max})",
+                    crate::human::count(n, "message", "messages")
+                ),
             },
         ),
         None => Verdict::new(
             Check::new(
                 "max-messages",
-                &format!("At most {max} messages"),
+                &format!(
+                    "At most {}",
+                    crate::human::count(max, "message", "messages")
+                ),
                 Status::Warn,
                 "the queue does not report a message count",
             ),
@@ -162,7 +177,10 @@ fn max_age_check(
 
 /// `--max-in-flight`: only SQS reports messages in flight; elsewhere a warning.
 fn max_in_flight(max: u64, in_flight: Option<u64>) -> Verdict {
-    let title = format!("At most {max} messages in flight");
+    let title = format!(
+        "At most {} in flight",
+        crate::human::count(max, "message", "messages")
+    );
     match in_flight {
         Some(n) => limit_check(
             "max-in-flight",
@@ -195,7 +213,10 @@ fn max_class(c: &Census, name: &str, max: u64, sample: &str) -> Verdict {
         .sum();
     let v = limit_check(
         &format!("class:{name}"),
-        &format!("At most {max} {name} messages"),
+        &format!(
+            "At most {max} {name} {}",
+            if max == 1 { "message" } else { "messages" }
+        ),
         (name, n, max),
         &format!("{n} {name} (limit {max}){sample}"),
     );

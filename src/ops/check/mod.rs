@@ -113,13 +113,13 @@ fn partial(r: &Value, groups: &[Value]) -> std::result::Result<(), String> {
     if r["complete"] == Value::Bool(false) {
         return Err(if r["interrupted"] == Value::Bool(true) {
             format!(
-                "it is partial: its classify was interrupted after {} messages (complete: false)",
-                r["total"]
+                "it is partial: its classify was interrupted after {} (complete: false)",
+                crate::human::count(r["total"].as_u64().unwrap_or(0), "message", "messages")
             )
         } else {
             format!(
-                "it is partial: it covers the first {} messages only (complete: false: written with --max?)",
-                r["total"]
+                "it is partial: it covers the first {} only (complete: false: written with --max?)",
+                crate::human::count(r["total"].as_u64().unwrap_or(0), "message", "messages")
             )
         });
     }

@@ -25,6 +25,9 @@ pub(super) struct Facts {
     pub(super) uncounted: Option<&'static str>,
     /// Why a redrive finds nothing pending (Kafka: the redrive group consumed everything).
     pub(super) nothing_pending: Option<String>,
+    /// What a redrive would leave of the backlog, and why (BullMQ's ids with no job hash):
+    /// not counted in what it will move.
+    pub(super) left: Option<crate::backend::Unaccounted>,
 }
 
 /// How many messages a filtered run would take, counted before it asks.
@@ -66,6 +69,12 @@ pub(super) async fn gather(
     if req.mode.removes() && plan_shown && facts.backlog.is_none_or(|b| b.messages == 0) {
         facts.nothing_pending = source.nothing_pending().await.unwrap_or_else(|e| {
             tracing::debug!(error = %e, "no word on what is pending");
+            None
+        });
+    }
+    if req.mode == super::Mode::Redrive && plan_shown && facts.backlog.is_some() {
+        facts.left = source.left_by_redrive().await.unwrap_or_else(|e| {
+            tracing::debug!(error = %e, "no count of what a redrive would leave");
             None
         });
     }
@@ -158,7 +167,10 @@ pub(super) fn count_text(facts: &Facts, max: Option<u64>, filtered: bool) -> Str
         };
     };
     let about = if b.exact { "" } else { "about " };
-    let n = b.messages;
+    // What the run would leave is counted apart (the plan's `left` row).
+    let n = b
+        .messages
+        .saturating_sub(facts.left.as_ref().map_or(0, |l| l.count));
     if filtered {
         let cap = max.map(|m| format!(", at most {m}")).unwrap_or_default();
         format!("those of {about}{n} that pass the filter{cap} ({how})")

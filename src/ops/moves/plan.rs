@@ -68,6 +68,9 @@ pub(super) fn plan(req: &MoveRequest, setup: &Setup) -> Vec<(String, String)> {
         (Mode::Purge, false, false) => "will remove",
     };
     row(verb, count_text(facts, req.max, !req.filter.is_empty()));
+    if let Some(l) = &facts.left {
+        row("left", format!("{}: {}", l.count, l.reason));
+    }
     if let Some(reads) = &words.reads {
         row("reads", reads.clone());
     }
@@ -81,8 +84,8 @@ pub(super) fn plan(req: &MoveRequest, setup: &Setup) -> Vec<(String, String)> {
         row(
             "committed past",
             format!(
-                "{} records the filter skips lie before the last record moved in their partition: the redrive group's offsets will pass them, and they will not be redriven (they stay in the topic until its retention; `dlqctl replay` still reads them)",
-                c.passed
+                "{} the filter skips lie before the last record moved in their partition: the redrive group's offsets will pass them, and they will not be redriven (they stay in the topic until its retention; `dlqctl replay` still reads them)",
+                crate::human::count(c.passed, "record", "records")
             ),
         );
     }

@@ -32,6 +32,9 @@ fn text(p: &crate::output::Printer, s: &MoveSummary) -> Result<()> {
         p.write(d)?;
     }
     summary_line(p, s)?;
+    if let Some(why) = removed_nothing(s) {
+        p.line(&p.prose(why))?;
+    }
     let archived = !s.destinations.is_empty();
     for d in &s.destinations {
         p.line(&p.para(&format!("  {} → ", d.messages), &d.to))?;
@@ -113,6 +116,22 @@ fn text(p: &crate::output::Printer, s: &MoveSummary) -> Result<()> {
     Ok(())
 }
 
+/// Why a purge that ended well removed nothing, said plainly (`removed 0` read like a
+/// failure): None where it removed something, or the lines below say why not (failures,
+/// messages left, an interrupt, an error).
+fn removed_nothing(s: &MoveSummary) -> Option<&'static str> {
+    if s.operation != "purge" || s.dry_run || s.moved > 0 || s.interrupted || s.aborted.is_some() {
+        return None;
+    }
+    if s.examined == 0 {
+        Some("nothing to purge: the dead-letter queue held no message to read; nothing was removed")
+    } else if s.matched == 0 {
+        Some("nothing matched the filters: nothing was removed")
+    } else {
+        None
+    }
+}
+
 /// The first line: what was done (or would be), to how many, how fast.
 fn summary_line(p: &crate::output::Printer, s: &MoveSummary) -> Result<()> {
     let archived = !s.destinations.is_empty();
@@ -132,8 +151,13 @@ fn summary_line(p: &crate::output::Printer, s: &MoveSummary) -> Result<()> {
     } else {
         format!(" ({})", crate::output::fmt_rate(s.messages_per_second))
     };
+    let done = if s.moved == 0 && !s.dry_run && s.operation == "purge" {
+        "removed nothing".to_string()
+    } else {
+        format!("{verb} {}", s.moved)
+    };
     p.line(&p.facts(&[
-        format!("{verb} {}", s.moved),
+        done,
         format!(
             "skipped {} ({})",
             s.skipped,

@@ -102,6 +102,8 @@ impl Setup {
         req: &MoveRequest,
         source: &dyn QueueBackend,
     ) -> Result<Setup> {
+        // A source every read of which is refused: the refusal, and no plan before it.
+        source.refuse_reads()?;
         let caps = source.capabilities();
         refuse_removing(req, &caps)?;
         if req.mode == Mode::Purge {

@@ -109,9 +109,9 @@ impl RedisMoveSession<'_> {
             return Err(crate::error::Error::Backend {
                 target: self.b.ra.to_string(),
                 reason: format!(
-                    "the retry script answered {} codes for {} jobs (was it replaced?); run again: each job is retried at most once",
-                    codes.len(),
-                    selected.len()
+                    "the retry script answered {} for {} (was it replaced?); run again: each job is retried at most once",
+                    crate::human::count(codes.len() as u64, "code", "codes"),
+                    crate::human::count(selected.len() as u64, "job", "jobs")
                 ),
             });
         }
