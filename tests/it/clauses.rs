@@ -21,6 +21,8 @@
 //!    that arrived after it started.
 //! 7. A repeated header name never loses a value silently: every value arrives, in order, or
 //!    the copy is refused naming it, as the dry run predicts (`clause_repeats.rs`).
+//! 8. A listed id (`--id`) that no message has is said (`ids_not_found`, exit 1), in the dry
+//!    run and the run; the listed ids that exist move.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -179,6 +181,36 @@ pub async fn every_copy_counts_one_redrive<P: Pair>(p: &mut P) {
     for (id, _, count) in &got {
         assert_eq!(*count, 1, "{name}: {id}: a copy counts one redrive");
     }
+}
+
+/// Clause 8: `--id` of one message that exists and one that does not: the one moves, the
+/// other is named as not found, and the run ends with exit 1, as its dry run says (op5: exit
+/// 0 and no word of the id).
+pub async fn a_listed_id_not_found_is_said<P: Pair>(p: &mut P) {
+    let name = p.name();
+    let ids = p.fresh(N).await;
+    let sb = Sandbox::new();
+    let missing = "no-such-id-0001";
+    for extra in ["--dry-run", "--yes"] {
+        let r = run(
+            p,
+            &sb,
+            &["--id", &ids[2], "--id", missing, extra, "--output", "json"],
+        );
+        assert_eq!(r.code, 1, "{name} {extra}: {}
+{}", r.stdout, r.stderr);
+        let j = r.json();
+        assert_eq!(j["moved"], 1, "{name} {extra}: {j}");
+        assert_eq!(j["ids_not_found"], serde_json::json!([missing]), "{name} {extra}: {j}");
+    }
+    assert_eq!(p.copies().await, 1, "{name}: the listed id that exists moved");
+    let r = run(p, &sb, &["--id", missing, "--yes", "--output", "table"]);
+    assert_eq!(r.code, 1, "{name}: {}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("not found: 1 listed id (--id)") && r.stdout.contains(missing),
+        "{name}: {}",
+        r.stdout
+    );
 }
 
 /// Clause 4 where a redrive retries in place (a job system, Sidekiq, BullMQ): there is no copy
@@ -478,6 +510,7 @@ async fn pg_same_database_keeps_the_new_clauses() {
     purge_removes_only_what_it_archived(&mut p, true).await;
     scans_are_stable_and_the_backlog_is_what_they_find(&mut p, true).await;
     tail_sees_a_new_message(&mut p).await;
+    a_listed_id_not_found_is_said(&mut p).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -501,6 +534,7 @@ async fn sqs_standard_keeps_the_new_clauses() {
     the_source_as_its_own_target_is_refused(&mut p).await;
     purge_removes_only_what_it_archived(&mut p, true).await;
     scans_are_stable_and_the_backlog_is_what_they_find(&mut p, false).await;
+    a_listed_id_not_found_is_said(&mut p).await;
 }
 
 /// `tail` on SQS shows a message sent after it started, while messages keep arriving (the
@@ -529,6 +563,7 @@ async fn kafka_keeps_the_new_clauses() {
     purge_removes_only_what_it_archived(&mut p, false).await;
     scans_are_stable_and_the_backlog_is_what_they_find(&mut p, true).await;
     tail_sees_a_new_message(&mut p).await;
+    a_listed_id_not_found_is_said(&mut p).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -539,6 +574,7 @@ async fn rabbitmq_classic_keeps_the_new_clauses() {
     purge_removes_only_what_it_archived(&mut p, true).await;
     scans_are_stable_and_the_backlog_is_what_they_find(&mut p, true).await;
     tail_sees_a_new_message(&mut p).await;
+    a_listed_id_not_found_is_said(&mut p).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -557,6 +593,7 @@ async fn river_keeps_the_new_clauses() {
     purge_removes_only_what_it_archived(&mut p, true).await;
     scans_are_stable_and_the_backlog_is_what_they_find(&mut p, true).await;
     tail_sees_a_new_message(&mut p).await;
+    a_listed_id_not_found_is_said(&mut p).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -106,21 +106,23 @@ async fn a_filtered_redrive_commits_only_what_it_had_to_pass() {
     assert_eq!(dry["moved"], 21, "{dry}");
     assert_eq!(dry["committed_past"], 0, "{dry}");
 
-    // A filter that matches nothing commits nothing.
+    // A filter that matches nothing commits nothing, and says the id was not found (exit 1).
     let r = run(&["--id", "r-999", "--yes", "--output", "json"])
-        .ok()
+        .code(1)
         .json();
     assert_eq!(
         (r["moved"].as_u64(), r["committed_past"].as_u64()),
         (Some(0), Some(0)),
         "{r}"
     );
+    assert_eq!(r["ids_not_found"], serde_json::json!(["r-999"]), "{r}");
     let dry = run(&["--dry-run", "--output", "json"]).ok().json();
     assert_eq!(dry["moved"], 21, "{dry}");
 
     // Drained: a dry run says why it would send nothing, in its plan, summary and JSON.
     run(&["--yes", "--output", "json"]).ok();
-    let dry = run(&["--id", "r-25", "--dry-run", "--output", "table"]).ok();
+    // (r-25 was moved: not found among what is pending, exit 1.)
+    let dry = run(&["--id", "r-25", "--dry-run", "--output", "table"]).code(1);
     let said = format!("{}{}", dry.stderr, dry.stdout);
     assert!(
         said.matches("has consumed everything").count() >= 2 && said.contains("dlqctl replay"),

@@ -262,7 +262,13 @@ fn sort(
     now: DateTime<Utc>,
     local: bool,
 ) -> Result<Sorted> {
-    let Run { req, s, tally, .. } = run;
+    let Run {
+        req,
+        s,
+        tally,
+        ids_found,
+        ..
+    } = run;
     let req = *req;
     let mut sorted = Sorted::default();
     let mut matched = 0u64;
@@ -270,6 +276,13 @@ fn sort(
         if matched >= room {
             sorted.unread.push(i);
             continue;
+        }
+        if let Some(ids) = &req.filter.ids {
+            for id in [&m.id, &m.native_id] {
+                if ids.contains(id) {
+                    ids_found.insert(id.clone());
+                }
+            }
         }
         let d = decide(req, m, now)?;
         matched += u64::from(d.selected());

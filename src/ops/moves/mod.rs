@@ -190,6 +190,11 @@ pub struct MoveSummary {
     /// what became of, with why (present when there are any; the run then ends with exit 1).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unaccounted: Vec<crate::backend::Unaccounted>,
+    /// `--id`: the ids listed that no message the run read has as its stable or native id
+    /// (present when there are any, after a run that read to the end; it then ends with exit
+    /// 1).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ids_not_found: Vec<String>,
     pub interrupted: bool,
     /// Set when a backend failed mid-run (the run stopped; nothing was lost).
     pub aborted: Option<String>,
@@ -252,6 +257,25 @@ struct Run<'a> {
     s: MoveSummary,
     tally: Tally,
     bar: indicatif::ProgressBar,
+    /// `--id`: the listed ids seen among the messages read.
+    ids_found: std::collections::HashSet<String>,
+}
+
+/// Whether a run read every message it could select: it ended without an error or an
+/// interruption, was not `dlqctl edit`, and was not cut short by `--max`.
+fn result_read_all(aborted: &Option<Error>, s: &MoveSummary, req: &MoveRequest) -> bool {
+    aborted.is_none()
+        && !s.interrupted
+        && !req.is_edit()
+        && req.max.is_none_or(|m| s.matched < m)
+}
+
+impl MoveSummary {
+    /// Whether something selected was not moved, or cannot be accounted for, or was not
+    /// found: the run then ends with exit 1.
+    fn incomplete(&self) -> bool {
+        self.failed > 0 || !self.unaccounted.is_empty() || !self.ids_not_found.is_empty()
+    }
 }
 
 pub async fn run(ctx: &Ctx, req: MoveRequest) -> Result<i32> {
@@ -353,6 +377,7 @@ impl<'a> Run<'a> {
             s,
             tally,
             bar,
+            ids_found: Default::default(),
         }
     }
 
@@ -367,6 +392,7 @@ impl<'a> Run<'a> {
             tally,
             bar,
             pacer,
+            ids_found,
             ..
         } = self;
         if s.examined == 0 && req.mode.removes() && result.is_ok() {
@@ -395,6 +421,14 @@ impl<'a> Run<'a> {
                 Some(e)
             }
         };
+        // `--id`: a listed id that no message read has, once the run read to the end (not
+        // stopped, not cut short by --max; `dlqctl edit` says so itself).
+        if let Some(ids) = &req.filter.ids
+            && result_read_all(&aborted, &s, req)
+        {
+            s.ids_not_found = ids.difference(&ids_found).cloned().collect();
+            s.ids_not_found.sort();
+        }
         // Whether copies went out or messages left the source: exit 2, which promises that
         // nothing changed, cannot be given any more.
         let changed = !s.dry_run && (s.moved > 0 || s.copied_not_removed > 0);
@@ -412,7 +446,7 @@ impl<'a> Run<'a> {
                 Some(e) if changed && e.exit_code() == exit::USAGE => exit::PARTIAL,
                 Some(e) => e.exit_code(),
                 None if s.interrupted => exit::INTERRUPTED,
-                None if s.failed > 0 || !s.unaccounted.is_empty() => exit::PARTIAL,
+                None if s.incomplete() => exit::PARTIAL,
                 None => exit::OK,
             };
             a.finish(
@@ -443,7 +477,7 @@ impl<'a> Run<'a> {
         Ok(Ended {
             code: if s.interrupted {
                 exit::INTERRUPTED
-            } else if s.failed > 0 || !s.unaccounted.is_empty() {
+            } else if s.incomplete() {
                 exit::PARTIAL
             } else {
                 exit::OK

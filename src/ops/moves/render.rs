@@ -82,6 +82,14 @@ fn text(p: &crate::output::Printer, s: &MoveSummary) -> Result<()> {
             )))?;
         }
     }
+    if !s.ids_not_found.is_empty() {
+        let n = s.ids_not_found.len() as u64;
+        p.line(&p.prose(&format!(
+            "not found: {} (--id): no message read has it as its stable or native id: {}",
+            crate::human::count(n, "listed id", "listed ids"),
+            s.ids_not_found.join(", ")
+        )))?;
+    }
     for u in &s.unaccounted {
         // Where the summary cannot say that everything selected was moved: how many, why.
         p.line(&p.prose(&format!(
