@@ -28,6 +28,7 @@ mod rabbitmq;
 mod rabbitmq_copies;
 mod rabbitmq_moves;
 mod rabbitmq_refusals;
+mod rabbitmq_stops;
 mod rabbitmq_stream;
 mod rabbitmq_verify;
 mod redis;
