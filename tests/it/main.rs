@@ -35,6 +35,7 @@ mod redis;
 mod redis_faults;
 mod redis_harness;
 mod redis_lock;
+mod redis_midrun;
 mod redis_ops;
 mod redis_retry;
 mod redis_tls;

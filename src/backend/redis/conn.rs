@@ -96,6 +96,28 @@ fn tls_files(a: &RedisAddress) -> Result<Option<redis::TlsCertificates>, Error> 
     }))
 }
 
+/// A Redis error of a connection that was made (mid-run): a connection dropped then is not a
+/// server that cannot be reached (the operator report op7: `cannot reach …: broken pipe`, with
+/// a hint to check the network, for a `CLIENT KILL`). Each call dlqctl makes is one command
+/// or one script, which Redis runs whole or not at all: nothing was lost.
+pub(super) fn run_err(
+    target: &str,
+    password_from: &'static str,
+    key: Option<&str>,
+    e: redis::RedisError,
+) -> Error {
+    if (e.is_connection_dropped() || e.is_io_error()) && !e.is_timeout() {
+        let reason = crate::secrets::scrub(&e.to_string());
+        return Error::Backend {
+            target: target.into(),
+            reason: format!(
+                "the connection to the server was dropped mid-run ({reason}): by the server (CLIENT KILL, a restart, its idle timeout) or the network; nothing was lost, re-run to continue"
+            ),
+        };
+    }
+    err(target, password_from, key, e)
+}
+
 /// A Redis error as one of dlqctl's: unreachable, authentication, permission (ACL), or the
 /// server's own word. `key`: the set the address reads, named where a key holds another type.
 pub(super) fn err(

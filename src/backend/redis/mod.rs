@@ -164,7 +164,7 @@ impl RedisBackend {
     }
 
     fn err(&self, e: redis::RedisError) -> Error {
-        conn::err(
+        conn::run_err(
             &self.ra.to_string(),
             "the URL or REDISCLI_AUTH",
             Some(&self.key),
