@@ -94,3 +94,67 @@ async fn a_connection_killed_mid_run_says_nothing_was_lost_and_the_rerun_finishe
         assert_eq!(retried(&db, bull).await, 300, "bullmq {bull}: none twice");
     }
 }
+
+/// BullMQ jobs removed whole by someone else mid-run (`job.remove()`: the hash and the id in
+/// failed together), in two windows: between the run's read of the ids and its check of their
+/// hashes (`EXISTS`), and between that check and the retry (`reprocessJob` answers -1). They
+/// were reported as ids still in failed without a job hash, with a purge command to remove
+/// them, and as `left in failed`, while failed no longer held them. Now they are reported as
+/// removed by someone else, nothing to do. A proxy holds the run's command while the jobs go.
+#[tokio::test(flavor = "multi_thread")]
+async fn bullmq_jobs_removed_by_someone_else_are_not_reported_as_left_in_failed() {
+    use crate::proxy::{Proxy, Trigger, When};
+    for (window, command) in [("read-check", "EXISTS"), ("check-retry", "EVALSHA")] {
+        let db = RedisDb::new().await;
+        seed_bullmq(&db, "k", 200).await;
+        let upstream = url::Url::parse(&crate::redis_harness::redis_url()).unwrap();
+        let port = upstream.port().unwrap();
+        let proxy = Proxy::start(format!("127.0.0.1:{port}").parse().unwrap(), false);
+        let url = db
+            .bullmq("k")
+            .replacen(&format!(":{port}/"), &format!(":{}/", proxy.port), 1);
+        let sb = Sandbox::new();
+        let child = spawn_slow(&sb, &url);
+        wait_until(Duration::from_secs(30), "jobs retried", || async {
+            retried(&db, true).await >= 20
+        })
+        .await;
+        proxy.arm(
+            Trigger::RedisCommand(command),
+            1,
+            When::Stall(Duration::from_secs(10)),
+        );
+        wait_until(Duration::from_secs(30), "the command held", || async {
+            proxy.fired() > 0
+        })
+        .await;
+        // What BullMQ's removeJob does to a failed job, for every job still failed: its hash
+        // and its id in failed go together.
+        let script = "local n = 0 for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do \
+             redis.call('DEL', ARGV[1] .. id) redis.call('ZREM', KEYS[1], id) n = n + 1 end return n";
+        let removed: i64 = db
+            .q(redis::cmd("EVAL")
+                .arg(script)
+                .arg(1)
+                .arg("bull:k:failed")
+                .arg("bull:k:"))
+            .await;
+        assert!(removed > 0, "{window}");
+        let out = child.wait_with_output().expect("dlqctl ends");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(1), "{window}: {stdout}\n{stderr}");
+        assert_eq!(db.zcard("bull:k:failed").await, 0, "{window}");
+        let j: serde_json::Value = serde_json::from_str(&stdout).expect("the summary");
+        let said = format!("{}{}", j["failures"], j["unaccounted"]);
+        assert!(
+            !said.contains("no job hash") && !said.contains("left in failed"),
+            "{window}: the jobs are in no set: {said}"
+        );
+        assert!(said.contains("removed by someone else"), "{window}: {said}");
+        let moved = j["moved"].as_u64().unwrap();
+        assert_eq!(retried(&db, true).await, moved, "{window}: {j}");
+    }
+}

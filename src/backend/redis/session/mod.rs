@@ -58,16 +58,18 @@ pub(super) struct RedisMoveSession<'a> {
 #[derive(Default)]
 struct Ghosts {
     claimed: Vec<usize>,
-    left: u64,
-    examples: Vec<String>,
+    /// The ids left because they had no job hash when read. At the end of the run, only those
+    /// still in failed (`RedisMoveSession::finish`): ghosts a purge can remove.
+    left: Vec<String>,
+    /// Of the ids left, those no longer in failed at the end either: their jobs were removed
+    /// by someone else while the run went (`job.remove()` takes the hash and the id together,
+    /// and the run read the id before and the hash after).
+    removed: Vec<String>,
 }
 
 impl Ghosts {
     fn leave(&mut self, id: &str) {
-        self.left += 1;
-        if self.examples.len() < 5 {
-            self.examples.push(id.to_string());
-        }
+        self.left.push(id.to_string());
     }
 }
 
@@ -354,6 +356,21 @@ impl MoveSession for RedisMoveSession<'_> {
     }
 
     async fn finish(&mut self) -> Result<()> {
+        if let Library::BullMq(q) = &self.b.lib
+            && !self.ghosts.left.is_empty()
+        {
+            match self.in_failed(q, &self.ghosts.left).await {
+                Ok(there) => {
+                    let (left, removed) = std::mem::take(&mut self.ghosts.left)
+                        .into_iter()
+                        .zip(there)
+                        .partition::<Vec<_>, _>(|(_, t)| *t);
+                    self.ghosts.left = left.into_iter().map(|(id, _)| id).collect();
+                    self.ghosts.removed = removed.into_iter().map(|(id, _)| id).collect();
+                }
+                Err(e) => tracing::debug!(error = %e, "bullmq: whether the ghosts are in failed"),
+            }
+        }
         self.lock.release().await;
         Ok(())
     }
@@ -363,9 +380,26 @@ impl MoveSession for RedisMoveSession<'_> {
     }
 
     fn unaccounted(&self) -> Vec<Unaccounted> {
-        ghosts_left(self.b, self.ghosts.left, &self.ghosts.examples)
+        let g = &self.ghosts;
+        let few = |ids: &[String]| ids.iter().take(5).cloned().collect::<Vec<_>>();
+        let mut out: Vec<Unaccounted> = ghosts_left(self.b, g.left.len() as u64, &few(&g.left))
             .into_iter()
-            .collect()
+            .collect();
+        if let Library::BullMq(q) = &self.b.lib
+            && !g.removed.is_empty()
+        {
+            out.push(Unaccounted {
+                count: g.removed.len() as u64,
+                approximate: false,
+                reason: format!(
+                    "jobs removed by someone else while the run went (e.g. {}): their job hash and their id in {} are gone (as job.remove() takes them); nothing to do",
+                    few(&g.removed).join(", "),
+                    q.set_key()
+                ),
+                until: None,
+            });
+        }
+        out
     }
 }
 
