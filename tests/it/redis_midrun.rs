@@ -158,3 +158,47 @@ async fn bullmq_jobs_removed_by_someone_else_are_not_reported_as_left_in_failed(
         assert_eq!(retried(&db, true).await, moved, "{window}: {j}");
     }
 }
+
+/// The failed (dead) set replaced by a key of another type mid-run: the error was the client
+/// library's debug form (`Pipeline failures: [(Index 0, error: "dlqctl:": …), (Index 1, error:
+/// "WRONGTYPE" …)]`) with a hint that blamed the address. Now one line says the key changed
+/// type while the run went and that call changed nothing, with a hint that fits; exit 3.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_set_replaced_by_another_type_mid_run_is_one_line_that_says_so() {
+    for bull in [true, false] {
+        let db = RedisDb::new().await;
+        let set = if bull { "bull:k:failed" } else { "dead" };
+        let (url, _) = if bull {
+            (db.bullmq("k"), seed_bullmq(&db, "k", 200).await)
+        } else {
+            (db.sidekiq(), seed_sidekiq(&db, 200).await)
+        };
+        let sb = Sandbox::new();
+        let child = spawn_slow(&sb, &url);
+        wait_until(Duration::from_secs(30), "jobs retried", || async {
+            retried(&db, bull).await >= 20
+        })
+        .await;
+        let saved = format!("{set}-saved");
+        let _: () = db.q(redis::cmd("RENAME").arg(set).arg(&saved)).await;
+        let _: i64 = db.q(redis::cmd("SADD").arg(set).arg("x")).await;
+        let out = child.wait_with_output().expect("dlqctl ends");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "bullmq {bull}: {stderr}");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "bullmq {bull}: {stderr}");
+        assert!(
+            errors[0].contains("changed type while the run went")
+                && errors[0].contains("nothing was changed by that call")
+                && !errors[0].contains("Pipeline"),
+            "bullmq {bull}: {stderr}"
+        );
+        assert!(
+            stderr.contains("hint: someone replaced the key during the run")
+                && !stderr.contains("is not the job library's"),
+            "bullmq {bull}: {stderr}"
+        );
+        let left = db.zcard(&saved).await;
+        assert_eq!(left + retried(&db, bull).await, 200, "bullmq {bull}");
+    }
+}

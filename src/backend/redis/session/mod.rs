@@ -284,7 +284,77 @@ impl MoveSession for RedisMoveSession<'_> {
         }
     }
 
-    async fn settle(
+    async fn settle(&mut self, ticket: Ticket, accepted: &[usize], failed: &[usize]) -> Result<()> {
+        let r = self.remove(ticket, accepted, failed).await;
+        self.ran(r.is_ok());
+        r
+    }
+
+    fn holds(&self) -> Result<()> {
+        self.lock.check()
+    }
+
+    async fn finish(&mut self) -> Result<()> {
+        if let Library::BullMq(q) = &self.b.lib
+            && !self.ghosts.left.is_empty()
+        {
+            match self.in_failed(q, &self.ghosts.left).await {
+                Ok(there) => {
+                    let (left, removed) = std::mem::take(&mut self.ghosts.left)
+                        .into_iter()
+                        .zip(there)
+                        .partition::<Vec<_>, _>(|(_, t)| *t);
+                    self.ghosts.left = left.into_iter().map(|(id, _)| id).collect();
+                    self.ghosts.removed = removed.into_iter().map(|(id, _)| id).collect();
+                }
+                Err(e) => tracing::debug!(error = %e, "bullmq: whether the ghosts are in failed"),
+            }
+        }
+        self.lock.release().await;
+        Ok(())
+    }
+
+    fn unremoved(&mut self) -> Vec<(usize, String)> {
+        std::mem::take(&mut self.unremoved)
+    }
+
+    fn unaccounted(&self) -> Vec<Unaccounted> {
+        let g = &self.ghosts;
+        let few = |ids: &[String]| ids.iter().take(5).cloned().collect::<Vec<_>>();
+        let mut out: Vec<Unaccounted> = ghosts_left(self.b, g.left.len() as u64, &few(&g.left))
+            .into_iter()
+            .collect();
+        if let Library::BullMq(q) = &self.b.lib
+            && !g.removed.is_empty()
+        {
+            out.push(Unaccounted {
+                count: g.removed.len() as u64,
+                approximate: false,
+                reason: format!(
+                    "jobs removed by someone else while the run went (e.g. {}): their job hash and their id in {} are gone (as job.remove() takes them); nothing to do",
+                    few(&g.removed).join(", "),
+                    q.set_key()
+                ),
+                until: None,
+            });
+        }
+        out
+    }
+}
+
+impl RedisMoveSession<'_> {
+    /// A batch went through with the keys as they were (see `RedisBackend::midrun`).
+    fn ran(&self, ok: bool) {
+        if ok {
+            self.b
+                .midrun
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// `settle`: the accepted messages leave the set (Sidekiq: `ZREM`; BullMQ: `removeJob`,
+    /// and a purge's ids without a job hash by their own script).
+    async fn remove(
         &mut self,
         _ticket: Ticket,
         accepted: &[usize],
@@ -350,57 +420,6 @@ impl MoveSession for RedisMoveSession<'_> {
         }
         Ok(())
     }
-
-    fn holds(&self) -> Result<()> {
-        self.lock.check()
-    }
-
-    async fn finish(&mut self) -> Result<()> {
-        if let Library::BullMq(q) = &self.b.lib
-            && !self.ghosts.left.is_empty()
-        {
-            match self.in_failed(q, &self.ghosts.left).await {
-                Ok(there) => {
-                    let (left, removed) = std::mem::take(&mut self.ghosts.left)
-                        .into_iter()
-                        .zip(there)
-                        .partition::<Vec<_>, _>(|(_, t)| *t);
-                    self.ghosts.left = left.into_iter().map(|(id, _)| id).collect();
-                    self.ghosts.removed = removed.into_iter().map(|(id, _)| id).collect();
-                }
-                Err(e) => tracing::debug!(error = %e, "bullmq: whether the ghosts are in failed"),
-            }
-        }
-        self.lock.release().await;
-        Ok(())
-    }
-
-    fn unremoved(&mut self) -> Vec<(usize, String)> {
-        std::mem::take(&mut self.unremoved)
-    }
-
-    fn unaccounted(&self) -> Vec<Unaccounted> {
-        let g = &self.ghosts;
-        let few = |ids: &[String]| ids.iter().take(5).cloned().collect::<Vec<_>>();
-        let mut out: Vec<Unaccounted> = ghosts_left(self.b, g.left.len() as u64, &few(&g.left))
-            .into_iter()
-            .collect();
-        if let Library::BullMq(q) = &self.b.lib
-            && !g.removed.is_empty()
-        {
-            out.push(Unaccounted {
-                count: g.removed.len() as u64,
-                approximate: false,
-                reason: format!(
-                    "jobs removed by someone else while the run went (e.g. {}): their job hash and their id in {} are gone (as job.remove() takes them); nothing to do",
-                    few(&g.removed).join(", "),
-                    q.set_key()
-                ),
-                until: None,
-            });
-        }
-        out
-    }
 }
 
 #[async_trait]
@@ -411,7 +430,9 @@ impl LocalMoves for RedisMoveSession<'_> {
         _target: &Address,
         selected: &[usize],
     ) -> Result<Vec<SendOutcome>> {
-        self.retry(selected, None).await
+        let r = self.retry(selected, None).await;
+        self.ran(r.is_ok());
+        r
     }
 
     async fn move_locally_edited(
@@ -421,7 +442,9 @@ impl LocalMoves for RedisMoveSession<'_> {
         selected: &[usize],
         batch: &[Message],
     ) -> Result<Vec<SendOutcome>> {
-        self.retry(selected, Some(batch)).await
+        let r = self.retry(selected, Some(batch)).await;
+        self.ran(r.is_ok());
+        r
     }
 }
 
