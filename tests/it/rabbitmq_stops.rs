@@ -181,3 +181,61 @@ async fn one_ctrl_c_ends_a_run_whose_confirms_never_come() {
     r.wait_no_consumer("dlq").await;
     assert_eq!(u64::from(r.ready("dlq").await), 100 - moved, "{j}");
 }
+
+/// The progress line of a run whose copies the target refused read `redriving: 3,000 messages
+/// of 3,000 (100%)`, as if all had moved (op7, a target queue deleted mid-run). The bar counts
+/// the messages examined; the line now says so, and what became of them.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_progress_line_says_what_it_counts_and_what_became_of_it() {
+    use lapin::options::ExchangeDeclareOptions;
+    use lapin::types::FieldTable;
+    let r = Rabbit::new("tally").await;
+    r.declare("dlq", Kind::Classic, &[]).await;
+    r.publish_n("dlq", "m", 20).await;
+    let exchange = r.name("nowhere");
+    r.ch.exchange_declare(
+        exchange.as_str().into(),
+        lapin::ExchangeKind::Direct,
+        ExchangeDeclareOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+    let to = r.url("x").replace(
+        &format!("queue={}", r.name("x")),
+        &format!("exchange={exchange}&routing_key=none"),
+    );
+    let sb = Sandbox::new();
+    let mut env = crate::amqp::env();
+    env.push(("DLQCTL_PROGRESS_INTERVAL".into(), "0.1".into()));
+    let out = sb.run_with(
+        &[
+            "redrive",
+            &r.url("dlq"),
+            "--to",
+            &to,
+            "--rate",
+            "20",
+            "--batch-size",
+            "2",
+            "--yes",
+            "--output",
+            "json",
+        ],
+        &env,
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("redriving: "))
+        .collect();
+    assert!(!lines.is_empty(), "no progress line: {}", out.stderr);
+    let last = lines.last().unwrap();
+    assert!(
+        last.contains(" of 20 messages examined (")
+            && last.contains("0 moved, ")
+            && last.contains(" failed)"),
+        "{lines:?}"
+    );
+}

@@ -369,6 +369,7 @@ pub(super) async fn land(
     }
     settled?;
     bar.inc(f.ids.len() as u64);
+    super::engine::show_tally(bar, s, run.req);
     tracing::debug!(
         records = f.ids.len(),
         read_ms = f.read.as_millis() as u64,
