@@ -19,7 +19,7 @@ mod stream;
 pub mod table;
 
 pub use log::init as init_log;
-pub use progress::fmt_rate;
+pub use progress::{fmt_rate, thousands};
 pub use stream::{Captured, LogWriter, Stderr};
 pub use table::{Cell, Col, Grid};
 

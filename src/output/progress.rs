@@ -8,9 +8,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// A bar when the length is known, else a spinner with a count.
 pub(super) fn style(bar: bool) -> ProgressStyle {
     if bar {
-        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({rate}, eta {eta})")
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} ({rate}, eta {eta}) {prefix}")
     } else {
-        ProgressStyle::with_template("{spinner} {msg} {pos} ({rate})")
+        ProgressStyle::with_template("{spinner} {msg} {pos} ({rate}) {prefix}")
     }
     .expect("static template")
     .with_key(
@@ -45,9 +45,29 @@ pub(super) fn report_lines(bar: &ProgressBar, every: Duration, err: super::Stder
     });
 }
 
-/// `classifying: 12,000 messages of 40,000 (30%), 1,020/s, 11s`.
+/// `classifying: 12,000 messages of 40,000 (30%), 1,020/s, 11s`. A bar with a prefix counts
+/// the messages looked at, and its prefix says what became of them (a move's tally): `redriving:
+/// 3,000 of 3,000 messages examined (100%; 900 moved, 2,100 failed), 300/s, 10s`.
 fn line(bar: &ProgressBar) -> String {
     let pos = bar.position();
+    let tally = bar.prefix();
+    if !tally.is_empty() {
+        let of = match bar.length() {
+            Some(n) if n > 0 => format!(
+                " of {} messages examined ({}%; {tally})",
+                thousands(n),
+                (pos.min(n) * 100 / n)
+            ),
+            _ => format!(" messages examined ({tally})"),
+        };
+        return format!(
+            "{}: {}{of}, {}, {}s",
+            bar.message(),
+            thousands(pos),
+            fmt_rate(bar.per_sec()),
+            bar.elapsed().as_secs()
+        );
+    }
     let of = match bar.length() {
         Some(n) if n > 0 => format!(" of {} ({}%)", thousands(n), (pos.min(n) * 100 / n)),
         _ => String::new(),
@@ -62,7 +82,7 @@ fn line(bar: &ProgressBar) -> String {
     )
 }
 
-fn thousands(n: u64) -> String {
+pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -108,6 +128,19 @@ mod tests {
         assert!(
             l.starts_with("classifying: 12,000 messages of 40,000 (30%), "),
             "{l}"
+        );
+        // A move's bar: what was examined, and what became of it.
+        let moving = ProgressBar::hidden();
+        moving.set_length(3_000);
+        moving.set_message("redriving");
+        moving.set_prefix("900 moved, 2,100 failed");
+        moving.inc(3_000);
+        assert!(
+            line(&moving).starts_with(
+                "redriving: 3,000 of 3,000 messages examined (100%; 900 moved, 2,100 failed), "
+            ),
+            "{}",
+            line(&moving)
         );
         let open = ProgressBar::hidden();
         open.set_message("reading");

@@ -68,6 +68,10 @@ pub struct Reader {
     max_acked: u64,
 }
 
+/// How long draining a cancelled consumer waits for the end of its deliveries: the end comes
+/// once, and a consumer the broker cancelled (its queue deleted) may have given it already.
+const DRAIN_WAIT: Duration = Duration::from_secs(5);
+
 /// How long `give_back` waits for the broker to have applied the reader's acknowledgements
 /// and returns.
 const SETTLE_WAIT: Duration = Duration::from_secs(10);
@@ -171,7 +175,7 @@ impl Reader {
                 .await
                 .map_err(|e| self.err(e))?;
             // After cancel-ok, the stream ends behind the deliveries already sent.
-            while let Some(d) = c.next().await {
+            while let Ok(Some(d)) = tokio::time::timeout(DRAIN_WAIT, c.next()).await {
                 let delivery = d.map_err(|e| self.err(e))?;
                 self.delivered += 1;
                 self.last_tag = self.last_tag.max(delivery.delivery_tag);
@@ -201,13 +205,12 @@ impl Reader {
         let c = self.consumer.as_mut().expect("started");
         match tokio::time::timeout(idle, c.next()).await {
             Err(_) => Ok(None),
-            Ok(None) => Err(Error::Backend {
-                target: self.broker.shown(),
-                reason: format!(
-                    "the broker cancelled dlqctl's consumer of {} (was the queue deleted?)",
-                    self.queue
-                ),
-            }),
+            Ok(None) => {
+                // The broker cancelled the consumer (basic.cancel): its stream has ended, and
+                // nothing more comes from it.
+                self.consumer = None;
+                Err(self.cancelled().await)
+            }
             Ok(Some(Err(e))) => Err(self.err(e)),
             Ok(Some(Ok(delivery))) => {
                 self.unsettled += 1;
@@ -224,7 +227,46 @@ impl Reader {
         }
     }
 
-    /// Acknowledge (remove) one delivery.
+    /// Why the broker cancelled the consumer: the queue was deleted (asked on a channel of its
+    /// own: a passive declare of a missing queue closes its channel), or something else
+    /// cancelled it (a quorum queue's leader moved, a policy changed it).
+    async fn cancelled(&self) -> Error {
+        const DONE: &str = "what was moved before stays moved, and nothing dlqctl took was lost";
+        let gone = match self.conn.create_channel().await {
+            Ok(ch) => {
+                let r = ch
+                    .queue_declare(
+                        self.queue.as_str().into(),
+                        QueueDeclareOptions::default().passive(),
+                        FieldTable::default(),
+                    )
+                    .await;
+                let gone = matches!(&r, Err(e) if matches!(e.kind(), lapin::ErrorKind::ProtocolError(p) if p.get_id() == 404));
+                if r.is_ok() {
+                    let _ = ch.close(200, "".into()).await;
+                }
+                gone
+            }
+            Err(_) => false,
+        };
+        if gone {
+            Error::NotFound {
+                what: format!("queue {} on {}", self.queue, self.broker.shown()),
+                detail: format!(
+                    "it was deleted while the run read it (the broker cancelled dlqctl's consumer); {DONE}; the messages not yet moved went with the queue"
+                ),
+            }
+        } else {
+            Error::Backend {
+                target: self.broker.shown(),
+                reason: format!(
+                    "the broker cancelled dlqctl's consumer of queue {} while the run read it (the queue still exists: a quorum queue's leader moved, or a policy changed it); {DONE}; re-run to continue",
+                    self.queue
+                ),
+            }
+        }
+    }
+
     /// Acknowledge these deliveries (tag, generation). Where they are exactly the channel's
     /// unacknowledged deliveries up to the highest of them (the usual batch: nothing held
     /// before it), one `basic.ack` with `multiple` does it; otherwise each is acknowledged,
@@ -269,6 +311,7 @@ impl Reader {
         Ok(())
     }
 
+    /// Acknowledge (remove) one delivery.
     pub async fn ack(&mut self, tag: u64, generation: u32) -> Result<()> {
         self.ch
             .basic_ack(tag, BasicAckOptions::default())
@@ -291,11 +334,16 @@ impl Reader {
     /// every acknowledgement before them was applied too. A stream removes nothing: it is
     /// closed at once.
     pub async fn give_back(&mut self) {
-        if !self.mode.stream
-            && self.conn.status().connected()
-            && let Err(e) = self.return_held().await
-        {
-            tracing::debug!(error = %e, "rabbitmq: giving back by closing the connection");
+        // Bounded: a broker that does not answer (a cancel-ok, a declare) must not hold the
+        // end of the run; closing the connection gives back what it held all the same.
+        if !self.mode.stream && self.conn.status().connected() {
+            match tokio::time::timeout(SETTLE_WAIT + DRAIN_WAIT, self.return_held()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "rabbitmq: giving back by closing the connection");
+                }
+                Err(_) => tracing::debug!("rabbitmq: no answer; giving back by closing"),
+            }
         }
         self.close().await;
     }
@@ -307,7 +355,7 @@ impl Reader {
                 .await
                 .map_err(|e| self.err(e))?;
             let mut c = c;
-            while let Some(d) = c.next().await {
+            while let Ok(Some(d)) = tokio::time::timeout(DRAIN_WAIT, c.next()).await {
                 if let Ok(d) = d {
                     self.delivered += 1;
                     self.last_tag = self.last_tag.max(d.delivery_tag);

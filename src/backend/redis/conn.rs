@@ -96,6 +96,74 @@ fn tls_files(a: &RedisAddress) -> Result<Option<redis::TlsCertificates>, Error> 
     }))
 }
 
+/// A Redis error of a connection that was made (mid-run): a connection dropped then is not a
+/// server that cannot be reached (the operator report op7: `cannot reach …: broken pipe`, with
+/// a hint to check the network, for a `CLIENT KILL`). Each call dlqctl makes is one command
+/// or one script, which Redis runs whole or not at all: nothing was lost.
+/// `midrun`: a batch was retried or removed before (a key of another type now was replaced
+/// while the run went).
+pub(super) fn run_err(
+    target: &str,
+    password_from: &'static str,
+    key: Option<&str>,
+    midrun: bool,
+    e: redis::RedisError,
+) -> Error {
+    if midrun && let Some(reason) = wrong_type(&e) {
+        let key = key.unwrap_or("KEY");
+        return Error::Backend {
+            target: target.into(),
+            reason: format!(
+                "a key the run uses changed type while the run went ({reason}); nothing was changed by that call, and what was moved before stays moved"
+            ),
+        }
+        .hinted(format!(
+            "someone replaced the key during the run (it held what the job library keeps there when the run began): `redis-cli -n DB TYPE {key}` shows what is there now; once it is the library's again, re-run to continue"
+        ));
+    }
+    if (e.is_connection_dropped() || e.is_io_error()) && !e.is_timeout() {
+        let reason = crate::secrets::scrub(&e.to_string());
+        return Error::Backend {
+            target: target.into(),
+            reason: format!(
+                "the connection to the server was dropped mid-run ({reason}): by the server (CLIENT KILL, a restart, its idle timeout) or the network; nothing was lost, re-run to continue"
+            ),
+        };
+    }
+    err(target, password_from, key, e)
+}
+
+/// What a wrong-type refusal says, in one clause: the retry script's own word where it gave one
+/// (`dlqctl: KEY holds a set, …`), else Redis's; None when the error is no such refusal. A
+/// pipeline's errors come as one (`Pipeline failures: [(Index 0, …), …]`): the first that
+/// tells is used.
+fn wrong_type(e: &redis::RedisError) -> Option<String> {
+    let items = e.clone().into_server_errors()?;
+    let own = items
+        .iter()
+        .find(|(_, s)| s.code() == "dlqctl:" && s.details().is_some_and(|d| d.contains(" holds ")));
+    if let Some((_, s)) = own {
+        let d = s.details().unwrap_or_default();
+        // `…; nothing was changed` is said by the caller, once.
+        return Some(
+            d.split("; nothing was changed")
+                .next()
+                .unwrap_or(d)
+                .to_string(),
+        );
+    }
+    items
+        .iter()
+        .find(|(_, s)| s.code() == "WRONGTYPE")
+        .map(|(_, s)| {
+            format!(
+                "WRONGTYPE: {}",
+                s.details()
+                    .unwrap_or("Operation against a key holding the wrong kind of value")
+            )
+        })
+}
+
 /// A Redis error as one of dlqctl's: unreachable, authentication, permission (ACL), or the
 /// server's own word. `key`: the set the address reads, named where a key holds another type.
 pub(super) fn err(

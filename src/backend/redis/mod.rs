@@ -85,6 +85,9 @@ pub struct RedisBackend {
     id: Option<IdSource>,
     /// What was found: `sidekiq (dead set `dead`)`, `bullmq:6.7.6 (queue mail)`.
     detected: String,
+    /// Set once a move session has retried or removed a batch: a key of the wrong type after
+    /// that was replaced while the run went, not a wrong address.
+    midrun: std::sync::atomic::AtomicBool,
 }
 
 #[cfg(feature = "redis")]
@@ -160,14 +163,16 @@ impl RedisBackend {
                 .unwrap_or(lock::DEFAULT_TIMEOUT),
             id: opts.id.clone(),
             detected,
+            midrun: Default::default(),
         })
     }
 
     fn err(&self, e: redis::RedisError) -> Error {
-        conn::err(
+        conn::run_err(
             &self.ra.to_string(),
             "the URL or REDISCLI_AUTH",
             Some(&self.key),
+            self.midrun.load(std::sync::atomic::Ordering::Relaxed),
             e,
         )
     }

@@ -16,6 +16,30 @@ use crate::message::Message;
 /// The reason of a copy accepted in a batch whose settle failed.
 const UNSETTLED: &str = "copied, but the run stopped before the original was removed: the copy is in the target and the original still in the source; a re-run sends it again (a duplicate with the same stable id)";
 
+/// How long the target's answers (or a send it blocks, as RabbitMQ blocks a publisher under a
+/// resource alarm) are waited for once a Ctrl-C came: then the batch lands without them (the
+/// originals stay in the source) and the run ends with its summary. An answer that never comes
+/// must not outlive the Ctrl-C.
+const AFTER_INTERRUPT: Duration = Duration::from_secs(5);
+
+/// The reason of a copy whose target had not answered when the wait after a Ctrl-C ran out.
+const UNANSWERED: &str = "the target had not confirmed the copy when the run was interrupted: the copy may be in the target, and the original stays in the source; a re-run sends it again (a duplicate with the same stable id)";
+
+/// `fut`, unless a Ctrl-C came and `AFTER_INTERRUPT` passed since it was seen here: `None`.
+async fn unless_interrupted<T>(
+    interrupt: &crate::interrupt::Interrupt,
+    fut: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        biased;
+        r = fut => Some(r),
+        () = async {
+            interrupt.wait().await;
+            tokio::time::sleep(AFTER_INTERRUPT).await;
+        } => None,
+    }
+}
+
 /// A batch whose copies are on their way. Batches land (are settled) in the order they were
 /// claimed, once every outcome of theirs is known.
 pub(super) struct Flight {
@@ -157,7 +181,9 @@ async fn dispatch(
                 t.map(|t| Outcomes::Known(Ok(predict(req, t, batch, &idx))))
             }
         } else {
-            send(req, targets, &addr, batch, &idx).await
+            unless_interrupted(&ctx.interrupt, send(req, targets, &addr, batch, &idx))
+                .await
+                .unwrap_or(Err(crate::error::Error::Interrupted))
         };
         match started {
             Ok(outcomes) => f.sends.push((key, idx, outcomes)),
@@ -289,7 +315,9 @@ pub(super) async fn land(
     session: &mut (dyn MoveSession + '_),
     run: &mut Run<'_>,
 ) -> Result<()> {
-    let Run { s, tally, bar, .. } = run;
+    let Run {
+        s, tally, bar, ctx, ..
+    } = run;
     let waited = Instant::now();
     let mut accepted = Vec::new();
     let mut failed = f.failed;
@@ -300,7 +328,16 @@ pub(super) async fn land(
     for (key, idx, outcomes) in f.sends {
         let outcomes = match outcomes {
             Outcomes::Known(r) => r,
-            Outcomes::Coming(pending) => pending.await,
+            Outcomes::Coming(pending) => unless_interrupted(&ctx.interrupt, pending)
+                .await
+                .unwrap_or_else(|| {
+                    Ok(idx
+                        .iter()
+                        .map(|_| SendOutcome::Rejected {
+                            reason: UNANSWERED.into(),
+                        })
+                        .collect())
+                }),
         };
         match outcomes {
             Ok(outcomes) => {
@@ -348,6 +385,7 @@ pub(super) async fn land(
     }
     settled?;
     bar.inc(f.ids.len() as u64);
+    super::engine::show_tally(bar, s, run.req);
     tracing::debug!(
         records = f.ids.len(),
         read_ms = f.read.as_millis() as u64,

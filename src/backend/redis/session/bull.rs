@@ -115,7 +115,49 @@ impl RedisMoveSession<'_> {
                 ),
             });
         }
-        Ok(codes.into_iter().map(bullmq_outcome).collect())
+        // -1: the job's hash was gone. Left in failed only if its id still is there; a job
+        // removed whole (job.remove()) took its id too. The script's codes stay BullMQ's.
+        let gone: Vec<String> = selected
+            .iter()
+            .zip(&codes)
+            .filter(|(_, c)| **c == -1)
+            // The job's id (its member in failed), not its stable id (an `id` rule's).
+            .map(|(&i, _)| String::from_utf8_lossy(&self.claimed[i].0.member).into_owned())
+            .collect();
+        let mut there = if gone.is_empty() {
+            Vec::new()
+        } else {
+            self.in_failed(q, &gone).await?
+        }
+        .into_iter();
+        Ok(codes
+            .into_iter()
+            .map(|c| match c {
+                -1 if there.next() == Some(false) => SendOutcome::Rejected {
+                    reason: REMOVED.into(),
+                },
+                c => bullmq_outcome(c),
+            })
+            .collect())
+    }
+
+    /// Whether each id is in the failed set now (one pipeline of `ZSCORE`s a thousand at a
+    /// time: every Redis has it).
+    pub(super) async fn in_failed(&self, q: &bullmq::BullMq, ids: &[String]) -> Result<Vec<bool>> {
+        let mut con = self.b.con.clone();
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(1000) {
+            let mut pipe = redis::pipe();
+            for id in chunk {
+                pipe.cmd("ZSCORE").arg(q.set_key()).arg(id);
+            }
+            let scores: Vec<Option<f64>> = pipe
+                .query_async(&mut con)
+                .await
+                .map_err(|e| self.b.err(e))?;
+            out.extend(scores.iter().map(Option::is_some));
+        }
+        Ok(out)
     }
 
     /// BullMQ by ids alone: the next page of up to `n` ids (the one read ahead, when it was
@@ -240,6 +282,9 @@ pub(super) struct Ahead {
     before: Cursor,
     page: Vec<Entry>,
 }
+
+/// A job whose hash and id in failed were both gone when it was to be retried.
+const REMOVED: &str = "bullmq: the job was removed by someone else while the run went (its hash and its id in failed are gone, as job.remove() takes them); nothing to do";
 
 /// What BullMQ's `reprocessJob` answered for one job.
 pub(super) fn bullmq_outcome(code: i64) -> SendOutcome {

@@ -58,16 +58,18 @@ pub(super) struct RedisMoveSession<'a> {
 #[derive(Default)]
 struct Ghosts {
     claimed: Vec<usize>,
-    left: u64,
-    examples: Vec<String>,
+    /// The ids left because they had no job hash when read. At the end of the run, only those
+    /// still in failed (`RedisMoveSession::finish`): ghosts a purge can remove.
+    left: Vec<String>,
+    /// Of the ids left, those no longer in failed at the end either: their jobs were removed
+    /// by someone else while the run went (`job.remove()` takes the hash and the id together,
+    /// and the run read the id before and the hash after).
+    removed: Vec<String>,
 }
 
 impl Ghosts {
     fn leave(&mut self, id: &str) {
-        self.left += 1;
-        if self.examples.len() < 5 {
-            self.examples.push(id.to_string());
-        }
+        self.left.push(id.to_string());
     }
 }
 
@@ -282,7 +284,77 @@ impl MoveSession for RedisMoveSession<'_> {
         }
     }
 
-    async fn settle(
+    async fn settle(&mut self, ticket: Ticket, accepted: &[usize], failed: &[usize]) -> Result<()> {
+        let r = self.remove(ticket, accepted, failed).await;
+        self.ran(r.is_ok());
+        r
+    }
+
+    fn holds(&self) -> Result<()> {
+        self.lock.check()
+    }
+
+    async fn finish(&mut self) -> Result<()> {
+        if let Library::BullMq(q) = &self.b.lib
+            && !self.ghosts.left.is_empty()
+        {
+            match self.in_failed(q, &self.ghosts.left).await {
+                Ok(there) => {
+                    let (left, removed) = std::mem::take(&mut self.ghosts.left)
+                        .into_iter()
+                        .zip(there)
+                        .partition::<Vec<_>, _>(|(_, t)| *t);
+                    self.ghosts.left = left.into_iter().map(|(id, _)| id).collect();
+                    self.ghosts.removed = removed.into_iter().map(|(id, _)| id).collect();
+                }
+                Err(e) => tracing::debug!(error = %e, "bullmq: whether the ghosts are in failed"),
+            }
+        }
+        self.lock.release().await;
+        Ok(())
+    }
+
+    fn unremoved(&mut self) -> Vec<(usize, String)> {
+        std::mem::take(&mut self.unremoved)
+    }
+
+    fn unaccounted(&self) -> Vec<Unaccounted> {
+        let g = &self.ghosts;
+        let few = |ids: &[String]| ids.iter().take(5).cloned().collect::<Vec<_>>();
+        let mut out: Vec<Unaccounted> = ghosts_left(self.b, g.left.len() as u64, &few(&g.left))
+            .into_iter()
+            .collect();
+        if let Library::BullMq(q) = &self.b.lib
+            && !g.removed.is_empty()
+        {
+            out.push(Unaccounted {
+                count: g.removed.len() as u64,
+                approximate: false,
+                reason: format!(
+                    "jobs removed by someone else while the run went (e.g. {}): their job hash and their id in {} are gone (as job.remove() takes them); nothing to do",
+                    few(&g.removed).join(", "),
+                    q.set_key()
+                ),
+                until: None,
+            });
+        }
+        out
+    }
+}
+
+impl RedisMoveSession<'_> {
+    /// A batch went through with the keys as they were (see `RedisBackend::midrun`).
+    fn ran(&self, ok: bool) {
+        if ok {
+            self.b
+                .midrun
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// `settle`: the accepted messages leave the set (Sidekiq: `ZREM`; BullMQ: `removeJob`,
+    /// and a purge's ids without a job hash by their own script).
+    async fn remove(
         &mut self,
         _ticket: Ticket,
         accepted: &[usize],
@@ -348,25 +420,6 @@ impl MoveSession for RedisMoveSession<'_> {
         }
         Ok(())
     }
-
-    fn holds(&self) -> Result<()> {
-        self.lock.check()
-    }
-
-    async fn finish(&mut self) -> Result<()> {
-        self.lock.release().await;
-        Ok(())
-    }
-
-    fn unremoved(&mut self) -> Vec<(usize, String)> {
-        std::mem::take(&mut self.unremoved)
-    }
-
-    fn unaccounted(&self) -> Vec<Unaccounted> {
-        ghosts_left(self.b, self.ghosts.left, &self.ghosts.examples)
-            .into_iter()
-            .collect()
-    }
 }
 
 #[async_trait]
@@ -377,7 +430,9 @@ impl LocalMoves for RedisMoveSession<'_> {
         _target: &Address,
         selected: &[usize],
     ) -> Result<Vec<SendOutcome>> {
-        self.retry(selected, None).await
+        let r = self.retry(selected, None).await;
+        self.ran(r.is_ok());
+        r
     }
 
     async fn move_locally_edited(
@@ -387,7 +442,9 @@ impl LocalMoves for RedisMoveSession<'_> {
         selected: &[usize],
         batch: &[Message],
     ) -> Result<Vec<SendOutcome>> {
-        self.retry(selected, Some(batch)).await
+        let r = self.retry(selected, Some(batch)).await;
+        self.ran(r.is_ok());
+        r
     }
 }
 
