@@ -261,13 +261,25 @@ struct Run<'a> {
     ids_found: std::collections::HashSet<String>,
 }
 
-/// Whether a run read every message it could select: it ended without an error or an
-/// interruption, was not `dlqctl edit`, and was not cut short by `--max`.
-fn result_read_all(aborted: &Option<Error>, s: &MoveSummary, req: &MoveRequest) -> bool {
-    aborted.is_none()
+/// `--id`: the listed ids that no message read has (sorted), once the run read every message
+/// it could select: it ended without an error or an interruption, was not `dlqctl edit` (which
+/// says so itself), and was not cut short by `--max`.
+fn ids_not_found(
+    req: &MoveRequest,
+    aborted: &Option<Error>,
+    s: &MoveSummary,
+    found: &std::collections::HashSet<String>,
+) -> Vec<String> {
+    let read_all = aborted.is_none()
         && !s.interrupted
         && !req.is_edit()
-        && req.max.is_none_or(|m| s.matched < m)
+        && req.max.is_none_or(|m| s.matched < m);
+    let mut missing: Vec<String> = match &req.filter.ids {
+        Some(ids) if read_all => ids.difference(found).cloned().collect(),
+        _ => Vec::new(),
+    };
+    missing.sort();
+    missing
 }
 
 impl MoveSummary {
@@ -421,14 +433,7 @@ impl<'a> Run<'a> {
                 Some(e)
             }
         };
-        // `--id`: a listed id that no message read has, once the run read to the end (not
-        // stopped, not cut short by --max; `dlqctl edit` says so itself).
-        if let Some(ids) = &req.filter.ids
-            && result_read_all(&aborted, &s, req)
-        {
-            s.ids_not_found = ids.difference(&ids_found).cloned().collect();
-            s.ids_not_found.sort();
-        }
+        s.ids_not_found = ids_not_found(req, &aborted, &s, &ids_found);
         // Whether copies went out or messages left the source: exit 2, which promises that
         // nothing changed, cannot be given any more.
         let changed = !s.dry_run && (s.moved > 0 || s.copied_not_removed > 0);
