@@ -42,6 +42,7 @@ mod shapes;
 mod ship;
 mod sqs;
 mod sqs_accounting;
+mod sqs_inflight;
 mod systems;
 mod terminal;
 mod triage;

@@ -167,17 +167,28 @@ impl SqsBackend {
 
     /// ApproximateNumberOfMessages now (a stop-rule input, never the only one).
     pub(crate) async fn visible_now(&self) -> Result<u64> {
+        self.count_now(QueueAttributeName::ApproximateNumberOfMessages)
+            .await
+    }
+
+    /// ApproximateNumberOfMessagesNotVisible now: the messages someone holds (in flight).
+    pub(crate) async fn in_flight_now(&self) -> Result<u64> {
+        self.count_now(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .await
+    }
+
+    async fn count_now(&self, name: QueueAttributeName) -> Result<u64> {
         let out = self
             .client
             .get_queue_attributes()
             .queue_url(&self.url)
-            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(name.clone())
             .send()
             .await
             .map_err(|e| sdk_err(&self.shown(), e))?;
         Ok(out
             .attributes()
-            .and_then(|a| a.get(&QueueAttributeName::ApproximateNumberOfMessages))
+            .and_then(|a| a.get(&name))
             .and_then(|v| v.parse().ok())
             .unwrap_or(0))
     }

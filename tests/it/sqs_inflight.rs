@@ -1,0 +1,165 @@
+//! Messages in flight that a run did not hold: received by a run killed mid receive (its
+//! answer never written down), or held by another reader. Nobody can list them, they stay
+//! hidden for the visibility timeout, and on a FIFO queue they hide the rest of their groups:
+//! a run that ends then says how many and why, with exit 1, never a clean finish.
+
+use std::time::Duration;
+
+use crate::harness::{Sandbox, Sqs};
+use crate::pair::wait_until;
+use crate::proxy::{Proxy, When};
+use crate::sqs_accounting::{in_queue, moto, named, seed, spawn_through, sqs_action};
+
+/// The first ReceiveMessage reaches the emulator, which hides its ten messages for the run's
+/// visibility timeout, and its answer never reaches the run (as when the run is killed while
+/// receiving). The run moves the other twenty and must not report a drained queue.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_receive_whose_answer_was_lost_leaves_the_run_unfinished() {
+    let q = Sqs::new("lostrecv").await;
+    let (dlq, _) = q.create("dlq", &[]).await;
+    q.create("target", &[]).await;
+    seed(&q, &dlq, 30).await;
+    let sb = Sandbox::new();
+    let proxy = Proxy::start(moto(), false);
+    proxy.arm(sqs_action("ReceiveMessage"), 1, When::AfterResponse);
+    let child = spawn_through(&q, &sb, &proxy, "dlq", "target", &["--batch-size", "10"]);
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(proxy.fired(), 1, "the fault fired\n{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "ten messages are hidden in the DLQ: not a clean finish\n{stdout}\n{stderr}"
+    );
+    let j: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(j["moved"], 20, "{j}");
+    let left = &j["unaccounted"][0];
+    assert_eq!(left["count"], 10, "{j}");
+    let reason = left["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("in flight") && reason.contains("visibility timeout"),
+        "{reason}"
+    );
+    assert_eq!(in_queue(&q, &dlq).await, 10);
+}
+
+/// Another reader holds the head of each FIFO group: SQS hands out nothing of those groups,
+/// so the run reads nothing. It says that all ten are out of its reach (two in flight, eight
+/// behind them), with exit 1, not `examined 0` and exit 0.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fifo_run_behind_group_heads_another_reader_holds_says_so() {
+    let q = Sqs::new("fifoheld").await;
+    let fifo = [("FifoQueue", "true")];
+    let (dlq, _) = q.create("dlq.fifo", &fifo).await;
+    let (target, _) = q.create("target.fifo", &fifo).await;
+    for i in 0..10 {
+        q.client
+            .send_message()
+            .queue_url(&dlq)
+            .message_body(format!("{{\"n\": {i}}}"))
+            .message_group_id(format!("g{}", i % 2))
+            .message_deduplication_id(format!("d-{i}"))
+            .send()
+            .await
+            .unwrap();
+    }
+    for _ in 0..2 {
+        let got = q
+            .client
+            .receive_message()
+            .queue_url(&dlq)
+            .max_number_of_messages(1)
+            .visibility_timeout(600)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(got.messages().len(), 1);
+    }
+    let sb = Sandbox::new();
+    let r = sb.run_with(
+        &[
+            "redrive", &dlq, "--to", &target, "--yes", "--output", "json",
+        ],
+        &q.env(&sb),
+    );
+    assert_eq!(
+        r.code, 1,
+        "nothing was reachable\n{}\n{}",
+        r.stdout, r.stderr
+    );
+    let j = r.json();
+    assert_eq!(j["moved"], 0, "{j}");
+    let left = &j["unaccounted"][0];
+    assert_eq!(left["count"], 10, "{j}");
+    assert!(
+        left["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("FIFO group"),
+        "{j}"
+    );
+    let table = sb.run_with(&["redrive", &dlq, "--to", &target, "--yes"], &q.env(&sb));
+    assert_eq!(table.code, 1, "{}", table.stderr);
+    assert!(table.stdout.contains("in flight"), "{}", table.stdout);
+}
+
+/// Killed while a round's second receive is still on its way (the proxy holds it back): the
+/// first receive's messages are in the holds file already, so the re-run gives them back at
+/// once and moves everything.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_killed_mid_round_has_written_down_the_receives_that_answered() {
+    let q = Sqs::new("midround").await;
+    let (dlq, _) = q.create("dlq", &[]).await;
+    let (target, _) = q.create("target", &[]).await;
+    seed(&q, &dlq, 40).await;
+    let sb = Sandbox::new();
+    let proxy = Proxy::start(moto(), false);
+    proxy.arm(
+        sqs_action("ReceiveMessage"),
+        2,
+        When::Stall(Duration::from_secs(600)),
+    );
+    let mut child = spawn_through(
+        &q,
+        &sb,
+        &proxy,
+        "dlq",
+        "target",
+        &["--batch-size", "20", "--parallel", "2"],
+    );
+    let journal = sb.path("state").join("journal");
+    wait_until(
+        Duration::from_secs(60),
+        "the first receive's ten messages in the holds file",
+        || async { hold_lines(&journal) == 10 },
+    )
+    .await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(proxy);
+    let (d, t) = (named(&q, "dlq"), named(&q, "target"));
+    let r = sb.run_with(
+        &["redrive", &d, "--to", &t, "--yes", "--output", "json"],
+        &q.env(&sb),
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["moved"], 40, "{}", r.stdout);
+    assert_eq!(in_queue(&q, &dlq).await, 0);
+    assert_eq!(in_queue(&q, &target).await, 40);
+}
+
+/// `hold` lines in the holds files under `dir`.
+fn hold_lines(dir: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".holds"))
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .map(|t| t.lines().filter(|l| l.starts_with("hold ")).count())
+        .sum()
+}
