@@ -43,6 +43,7 @@ mod ship;
 mod sqs;
 mod sqs_accounting;
 mod sqs_inflight;
+mod sqs_limits;
 mod systems;
 mod terminal;
 mod triage;

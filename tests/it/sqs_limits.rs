@@ -1,0 +1,81 @@
+//! What an operator found at SQS's edges: a message at the target's size limit, and the SDK
+//! settings read from the environment.
+
+use crate::harness::{Sandbox, Sqs};
+use crate::sqs_accounting::in_queue;
+
+/// Operator report (op5): a message at the target's MaximumMessageSize could never be
+/// redriven: the `dlqctl-redrive-count` attribute dlqctl adds pushed the copy over, and neither
+/// `--strip-header dlqctl-redrive-count` nor anything else removed it. Now `--strip-header`
+/// naming it drops it, and without that the count gives way by itself, and the summary says
+/// that copy cannot be counted by the loop guard.
+#[tokio::test]
+async fn a_message_at_the_size_limit_goes_without_the_redrive_count() {
+    let q = Sqs::new("atlimit").await;
+    let limit = [("MaximumMessageSize", "1024")];
+    let (dlq, _) = q.create("dlq", &limit).await;
+    let (target, _) = q.create("target", &limit).await;
+    let sent = q
+        .client
+        .send_message()
+        .queue_url(&dlq)
+        .message_body("b")
+        .send()
+        .await
+        .unwrap();
+    let id = sent.message_id().unwrap().to_string();
+    // The copy carries the stable id (the MessageId, in `dlqctl-stable-id`): body and that
+    // attribute take the whole 1024 bytes, so the count's 27 do not fit.
+    let body = "b".repeat(1024 - ("dlqctl-stable-id".len() + "String".len() + id.len()));
+    q.client.purge_queue().queue_url(&dlq).send().await.unwrap();
+    q.client
+        .send_message()
+        .queue_url(&dlq)
+        .message_body(&body)
+        .send()
+        .await
+        .unwrap();
+    let sb = Sandbox::new();
+    let env = q.env(&sb);
+    let dry = sb.run_with(
+        &[
+            "redrive",
+            &dlq,
+            "--to",
+            &target,
+            "--strip-header",
+            "dlqctl-redrive-count",
+            "--dry-run",
+            "--output",
+            "json",
+        ],
+        &env,
+    );
+    assert_eq!(dry.code, 0, "{}\n{}", dry.stdout, dry.stderr);
+    assert_eq!(dry.json()["would_move"], 1, "{}", dry.stdout);
+    let r = sb.run_with(
+        &[
+            "redrive", &dlq, "--to", &target, "--yes", "--output", "json",
+        ],
+        &env,
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let j = r.json();
+    assert_eq!(j["moved"], 1, "{j}");
+    let note = j["notes"][0].as_str().unwrap_or_default();
+    assert!(
+        note.contains("without dlqctl-redrive-count") && note.contains("1024 bytes"),
+        "{j}"
+    );
+    assert!(
+        r.stderr.contains("sent without dlqctl-redrive-count"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(in_queue(&q, &dlq).await, 0);
+    let copies = q.receive_all(&target).await;
+    assert_eq!(copies.len(), 1);
+    let attrs = copies[0].message_attributes().cloned().unwrap_or_default();
+    assert!(!attrs.contains_key("dlqctl-redrive-count"), "{attrs:?}");
+    assert_eq!(copies[0].body(), Some(body.as_str()));
+}
