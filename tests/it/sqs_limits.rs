@@ -79,3 +79,48 @@ async fn a_message_at_the_size_limit_goes_without_the_redrive_count() {
     assert!(!attrs.contains_key("dlqctl-redrive-count"), "{attrs:?}");
     assert_eq!(copies[0].body(), Some(body.as_str()));
 }
+
+/// Operator report (op5): at `-vv` the SDK's debug lines showed the AWS access key id
+/// (`access_key_id: "AKIA…"`); docs/reliability.md says the AWS keys are hidden by value. Both
+/// ways a key id reaches the SDK: from the environment, and from a credentials file.
+#[tokio::test]
+async fn the_aws_access_key_id_is_not_shown_at_vv() {
+    let q = Sqs::new("keyid").await;
+    let (dlq, _) = q.create("dlq", &[]).await;
+    let sb = Sandbox::new();
+    let from_env = "AKIAOP5LEAKCHECKENV1";
+    let mut env: Vec<(String, String)> = q
+        .env(&sb)
+        .into_iter()
+        .filter(|(k, _)| k != "AWS_ACCESS_KEY_ID")
+        .collect();
+    env.push(("AWS_ACCESS_KEY_ID".into(), from_env.into()));
+    let r = sb.run_with(&["-vv", "inspect", &dlq], &env);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("access_key_id"),
+        "the SDK's line is there"
+    );
+    assert!(!r.stderr.contains(from_env), "LEAK:\n{}", r.stderr);
+    let from_file = "AKIAOP5LEAKCHECKFILE";
+    let creds = sb.write(
+        "aws-credentials",
+        &format!("[default]\naws_access_key_id = {from_file}\naws_secret_access_key = testing\n"),
+    );
+    let mut env: Vec<(String, String)> = q
+        .env(&sb)
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("AWS_ACCESS_KEY_ID") && k != "AWS_SECRET_ACCESS_KEY")
+        .collect();
+    env.push((
+        "AWS_SHARED_CREDENTIALS_FILE".into(),
+        creds.to_string_lossy().into_owned(),
+    ));
+    env.push((
+        "AWS_CONFIG_FILE".into(),
+        sb.path("no-config").to_string_lossy().into_owned(),
+    ));
+    let r = sb.run_with(&["-vv", "inspect", &dlq], &env);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains(from_file), "LEAK:\n{}", r.stderr);
+}
