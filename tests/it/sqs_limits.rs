@@ -124,3 +124,38 @@ async fn the_aws_access_key_id_is_not_shown_at_vv() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stderr.contains(from_file), "LEAK:\n{}", r.stderr);
 }
+
+/// Operator report (op5): a bad `AWS_MAX_ATTEMPTS` (0, abc) or `AWS_RETRY_MODE` (bogus) made
+/// every SQS command panic in aws-config (exit 101, a backtrace). Now a one-line configuration
+/// error, exit 2, naming the variable and what it takes.
+#[tokio::test]
+async fn bad_sdk_retry_settings_are_a_one_line_config_error() {
+    let q = Sqs::new("retryenv").await;
+    let (dlq, _) = q.create("dlq", &[]).await;
+    let sb = Sandbox::new();
+    for (var, value, valid) in [
+        ("AWS_MAX_ATTEMPTS", "0", "1 or more"),
+        ("AWS_MAX_ATTEMPTS", "abc", "1 or more"),
+        ("AWS_RETRY_MODE", "bogus", "standard or adaptive"),
+    ] {
+        let mut env = q.env(&sb);
+        env.push((var.into(), value.into()));
+        let r = sb.run_with(&["inspect", &dlq], &env);
+        assert_eq!(r.code, 2, "{var}={value}: {}", r.stderr);
+        let first = r.stderr.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("error: ")
+                && first.contains(var)
+                && first.contains(&format!("`{value}`"))
+                && first.contains(valid),
+            "{var}={value}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    }
+    let mut env = q.env(&sb);
+    env.push(("AWS_MAX_ATTEMPTS".into(), "1".into()));
+    env.push(("AWS_RETRY_MODE".into(), "Adaptive".into()));
+    let r = sb.run_with(&["inspect", &dlq], &env);
+    assert_eq!(r.code, 0, "valid values pass: {}", r.stderr);
+}
