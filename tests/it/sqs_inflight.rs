@@ -163,3 +163,55 @@ fn hold_lines(dir: &std::path::Path) -> usize {
         .map(|t| t.lines().filter(|l| l.starts_with("hold ")).count())
         .sum()
 }
+
+/// Operator report (op5): a killed SQS run's audit progress undercounted by about a batch
+/// (records came on the first delete of a batch after two seconds, counting only it). While a
+/// run waits on a receive (here held back by the proxy), its progress record says how many
+/// messages have left the DLQ, and after a SIGKILL `dlqctl audit` shows that count.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_runs_audit_progress_counts_every_message_that_left() {
+    let q = Sqs::new("progress").await;
+    let (dlq, _) = q.create("dlq", &[]).await;
+    q.create("target", &[]).await;
+    seed(&q, &dlq, 30).await;
+    let sb = Sandbox::new();
+    let proxy = Proxy::start(moto(), false);
+    proxy.arm(
+        sqs_action("ReceiveMessage"),
+        3,
+        When::Stall(Duration::from_secs(600)),
+    );
+    let mut child = spawn_through(&q, &sb, &proxy, "dlq", "target", &["--batch-size", "10"]);
+    wait_until(Duration::from_secs(60), "the third receive", || async {
+        proxy.fired() > 0
+    })
+    .await;
+    let audit = sb.path("state").join("audit.jsonl");
+    wait_until(
+        Duration::from_secs(60),
+        "a progress record of every message that left the DLQ",
+        || async { last_progress(&audit) == Some(30 - in_queue(&q, &dlq).await) },
+    )
+    .await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left_dlq = 30 - in_queue(&q, &dlq).await;
+    assert!(left_dlq >= 10, "a batch was moved: {left_dlq}");
+    let r = sb.run_with(&["audit", "--output", "json"], &q.env(&sb));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let runs = r.json();
+    let run = &runs.as_array().expect("a list")[0];
+    assert!(run["outcome"].is_null(), "unfinished: {run}");
+    assert_eq!(run["progress"]["moved"], left_dlq, "{run}");
+}
+
+/// The count of the last progress record in the audit log at `path`.
+fn last_progress(path: &std::path::Path) -> Option<u64> {
+    std::fs::read_to_string(path)
+        .ok()?
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["record"] == "progress")
+        .last()?["moved"]
+        .as_u64()
+}
