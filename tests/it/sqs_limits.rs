@@ -159,3 +159,37 @@ async fn bad_sdk_retry_settings_are_a_one_line_config_error() {
     let r = sb.run_with(&["inspect", &dlq], &env);
     assert_eq!(r.code, 0, "valid values pass: {}", r.stderr);
 }
+
+/// Operator report (op5): missing AWS credentials were reported as `permission denied`, with
+/// the hint to grant permissions. They are said to be missing, with how to give them (exit 3,
+/// as before).
+#[tokio::test]
+async fn missing_credentials_are_not_called_a_permission_problem() {
+    let q = Sqs::new("nocreds").await;
+    let (dlq, _) = q.create("dlq", &[]).await;
+    let sb = Sandbox::new();
+    let mut env: Vec<(String, String)> = q
+        .env(&sb)
+        .into_iter()
+        .filter(|(k, _)| k != "AWS_ACCESS_KEY_ID" && k != "AWS_SECRET_ACCESS_KEY")
+        .collect();
+    env.push(("AWS_EC2_METADATA_DISABLED".into(), "true".into()));
+    env.push((
+        "AWS_CONFIG_FILE".into(),
+        sb.path("no-config").to_string_lossy().into_owned(),
+    ));
+    env.push((
+        "AWS_SHARED_CREDENTIALS_FILE".into(),
+        sb.path("no-credentials").to_string_lossy().into_owned(),
+    ));
+    let r = sb.run_with(&["inspect", &dlq], &env);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("no AWS credentials found")
+            && r.stderr.contains("AWS_ACCESS_KEY_ID")
+            && !r.stderr.contains("permission denied")
+            && !r.stderr.contains("grant"),
+        "{}",
+        r.stderr
+    );
+}

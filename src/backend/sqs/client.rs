@@ -20,7 +20,8 @@ where
         SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) => {
             let text = DisplayErrorContext(&e).to_string();
             if text.contains("credentials") {
-                Error::PermissionDenied {
+                // Nothing to grant yet: no identity at all (exit 3 all the same).
+                Error::Backend {
                     target,
                     reason: "no AWS credentials found (set AWS_PROFILE, run `aws sso login`, or export AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)".into(),
                 }
