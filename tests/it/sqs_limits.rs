@@ -193,3 +193,32 @@ async fn missing_credentials_are_not_called_a_permission_problem() {
         r.stderr
     );
 }
+
+/// Operator report (op5): `DLQCTL_SQS_WAIT_SECONDS=30` was clamped to 20 and `abc` fell back
+/// to 2, both silently. Each is warned about, saying what is used.
+#[tokio::test]
+async fn a_wait_setting_sqs_cannot_use_is_warned_about() {
+    let q = Sqs::new("waitenv").await;
+    let (dlq, _) = q.create("dlq", &[]).await;
+    let sb = Sandbox::new();
+    for (value, says) in [
+        (
+            "30",
+            "DLQCTL_SQS_WAIT_SECONDS=30 is outside what SQS allows for a receive's wait (0-20 seconds): 20 is used",
+        ),
+        (
+            "abc",
+            "DLQCTL_SQS_WAIT_SECONDS=\"abc\" is not a number of seconds, 0-20: the default (2) is used",
+        ),
+    ] {
+        let mut env: Vec<(String, String)> = q
+            .env(&sb)
+            .into_iter()
+            .filter(|(k, _)| k != "DLQCTL_SQS_WAIT_SECONDS")
+            .collect();
+        env.push(("DLQCTL_SQS_WAIT_SECONDS".into(), value.into()));
+        let r = sb.run_with(&["inspect", &dlq], &env);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.stderr.contains(says), "{value}: {}", r.stderr);
+    }
+}
