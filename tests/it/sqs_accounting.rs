@@ -198,7 +198,7 @@ pub(crate) fn spawn_through(
 /// Kill (SIGKILL) a redrive of 200 messages at a deterministic point: its first batch was
 /// copied and its delete is on the wire (the proxy resets every DeleteMessageBatch), so the run
 /// holds that batch, hidden for its visibility timeout (300 s).
-async fn kill_holding_a_batch(q: &Sqs, sb: &Sandbox, dlq: &str) {
+pub(crate) async fn kill_holding_a_batch(q: &Sqs, sb: &Sandbox, dlq: &str) {
     let proxy = Proxy::start(moto(), false);
     proxy.arm_always(sqs_action("DeleteMessageBatch"), When::Before);
     let mut child = spawn_through(

@@ -8,7 +8,9 @@ use std::time::Duration;
 use crate::harness::{Sandbox, Sqs};
 use crate::pair::wait_until;
 use crate::proxy::{Proxy, When};
-use crate::sqs_accounting::{in_queue, moto, named, seed, spawn_through, sqs_action};
+use crate::sqs_accounting::{
+    in_queue, kill_holding_a_batch, moto, named, seed, spawn_through, sqs_action,
+};
 
 /// The first ReceiveMessage reaches the emulator, which hides its ten messages for the run's
 /// visibility timeout, and its answer never reaches the run (as when the run is killed while
@@ -214,4 +216,34 @@ fn last_progress(path: &std::path::Path) -> Option<u64> {
         .filter(|r| r["record"] == "progress")
         .last()?["moved"]
         .as_u64()
+}
+
+/// Operator report (op5): the progress of a re-run after a kill counted only the messages
+/// visible when the plan was made (`redriving: 40 messages of 2,920`), not the ones the re-run
+/// then made visible again. The length is counted again once they are back.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reruns_progress_counts_what_it_gave_back() {
+    let q = Sqs::new("rerunbar").await;
+    let (dlq, _) = q.create("dlq", &[]).await;
+    q.create("target", &[]).await;
+    seed(&q, &dlq, 200).await;
+    let sb = Sandbox::new();
+    kill_holding_a_batch(&q, &sb, &dlq).await;
+    let (d, t) = (named(&q, "dlq"), named(&q, "target"));
+    let mut env = q.env(&sb);
+    env.push(("DLQCTL_PROGRESS_INTERVAL".into(), "0.1".into()));
+    let r = sb.run_with(
+        &[
+            "redrive", &d, "--to", &t, "--rate", "200/s", "--yes", "--output", "json",
+        ],
+        &env,
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let lines: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("redriving: "))
+        .collect();
+    assert!(!lines.is_empty(), "no progress line:\n{}", r.stderr);
+    assert!(lines.iter().all(|l| l.contains(" of 200 ")), "{lines:?}");
 }

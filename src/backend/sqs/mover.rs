@@ -78,6 +78,8 @@ pub struct SqsMoveSession<'a> {
     unaccounted: Vec<Unaccounted>,
     /// Counted at the end ([`SqsMoveSession::count_others`]).
     others: Option<accounting::Others>,
+    /// The queue's messages once an interrupted run's were given back (see `begin`).
+    remaining: Option<u64>,
 }
 
 impl<'a> SqsMoveSession<'a> {
@@ -85,7 +87,14 @@ impl<'a> SqsMoveSession<'a> {
         let journal = Journal::open(b.opts.state_dir.as_deref(), &b.arn, &b.url)?;
         let (dir, name) = place(b.opts.state_dir.as_deref(), &b.arn, &b.url)?;
         let log = HoldLog::create(&dir, &name, b.visibility())?;
-        let earlier = give_back_earlier(b, &dir, &name, log.path()).await;
+        let (earlier, given_back) = give_back_earlier(b, &dir, &name, log.path()).await;
+        // The plan counted the visible messages before those came back: count again (the
+        // progress bar's length), in flight included.
+        let remaining = if given_back > 0 {
+            b.in_queue().await.ok()
+        } else {
+            None
+        };
         let holds: Arc<Holds> = Arc::default();
         let log = Arc::new(Mutex::new(log));
         let heartbeat_failed = calls::Failed::default();
@@ -118,6 +127,7 @@ impl<'a> SqsMoveSession<'a> {
             undeleted: 0,
             unaccounted: earlier,
             others: None,
+            remaining,
         })
     }
 
@@ -490,6 +500,10 @@ impl MoveSession for SqsMoveSession<'_> {
 
     fn unremoved(&mut self) -> Vec<(usize, String)> {
         std::mem::take(&mut self.unremoved)
+    }
+
+    fn remaining(&self) -> Option<u64> {
+        self.remaining
     }
 
     fn unaccounted(&self) -> Vec<Unaccounted> {
