@@ -247,3 +247,41 @@ async fn a_reruns_progress_counts_what_it_gave_back() {
     assert!(!lines.is_empty(), "no progress line:\n{}", r.stderr);
     assert!(lines.iter().all(|l| l.contains(" of 200 ")), "{lines:?}");
 }
+
+/// A dry run predicts that: three of ten messages held by another reader are reported, and
+/// the dry run ends with exit 1 as the run would.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dry_run_reports_what_another_reader_holds() {
+    let q = Sqs::new("dryheld").await;
+    let (dlq, _) = q.create("dlq", &[]).await;
+    let (target, _) = q.create("target", &[]).await;
+    seed(&q, &dlq, 10).await;
+    let got = q
+        .client
+        .receive_message()
+        .queue_url(&dlq)
+        .max_number_of_messages(3)
+        .visibility_timeout(600)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.messages().len(), 3);
+    let sb = Sandbox::new();
+    let r = sb.run_with(
+        &[
+            "redrive",
+            &dlq,
+            "--to",
+            &target,
+            "--dry-run",
+            "--output",
+            "json",
+        ],
+        &q.env(&sb),
+    );
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let j = r.json();
+    assert_eq!(j["would_move"], 7, "{j}");
+    assert_eq!(j["unaccounted"][0]["count"], 3, "{j}");
+    assert_eq!(in_queue(&q, &dlq).await, 10, "the dry run changed nothing");
+}

@@ -381,8 +381,9 @@ impl QueueBackend for SqsBackend {
         // the server still answers: wait for it, or its messages stay hidden after the release.
         let _quiet = self.inflight.write().await;
         let held = std::mem::take(&mut *self.held.lock().unwrap_or_else(|p| p.into_inner()));
+        let others = self.others_in_flight(held.len()).await;
         self.release(&held).await?;
-        self.read_accounting().await
+        self.read_accounting(others).await
     }
 
     fn unaccounted(&self) -> Vec<super::Unaccounted> {

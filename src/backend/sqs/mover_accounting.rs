@@ -94,25 +94,7 @@ impl SqsMoveSession<'_> {
 
     /// `count` messages in flight that this run did not hold (on FIFO: with their groups).
     fn in_flight(&self, count: u64) -> Unaccounted {
-        let queue_vis = self
-            .b
-            .attrs
-            .get("VisibilityTimeout")
-            .map_or_else(|| "?".into(), |v| format!("{v}s"));
-        let what = if self.b.fifo {
-            "in flight, or behind a message in flight in its FIFO group (SQS hands out nothing of a group behind a message someone holds): held"
-        } else {
-            "in flight: held"
-        };
-        Unaccounted {
-            count,
-            approximate: true,
-            reason: format!(
-                "not examined: {what} by another reader (a consumer, another dlqctl command, or a dlqctl run killed while receiving, before it could write them to its holds file), so this run could not see them. They become visible again when that reader's visibility timeout runs out (a dlqctl run's --visibility-timeout, 300s unless set; a consumer's, the queue's VisibilityTimeout of {queue_vis} unless it asked for another), unless it deletes them first: re-run then (`{}` shows `in flight`)",
-                crate::output::command_line(&["dlqctl", "inspect", &self.b.addr.to_string()]),
-            ),
-            until: None,
-        }
+        super::super::session::in_flight(self.b, count)
     }
 
     fn blocked_reason(&self, note: &str) -> String {
