@@ -212,9 +212,9 @@ fn last_progress(path: &std::path::Path) -> Option<u64> {
     std::fs::read_to_string(path)
         .ok()?
         .lines()
+        .rev()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|r| r["record"] == "progress")
-        .last()?["moved"]
+        .find(|r| r["record"] == "progress")?["moved"]
         .as_u64()
 }
 
