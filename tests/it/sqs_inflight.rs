@@ -244,8 +244,10 @@ async fn a_reruns_progress_counts_what_it_gave_back() {
         .lines()
         .filter(|l| l.starts_with("redriving: "))
         .collect();
-    assert!(!lines.is_empty(), "no progress line:\n{}", r.stderr);
-    assert!(lines.iter().all(|l| l.contains(" of 200 ")), "{lines:?}");
+    // Lines before the session began (a loaded machine) have no length yet.
+    let counted: Vec<&&str> = lines.iter().filter(|l| l.contains(" of ")).collect();
+    assert!(!counted.is_empty(), "no progress line:\n{}", r.stderr);
+    assert!(counted.iter().all(|l| l.contains(" of 200 ")), "{lines:?}");
 }
 
 /// A dry run predicts that: three of ten messages held by another reader are reported, and
