@@ -91,17 +91,55 @@ pub struct Progress {
 /// How often a progress record is written while a run moves messages.
 const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The run under way in this process, for the last progress record a second Ctrl-C writes.
+/// The run under way in this process: its count, which the progress task writes (see
+/// [`progress_task`]), and the last progress record a second Ctrl-C writes.
 struct Live {
     path: PathBuf,
     run: String,
     moved: u64,
+    /// The count of the last progress record written.
+    written: u64,
 }
 
 static LIVE: std::sync::Mutex<Option<Live>> = std::sync::Mutex::new(None);
 
 fn live() -> std::sync::MutexGuard<'static, Option<Live>> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Every [`PROGRESS_EVERY`], while the count has moved since the last record, a progress record
+/// with the count as it is then. A timer, not the count's own updates, writes it: a run whose
+/// batch is counted just after a record and which then waits on a slow read (an SQS receive)
+/// still records that batch within two seconds, so a run killed then shows every message that
+/// had left the source. The record is written under the lock the count is updated under, so it
+/// never trails an outcome (which clears the run first).
+fn progress_task(run: String) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(PROGRESS_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let mut guard = live();
+            let Some(l) = guard.as_mut().filter(|l| l.run == run) else {
+                return;
+            };
+            if l.moved == l.written {
+                continue;
+            }
+            l.written = l.moved;
+            let p = Progress {
+                record: "progress".into(),
+                run: l.run.clone(),
+                time: Utc::now(),
+                moved: l.moved,
+                stopped: false,
+            };
+            if let Err(e) = append(&l.path, &p) {
+                tracing::warn!(error = %e, "cannot write progress to the audit log");
+            }
+        }
+    })
 }
 
 /// Called as the process stops at once (a second Ctrl-C): the run under way, if any, records
@@ -180,10 +218,10 @@ pub struct Audit {
     table: Option<Box<dyn Table>>,
     pub run: String,
     pub ids: Ids,
-    /// Messages that left the source (listed in `ids` or not), and when progress was last
-    /// written.
+    /// Messages that left the source (listed in `ids` or not).
     moved: u64,
-    written: std::time::Instant,
+    /// Writes the progress records ([`progress_task`]).
+    progress: tokio::task::JoinHandle<()>,
     /// Where a warning about the trail goes: the terminal's stderr.
     notes: crate::output::Stderr,
 }
@@ -267,10 +305,11 @@ impl Audit {
             path: path.clone(),
             run: run.clone(),
             moved: 0,
+            written: 0,
         });
         Ok(Audit {
             moved: 0,
-            written: std::time::Instant::now(),
+            progress: progress_task(run.clone()),
             notes,
             path,
             table,
@@ -298,24 +337,12 @@ impl Audit {
         if let Some(l) = live().as_mut() {
             l.moved = self.moved;
         }
-        if self.written.elapsed() >= PROGRESS_EVERY {
-            self.written = std::time::Instant::now();
-            let p = Progress {
-                record: "progress".into(),
-                run: self.run.clone(),
-                time: Utc::now(),
-                moved: self.moved,
-                stopped: false,
-            };
-            if let Err(e) = append(&self.path, &p) {
-                tracing::warn!(error = %e, "cannot write progress to the audit log");
-            }
-        }
     }
 
     /// Write the outcome record.
     pub async fn finish(self, exit_code: i32, counts: Value, error: Option<String>) {
         *live() = None;
+        self.progress.abort();
         let Audit {
             path,
             table,

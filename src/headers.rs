@@ -55,18 +55,28 @@ impl HeaderRules {
             && !self.strip.iter().any(|p| p.matches(name))
     }
 
-    /// Drop from `m` the headers the rules leave out (never the stable id, never the loop
-    /// guard's count).
+    /// Drop from `m` the headers the rules leave out (never the stable id; the loop guard's
+    /// count only when `--strip-header` names it exactly: no `--keep-header` and no glob drops
+    /// it by accident).
     pub fn apply(&self, m: &mut Message) {
         if self.is_empty() {
             return;
         }
         let id = m.id.as_bytes();
+        let keep_count = !self.strips_count();
         m.attributes.retain(|a| {
             a.value.as_bytes() == Some(id)
-                || a.name == crate::message::REDRIVE_COUNT_ATTRIBUTE
+                || (a.name == crate::message::REDRIVE_COUNT_ATTRIBUTE && keep_count)
                 || self.carries(&a.name)
         });
+    }
+
+    /// `--strip-header dlqctl-redrive-count`, by its name: the copies go without the loop
+    /// guard's count (a message at the target's size limit).
+    pub fn strips_count(&self) -> bool {
+        self.strip
+            .iter()
+            .any(|p| p.as_str() == crate::message::REDRIVE_COUNT_ATTRIBUTE)
     }
 
     /// For the plan: what the copies carry.
@@ -89,7 +99,12 @@ impl HeaderRules {
             crate::message::REDRIVE_COUNT_ATTRIBUTE,
             crate::message::STABLE_ID_ATTRIBUTE,
         ];
-        if own.iter().all(|n| self.carries(n)) {
+        if self.strips_count() {
+            format!(
+                "{rules}; no {} (--max-redrives counts these copies from 0 again); always kept: {} (dlqctl's own) and the header holding the stable id",
+                own[0], own[1]
+            )
+        } else if own.iter().all(|n| self.carries(n)) {
             rules
         } else {
             format!(
@@ -157,6 +172,28 @@ mod tests {
         r.apply(&mut m);
         assert_eq!(names(&m), ["x-a", "my-id", "dlqctl-redrive-count"]);
         assert_eq!(m.redrive_count(), 2);
+    }
+
+    /// Operator report (op5): a message at the target's size limit could not go, and
+    /// `--strip-header dlqctl-redrive-count` did not remove the count. Named exactly, it does
+    /// (and the plan says what that costs); a glob still does not.
+    #[test]
+    fn strip_header_naming_the_redrive_count_drops_it() {
+        let r = HeaderRules::new(&[], &["dlqctl-redrive-count".into()]).unwrap();
+        let mut m = msg("k-1", &[("tenant", "t")]);
+        m.count_redrive();
+        r.apply(&mut m);
+        assert_eq!(names(&m), ["tenant"]);
+        let d = r.describe();
+        assert!(
+            d.contains("no dlqctl-redrive-count") && d.contains("from 0 again"),
+            "{d}"
+        );
+        let r = HeaderRules::new(&[], &["dlqctl-redrive-*".into()]).unwrap();
+        let mut m = msg("k-1", &[("tenant", "t")]);
+        m.count_redrive();
+        r.apply(&mut m);
+        assert_eq!(names(&m), ["tenant", "dlqctl-redrive-count"]);
     }
 
     #[test]

@@ -150,11 +150,13 @@ pub fn register(secret: &str) {
     all.sort_by_key(|s| std::cmp::Reverse(s.len()));
 }
 
-/// Register the secrets of the environment dlqctl runs in: `PGPASSWORD`, the AWS keys, and
+/// Register the secrets of the environment dlqctl runs in: `PGPASSWORD`, the AWS keys (the
+/// access key id too), and
 /// a password in an endpoint URL (`AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_SQS`).
 pub fn register_environment() {
     for var in [
         "PGPASSWORD",
+        "AWS_ACCESS_KEY_ID",
         "AWS_SECRET_ACCESS_KEY",
         "AWS_SESSION_TOKEN",
         "AWS_SECURITY_TOKEN",
@@ -189,19 +191,26 @@ static URL_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
         .expect("regex")
 });
 
+/// What, in a key's name, makes its value a secret. An AWS access key id is one too (with the
+/// secret key it names an account's credentials): the SDK's debug lines show it as
+/// `access_key_id: "AKIA…"`, a signed request as `Credential=AKIA…/…`, STS as `AccessKeyId`.
+const SECRET_KEYS: &str = "password|passwd|secret|token|jaas|access_key_id|accesskeyid|credential";
+
 /// `key=value` where the key names a secret (`password=`, `sasl.password=`, `PGPASSWORD=`,
 /// `x-amz-security-token=`).
 static SECRET_ASSIGNED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)([\w.-]*(?:password|passwd|secret|token|jaas)[\w.-]*=)([^\s&,;"'`)\]]+)"#)
-        .expect("regex")
+    Regex::new(&format!(
+        r#"(?i)([\w.-]*(?:{SECRET_KEYS})[\w.-]*=)([^\s&,;"'`)\]]+)"#
+    ))
+    .expect("regex")
 });
 
 /// `"key": "value"`, `key: "value"`, `key: Some("value")` where the key names a secret (JSON,
 /// and the `Debug` form of a configuration).
 static SECRET_FIELD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r#"(?i)("?[\w.-]*(?:password|passwd|secret|token|jaas)[\w.-]*"?\s*:\s*(?:Some\()?")((?:[^"\\]|\\.)*)(")"#,
-    )
+    Regex::new(&format!(
+        r#"(?i)("?[\w.-]*(?:{SECRET_KEYS})[\w.-]*"?\s*:\s*(?:Some\()?")((?:[^"\\]|\\.)*)(")"#,
+    ))
     .expect("regex")
 });
 
@@ -301,6 +310,28 @@ mod tests {
         // Prose about passwords keeps its words.
         let prose = "password authentication failed; the password came from PGPASSWORD";
         assert_eq!(scrub(prose), prose);
+    }
+
+    /// Operator report (op5): `-vv` showed the AWS access key id in the SDK's debug lines.
+    /// By structure too, for a key read from a profile (not registered from the environment).
+    #[test]
+    fn aws_access_key_ids_are_hidden_where_they_stand_as_keys() {
+        assert_eq!(
+            scrub(
+                r#"Identity { data: Credentials { provider_name: "Profile", access_key_id: "AKIAPROFILEKEY12345", secret_access_key: "***" } }"#
+            ),
+            r#"Identity { data: Credentials { provider_name: "Profile", access_key_id: "***", secret_access_key: "***" } }"#
+        );
+        assert_eq!(
+            scrub(
+                "authorization: AWS4-HMAC-SHA256 Credential=AKIAPROFILEKEY12345/20261206/us-east-1/sqs/aws4_request, SignedHeaders=host"
+            ),
+            "authorization: AWS4-HMAC-SHA256 Credential=***, SignedHeaders=host"
+        );
+        assert_eq!(
+            scrub(r#"{"AccessKeyId": "ASIASTSKEY1234567890"} AWS_ACCESS_KEY_ID=AKIAENV"#),
+            r#"{"AccessKeyId": "***"} AWS_ACCESS_KEY_ID=***"#
+        );
     }
 
     #[test]

@@ -106,20 +106,40 @@ impl Ctx {
 /// flight before it stops taking more (default 110,000, under SQS's limit of about 120,000 per
 /// queue): for tests only, which cannot put 120,000 messages into the emulator (undocumented
 /// for users).
+/// A value that is not a number, or out of range, is warned about (the default, or the nearest
+/// value allowed, applies), never taken silently.
 pub fn from_environment(aws: &mut AwsOptions, config: &mut Config) {
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-    aws.wait_seconds = var("DLQCTL_SQS_WAIT_SECONDS")
-        .and_then(|v| v.trim().parse::<i32>().ok())
-        .unwrap_or(2)
-        .clamp(0, 20);
+    let wait = "DLQCTL_SQS_WAIT_SECONDS";
+    aws.wait_seconds = match number::<i64>(wait, "a number of seconds, 0-20", "2") {
+        Some(n) if !(0..=20).contains(&n) => {
+            let used = n.clamp(0, 20);
+            tracing::warn!(
+                "{wait}={n} is outside what SQS allows for a receive's wait (0-20 seconds): {used} is used"
+            );
+            used as i32
+        }
+        Some(n) => n as i32,
+        None => 2,
+    };
     aws.state_dir = var("DLQCTL_STATE_DIR").map(std::path::PathBuf::from);
-    aws.hold_limit = var("DLQCTL_SQS_HOLD_LIMIT").and_then(|v| v.trim().parse::<usize>().ok());
-    config.kafka.read_idle = var("DLQCTL_KAFKA_IDLE_MS")
-        .and_then(|v| v.trim().parse::<u64>().ok())
+    aws.hold_limit = number("DLQCTL_SQS_HOLD_LIMIT", "a number of messages", "110000");
+    config.kafka.read_idle = number("DLQCTL_KAFKA_IDLE_MS", "a number of milliseconds", "3000")
         .map(std::time::Duration::from_millis);
-    if let Some(ms) = var("DLQCTL_JQ_BUDGET_MS").and_then(|v| v.trim().parse::<u64>().ok()) {
+    if let Some(ms) = number::<u64>("DLQCTL_JQ_BUDGET_MS", "a number of milliseconds", "1000") {
         crate::query::set_default_budget(std::time::Duration::from_millis(ms.max(1)));
     }
+}
+
+/// The number in dlqctl's environment variable `k`, where it is set to one; where it is set to
+/// something else, a warning saying what it takes (`what`) and that the default applies.
+fn number<T: std::str::FromStr>(k: &str, what: &str, default: &str) -> Option<T> {
+    let v = std::env::var(k).ok().filter(|v| !v.trim().is_empty())?;
+    let n = v.trim().parse::<T>().ok();
+    if n.is_none() {
+        tracing::warn!("{k}={v:?} is not {what}: the default ({default}) is used");
+    }
+    n
 }
 
 /// The audit table of `[audit] url`, where one is configured (in PostgreSQL).

@@ -363,6 +363,12 @@ pub trait QueueSink: Send + Sync {
     fn check(&self, _copy: &Message) -> std::result::Result<(), String> {
         Ok(())
     }
+
+    /// What the target did to copies that the run's summary should say (SQS: copies that went
+    /// without the loop guard's count to fit the size limit). The default says nothing.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A queue service's own move task (SQS: StartMessageMoveTask, ListMessageMoveTasks,

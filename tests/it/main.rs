@@ -44,6 +44,8 @@ mod shapes;
 mod ship;
 mod sqs;
 mod sqs_accounting;
+mod sqs_inflight;
+mod sqs_limits;
 mod systems;
 mod terminal;
 mod triage;

@@ -12,7 +12,7 @@ use crate::pair::wait_until;
 use crate::proxy::{Proxy, Trigger, When};
 
 /// `n` messages `{"n": i}` with the attribute `message_id` = `m-i` (the stable id).
-async fn seed(q: &Sqs, url: &str, n: usize) {
+pub(crate) async fn seed(q: &Sqs, url: &str, n: usize) {
     for start in (0..n).step_by(10) {
         let entries = (start..n.min(start + 10))
             .map(|i| {
@@ -44,13 +44,13 @@ async fn seed(q: &Sqs, url: &str, n: usize) {
 }
 
 /// Visible plus in flight.
-async fn in_queue(q: &Sqs, url: &str) -> u64 {
+pub(crate) async fn in_queue(q: &Sqs, url: &str) -> u64 {
     let n = |a: &'static str| async move { q.attr(url, a).await.parse::<u64>().unwrap() };
     n("ApproximateNumberOfMessages").await + n("ApproximateNumberOfMessagesNotVisible").await
 }
 
 /// The distinct `message_id`s in `url` (read to the end; copies may repeat).
-async fn ids_in(q: &Sqs, url: &str) -> std::collections::BTreeSet<String> {
+pub(crate) async fn ids_in(q: &Sqs, url: &str) -> std::collections::BTreeSet<String> {
     q.receive_all(url)
         .await
         .iter()
@@ -63,7 +63,7 @@ async fn ids_in(q: &Sqs, url: &str) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
-fn env_via(q: &Sqs, sb: &Sandbox, port: u16) -> Vec<(String, String)> {
+pub(crate) fn env_via(q: &Sqs, sb: &Sandbox, port: u16) -> Vec<(String, String)> {
     let mut env = q.env(sb);
     env.retain(|(k, _)| k != "AWS_ENDPOINT_URL");
     env.push((
@@ -74,14 +74,14 @@ fn env_via(q: &Sqs, sb: &Sandbox, port: u16) -> Vec<(String, String)> {
 }
 
 /// The emulator's address, for a proxy to stand in for.
-fn moto() -> std::net::SocketAddr {
+pub(crate) fn moto() -> std::net::SocketAddr {
     let u = url::Url::parse(&crate::harness::sqs_endpoint()).unwrap();
     format!("{}:{}", u.host_str().unwrap(), u.port().unwrap())
         .parse()
         .unwrap()
 }
 
-fn sqs_action(a: &str) -> Trigger {
+pub(crate) fn sqs_action(a: &str) -> Trigger {
     Trigger::Bytes(format!("AmazonSQS.{a}").into_bytes())
 }
 
@@ -169,12 +169,12 @@ async fn a_filtered_run_on_a_fifo_queue_says_what_a_skipped_group_head_blocks() 
 
 /// `sqs://NAME` for a queue the fixture created (an emulator URL would be its own endpoint,
 /// past the proxy).
-fn named(q: &Sqs, name: &str) -> String {
+pub(crate) fn named(q: &Sqs, name: &str) -> String {
     format!("sqs://{}", q.name(name))
 }
 
 /// Spawn a redrive of `dlq` into `target` through `proxy` (JSON on a pipe).
-fn spawn_through(
+pub(crate) fn spawn_through(
     q: &Sqs,
     sb: &Sandbox,
     proxy: &Proxy,
@@ -198,7 +198,7 @@ fn spawn_through(
 /// Kill (SIGKILL) a redrive of 200 messages at a deterministic point: its first batch was
 /// copied and its delete is on the wire (the proxy resets every DeleteMessageBatch), so the run
 /// holds that batch, hidden for its visibility timeout (300 s).
-async fn kill_holding_a_batch(q: &Sqs, sb: &Sandbox, dlq: &str) {
+pub(crate) async fn kill_holding_a_batch(q: &Sqs, sb: &Sandbox, dlq: &str) {
     let proxy = Proxy::start(moto(), false);
     proxy.arm_always(sqs_action("DeleteMessageBatch"), When::Before);
     let mut child = spawn_through(

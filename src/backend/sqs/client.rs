@@ -20,7 +20,8 @@ where
         SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) => {
             let text = DisplayErrorContext(&e).to_string();
             if text.contains("credentials") {
-                Error::PermissionDenied {
+                // Nothing to grant yet: no identity at all (exit 3 all the same).
+                Error::Backend {
                     target,
                     reason: "no AWS credentials found (set AWS_PROFILE, run `aws sso login`, or export AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)".into(),
                 }
@@ -97,8 +98,37 @@ fn last_cause(text: &str) -> String {
         .collect()
 }
 
+/// `AWS_MAX_ATTEMPTS` and `AWS_RETRY_MODE`, checked as the SDK reads them before it does:
+/// aws-config panics on a value it cannot use (`0`, `abc`, `bogus`).
+fn check_retry_environment() -> Result<()> {
+    let bad = |var: &str, reason: String| Err(Error::invalid_arg(var, reason));
+    if let Some(v) = std::env::var_os("AWS_MAX_ATTEMPTS") {
+        let v = v.to_string_lossy();
+        if !v.parse::<u32>().is_ok_and(|n| n > 0) {
+            return bad(
+                "AWS_MAX_ATTEMPTS",
+                format!(
+                    "`{v}` is not a number of attempts: give a whole number, 1 or more (1: no retries; unset: 3)"
+                ),
+            );
+        }
+    }
+    if let Some(v) = std::env::var_os("AWS_RETRY_MODE") {
+        let v = v.to_string_lossy();
+        let mode = v.trim();
+        if !(mode.eq_ignore_ascii_case("standard") || mode.eq_ignore_ascii_case("adaptive")) {
+            return bad(
+                "AWS_RETRY_MODE",
+                format!("`{v}` is not a retry mode: give standard or adaptive (unset: standard)"),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A client for one queue's place (region, profile, endpoint).
 pub(super) async fn client_for(a: &SqsAddress, o: &AwsOptions) -> Result<Client> {
+    check_retry_environment()?;
     let mut loader = aws_config::defaults(BehaviorVersion::latest());
     if let Some(p) = &o.profile {
         loader = loader.profile_name(p);

@@ -281,15 +281,17 @@ impl Earlier {
 }
 
 /// Give back what interrupted earlier runs of this queue held (their holds files); what
-/// cannot be given back, or is held by a run still going, is reported.
+/// cannot be given back, or is held by a run still going, is reported. Also: how many were
+/// given back.
 pub(super) async fn give_back_earlier(
     b: &SqsBackend,
     dir: &std::path::Path,
     name: &str,
     own: &std::path::Path,
-) -> Vec<Unaccounted> {
+) -> (Vec<Unaccounted>, u64) {
     let now = Utc::now();
     let mut out = Vec::new();
+    let mut given_back = 0;
     for e in earlier_runs(dir, name, own) {
         let current = e.until.is_some_and(|t| t > now) && !e.holds.is_empty();
         if e.alive {
@@ -326,6 +328,7 @@ pub(super) async fn give_back_earlier(
             }
         }
         let given = e.holds.len() - left.len();
+        given_back += given as u64;
         if given > 0 {
             tracing::warn!(
                 count = given,
@@ -346,7 +349,7 @@ pub(super) async fn give_back_earlier(
             });
         }
     }
-    out
+    (out, given_back)
 }
 
 #[cfg(test)]

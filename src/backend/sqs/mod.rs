@@ -64,6 +64,9 @@ pub struct SqsBackend {
     /// What browses read, and what they could not (see `read_accounting`).
     reads: Mutex<session::ReadState>,
     sources: OnceCell<Vec<String>>,
+    /// Stable ids of copies sent (or, in a dry run, to be sent) without the loop guard's count
+    /// to fit the target's MaximumMessageSize.
+    uncounted: Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// `arn:aws:sqs:REGION:ACCOUNT:NAME` → an address.
@@ -139,6 +142,7 @@ impl SqsBackend {
             inflight: Arc::default(),
             reads: Mutex::default(),
             sources: OnceCell::new(),
+            uncounted: Mutex::default(),
         })
     }
 
@@ -167,17 +171,28 @@ impl SqsBackend {
 
     /// ApproximateNumberOfMessages now (a stop-rule input, never the only one).
     pub(crate) async fn visible_now(&self) -> Result<u64> {
+        self.count_now(QueueAttributeName::ApproximateNumberOfMessages)
+            .await
+    }
+
+    /// ApproximateNumberOfMessagesNotVisible now: the messages someone holds (in flight).
+    pub(crate) async fn in_flight_now(&self) -> Result<u64> {
+        self.count_now(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .await
+    }
+
+    async fn count_now(&self, name: QueueAttributeName) -> Result<u64> {
         let out = self
             .client
             .get_queue_attributes()
             .queue_url(&self.url)
-            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(name.clone())
             .send()
             .await
             .map_err(|e| sdk_err(&self.shown(), e))?;
         Ok(out
             .attributes()
-            .and_then(|a| a.get(&QueueAttributeName::ApproximateNumberOfMessages))
+            .and_then(|a| a.get(&name))
             .and_then(|v| v.parse().ok())
             .unwrap_or(0))
     }
@@ -239,6 +254,15 @@ impl SqsBackend {
                 .map_err(|e| sdk_err(&self.shown(), e))?;
         }
         Ok(())
+    }
+
+    /// Note a copy that goes without the loop guard's count (see `send::drop_count_to_fit`);
+    /// true the first time for this id.
+    fn uncounted(&self, id: &str) -> bool {
+        self.uncounted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_string())
     }
 
     fn url_address(&self, url: &str) -> Address {
@@ -361,8 +385,9 @@ impl QueueBackend for SqsBackend {
         // the server still answers: wait for it, or its messages stay hidden after the release.
         let _quiet = self.inflight.write().await;
         let held = std::mem::take(&mut *self.held.lock().unwrap_or_else(|p| p.into_inner()));
+        let others = self.others_in_flight(held.len()).await;
         self.release(&held).await?;
-        self.read_accounting().await
+        self.read_accounting(others).await
     }
 
     fn unaccounted(&self) -> Vec<super::Unaccounted> {
@@ -390,6 +415,23 @@ impl QueueSink for SqsBackend {
 
     fn check(&self, copy: &Message) -> std::result::Result<(), String> {
         send::prepare(self, 0, copy).map(|_| ())
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let ids = self.uncounted.lock().unwrap_or_else(|p| p.into_inner());
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        let some: Vec<&str> = ids.iter().take(5).map(String::as_str).collect();
+        vec![format!(
+            "{} cop{} sent to {} without {} (e.g. {}): with it they would be over its MaximumMessageSize ({} bytes), so --max-redrives counts them from 0 again the next time they are redriven",
+            ids.len(),
+            if ids.len() == 1 { "y" } else { "ies" },
+            self.addr,
+            crate::message::REDRIVE_COUNT_ATTRIBUTE,
+            some.join(", "),
+            self.max_size
+        )]
     }
 }
 

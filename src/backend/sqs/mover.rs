@@ -9,7 +9,8 @@
 //!
 //! What a run cannot account for is reported at its end ([`Unaccounted`]): FIFO groups it
 //! could not read past, messages left unexamined at the in-flight limit, what an interrupted
-//! earlier run held and could not be given back.
+//! earlier run held and could not be given back, and what is in flight at the end that the run
+//! did not hold (another reader's, or a killed run's whose receive never answered it).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -30,6 +31,9 @@ use super::session::receive;
 use crate::backend::{Claim, MoveSession, Ticket, Unaccounted};
 use crate::error::{Error, Result};
 use crate::message::Message;
+
+#[path = "mover_accounting.rs"]
+mod accounting;
 
 /// Consecutive rounds that bring nothing new and end a run (see `session::EMPTY_STREAK`).
 const EMPTY_STREAK: u32 = 3;
@@ -72,6 +76,10 @@ pub struct SqsMoveSession<'a> {
     /// Messages this run deleted that came back and could not be deleted again.
     undeleted: u64,
     unaccounted: Vec<Unaccounted>,
+    /// Counted at the end ([`SqsMoveSession::count_others`]).
+    others: Option<accounting::Others>,
+    /// The queue's messages once an interrupted run's were given back (see `begin`).
+    remaining: Option<u64>,
 }
 
 impl<'a> SqsMoveSession<'a> {
@@ -79,7 +87,14 @@ impl<'a> SqsMoveSession<'a> {
         let journal = Journal::open(b.opts.state_dir.as_deref(), &b.arn, &b.url)?;
         let (dir, name) = place(b.opts.state_dir.as_deref(), &b.arn, &b.url)?;
         let log = HoldLog::create(&dir, &name, b.visibility())?;
-        let earlier = give_back_earlier(b, &dir, &name, log.path()).await;
+        let (earlier, given_back) = give_back_earlier(b, &dir, &name, log.path()).await;
+        // The plan counted the visible messages before those came back: count again (the
+        // progress bar's length), in flight included.
+        let remaining = if given_back > 0 {
+            b.in_queue().await.ok()
+        } else {
+            None
+        };
         let holds: Arc<Holds> = Arc::default();
         let log = Arc::new(Mutex::new(log));
         let heartbeat_failed = calls::Failed::default();
@@ -111,6 +126,8 @@ impl<'a> SqsMoveSession<'a> {
             unremoved: Vec::new(),
             undeleted: 0,
             unaccounted: earlier,
+            others: None,
+            remaining,
         })
     }
 
@@ -251,25 +268,15 @@ impl Drop for SqsMoveSession<'_> {
 }
 
 impl SqsMoveSession<'_> {
-    /// A round's messages: the new ones to claim (in order); the rest are dealt with here.
-    async fn sort(
-        &mut self,
-        got: Vec<aws_sdk_sqs::types::Message>,
-        asked_at: Instant,
-    ) -> Result<Vec<(String, Message)>> {
-        let vis = self.b.visibility();
-        let items: Vec<Item> = got
-            .iter()
-            .map(|m| {
-                (
-                    m.message_id().unwrap_or_default().to_string(),
-                    m.receipt_handle().unwrap_or_default().to_string(),
-                )
-            })
-            .collect();
+    /// One ReceiveMessage's answer, as soon as it comes (not once the round's other receives
+    /// have answered too): in the holds file (synced) and held, so that a run killed from here
+    /// on leaves them to the next run to give back.
+    fn hold(&self, got: &[aws_sdk_sqs::types::Message], asked_at: Instant) -> Result<()> {
+        let items = receipts(got);
         if items.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
+        let vis = self.b.visibility();
         self.log()
             .held(&items, Utc::now() + chrono::Duration::seconds(vis as i64))?;
         let expires = asked_at + Duration::from_secs(vis as u64);
@@ -278,6 +285,16 @@ impl SqsMoveSession<'_> {
             // only that one deletes it.
             self.holds.put(id, receipt, expires);
         }
+        Ok(())
+    }
+
+    /// A round's messages (held already): the new ones to claim (in order); the rest are dealt
+    /// with here.
+    async fn sort(
+        &mut self,
+        got: Vec<aws_sdk_sqs::types::Message>,
+    ) -> Result<Vec<(String, Message)>> {
+        let items = receipts(&got);
         let mut out = Vec::new();
         // Claimed in this round: one that comes twice (its hold ran out between two of the
         // round's receives) is claimed once, under its newest receipt, and not given back.
@@ -321,61 +338,6 @@ impl SqsMoveSession<'_> {
         }
         self.handle_returns(sent_before, back).await?;
         Ok(out)
-    }
-
-    /// At the end: what the run leaves that it cannot account for.
-    async fn account(&mut self) {
-        if self.undeleted > 0 {
-            self.unaccounted.push(Unaccounted {
-                count: self.undeleted,
-                approximate: false,
-                reason: "copied to the target, but their delete did not take effect (they came back) and deleting them again failed: they are still in the dead-letter queue, and a re-run moves them again (same stable id)".into(),
-                until: None,
-            });
-        }
-        let blocked = self.b.fifo && self.exhausted && !self.blocked.is_empty();
-        if !blocked && self.stopped_at.is_none() {
-            return;
-        }
-        let left = self.seen.values().filter(|f| **f == Fate::Left).count() as u64;
-        let (count, note) = match self.b.in_queue().await {
-            Ok(total) => (total.saturating_sub(left), String::new()),
-            Err(e) => (0, format!(" (the queue's count could not be read: {e})")),
-        };
-        if count == 0 && note.is_empty() {
-            return;
-        }
-        let reason = match self.stopped_at {
-            Some(held) => format!(
-                "not examined: the run stopped taking messages at {held} held in flight (it keeps what it skips hidden so as not to read it twice, and SQS allows about 120,000 in flight per queue), and gave those back. Re-run to examine more (each run reads what it skipped again), or first move what the filter skips to another queue{note}"
-            ),
-            None => {
-                let groups: Vec<&str> = self.blocked.iter().map(String::as_str).collect();
-                format!(
-                    "not examined: {} FIFO message group(s) ({}) start with messages this run left in the queue (skipped by the filters, over --max-redrives or not sent), and SQS hands out nothing of a group behind a message that is still there (at most 10 a receive). Remove or move those first (`{}`), or run without the filter that skips them{note}",
-                    groups.len(),
-                    groups
-                        .iter()
-                        .take(3)
-                        .copied()
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    crate::output::command_line(&[
-                        "dlqctl",
-                        "peek",
-                        &self.b.addr.to_string(),
-                        "--where",
-                        &format!(".group == {}", serde_json::Value::from(groups[0])),
-                    ]),
-                )
-            }
-        };
-        self.unaccounted.push(Unaccounted {
-            count,
-            approximate: true,
-            reason,
-            until: None,
-        });
     }
 }
 
@@ -429,12 +391,16 @@ impl MoveSession for SqsMoveSession<'_> {
             let mut over = false;
             while let Some(r) = recv.next().await {
                 match r? {
-                    Some(msgs) => got.extend(msgs),
+                    Some(msgs) => {
+                        self.hold(&msgs, asked_at)?;
+                        got.extend(msgs)
+                    }
                     None => over = true,
                 }
             }
+            drop(recv);
             self.short = got.len() < asked;
-            let out = self.sort(got, asked_at).await?;
+            let out = self.sort(got).await?;
             if over {
                 self.stop_at_limit();
             }
@@ -500,6 +466,7 @@ impl MoveSession for SqsMoveSession<'_> {
 
     async fn finish(&mut self) -> Result<()> {
         self.heartbeat.abort();
+        self.count_others().await;
         let held = self.holds.drain();
         let b = self.b;
         let out =
@@ -535,9 +502,25 @@ impl MoveSession for SqsMoveSession<'_> {
         std::mem::take(&mut self.unremoved)
     }
 
+    fn remaining(&self) -> Option<u64> {
+        self.remaining
+    }
+
     fn unaccounted(&self) -> Vec<Unaccounted> {
         self.unaccounted.clone()
     }
+}
+
+/// (MessageId, receipt handle) of each message received.
+fn receipts(got: &[aws_sdk_sqs::types::Message]) -> Vec<Item> {
+    got.iter()
+        .map(|m| {
+            (
+                m.message_id().unwrap_or_default().to_string(),
+                m.receipt_handle().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

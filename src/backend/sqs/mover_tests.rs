@@ -56,6 +56,7 @@ fn backend(answers: &[(u16, &str)], state: &std::path::Path) -> SqsBackend {
         inflight: Default::default(),
         reads: Default::default(),
         sources: Default::default(),
+        uncounted: Default::default(),
     }
 }
 

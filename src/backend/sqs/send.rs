@@ -70,15 +70,29 @@ pub fn prepare(b: &SqsBackend, i: usize, m: &Message) -> std::result::Result<Pre
     if attrs.len() > MAX_ATTRIBUTES {
         return Err(too_many_attributes(attrs.len()));
     }
-    size += carry_stable_id(m, &mut attrs)?;
+    let id_size = carry_stable_id(m, &mut attrs)?;
+    size += id_size;
     if attrs.len() > MAX_ATTRIBUTES {
         return Err(too_many_attributes(attrs.len()));
     }
+    let count = count_bytes(&attrs);
+    if size > b.max_size && count > 0 && size - count <= b.max_size {
+        drop_count(b, m, &mut attrs);
+        size -= count;
+    }
+    // Where `dlqctl-stable-id` alone stands over the size, the configured id attribute,
+    // which holds the id, carries it alone (as where the 10 attributes leave no room; a
+    // reader of the target then needs the same `id` rule).
+    if size > b.max_size
+        && id_size > 0
+        && size - id_size <= b.max_size
+        && m.attributes.iter().any(|a| m.carries_id(a))
+    {
+        attrs.remove(STABLE_ID_ATTRIBUTE);
+        size -= id_size;
+    }
     if size > b.max_size {
-        return Err(format!(
-            "{size} bytes is more than the target's MaximumMessageSize ({} bytes)",
-            b.max_size
-        ));
+        return Err(too_big(b, size, count, id_size));
     }
     let e = SendMessageBatchRequestEntry::builder()
         .id(format!("m{i}"))
@@ -209,6 +223,64 @@ fn make_room_for_id(m: &Message, attrs: &mut HashMap<String, MessageAttributeVal
     {
         tracing::debug!(id = %m.id, "no room for dlqctl-redrive-count among 10 attributes");
     }
+}
+
+/// The bytes `dlqctl-redrive-count` takes (0 without it).
+fn count_bytes(attrs: &HashMap<String, MessageAttributeValue>) -> usize {
+    let name = crate::message::REDRIVE_COUNT_ATTRIBUTE;
+    attrs.get(name).map_or(0, |v| {
+        name.len()
+            + v.data_type().len()
+            + v.string_value().map_or(0, str::len)
+            + v.binary_value().map_or(0, |v| v.as_ref().len())
+    })
+}
+
+/// The loop guard's count gives way for size too: a copy over the target's
+/// MaximumMessageSize only because of `dlqctl-redrive-count` goes without it, and the run says
+/// so (warned here, and in the summary: [`SqsBackend::uncounted`]); its count starts again
+/// from 1 on its next redrive.
+fn drop_count(b: &SqsBackend, m: &Message, attrs: &mut HashMap<String, MessageAttributeValue>) {
+    let name = crate::message::REDRIVE_COUNT_ATTRIBUTE;
+    attrs.remove(name);
+    if b.uncounted(&m.id) {
+        tracing::warn!(
+            id = %m.id,
+            "sent without {name}: with it the copy would be over the target's MaximumMessageSize ({} bytes), so --max-redrives counts it from 0 again",
+            b.max_size
+        );
+    }
+}
+
+/// Why a copy of `size` bytes cannot go, with what dlqctl's own attributes take of it
+/// (`count`: the loop guard's, `id`: the stable id's).
+fn too_big(b: &SqsBackend, size: usize, count: usize, id: usize) -> String {
+    let mut ours = Vec::new();
+    if count > 0 {
+        ours.push(format!(
+            "{count} for {}",
+            crate::message::REDRIVE_COUNT_ATTRIBUTE
+        ));
+    }
+    if id > 0 {
+        ours.push(format!("{id} for {STABLE_ID_ATTRIBUTE}"));
+    }
+    let mut why = format!(
+        "{size} bytes is more than the target's MaximumMessageSize ({} bytes)",
+        b.max_size
+    );
+    if !ours.is_empty() {
+        why.push_str(&format!(
+            ", of which dlqctl's own attributes take {}",
+            ours.join(" and ")
+        ));
+    }
+    if id > 0 && size - count - id <= b.max_size {
+        why.push_str(&format!(
+            ": without {STABLE_ID_ATTRIBUTE} it would fit; set `id = \"attribute:NAME\"` to an attribute of the message that holds its id, or leave an attribute out with --strip-header NAME"
+        ));
+    }
+    why
 }
 
 /// Carries the stable id in `dlqctl-stable-id` when that attribute does not hold it yet (SQS
@@ -408,6 +480,7 @@ mod tests {
     //! them for these inputs), so this runs against a recorded exchange.
     use super::*;
     use crate::address::Address;
+    use crate::backend::QueueSink;
     use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
     use aws_smithy_http_client::test_util::{ReplayEvent, StaticReplayClient};
     use aws_smithy_types::body::SdkBody;
@@ -445,6 +518,7 @@ mod tests {
             inflight: Default::default(),
             reads: Default::default(),
             sources: Default::default(),
+            uncounted: Default::default(),
         }
     }
 
@@ -487,6 +561,52 @@ mod tests {
             .unwrap();
         assert!(
             e.contains("appears more than once") && e.contains("--strip-header 'dup'"),
+            "{e}"
+        );
+    }
+
+    /// Operator report (op5): a message at the target's MaximumMessageSize could never be
+    /// redriven, because the count dlqctl adds (`dlqctl-redrive-count`) pushed the copy over.
+    /// The count gives way (the copy goes without it, and the run says so); what is over
+    /// anyway is refused, naming dlqctl's stable-id attribute when that makes the difference.
+    #[test]
+    fn the_redrive_count_gives_way_for_size() {
+        let mut b = backend("{}");
+        b.max_size = 1000;
+        let stable = STABLE_ID_ATTRIBUTE.len() + "String".len() + "big".len();
+        let count = crate::message::REDRIVE_COUNT_ATTRIBUTE.len() + "String".len() + 1;
+        let sized = |body: usize| {
+            let mut m = Message {
+                body: vec![b'b'; body],
+                ..msg("big")
+            };
+            m.count_redrive();
+            m
+        };
+        let at_limit = sized(1000 - stable);
+        let p = prepare(&b, 0, &at_limit).unwrap();
+        assert_eq!(p.size, 1000);
+        let attrs = p.entry.message_attributes().unwrap();
+        assert!(!attrs.contains_key(crate::message::REDRIVE_COUNT_ATTRIBUTE));
+        assert!(attrs.contains_key(STABLE_ID_ATTRIBUTE));
+        let notes = QueueSink::notes(&b);
+        assert!(
+            notes.len() == 1 && notes[0].contains("1 copy") && notes[0].contains("(e.g. big)"),
+            "{notes:?}"
+        );
+        let fits = sized(1000 - stable - count);
+        let p = prepare(&b, 0, &fits).unwrap();
+        assert!(
+            p.entry
+                .message_attributes()
+                .unwrap()
+                .contains_key(crate::message::REDRIVE_COUNT_ATTRIBUTE),
+            "a copy that fits keeps its count"
+        );
+        let e = prepare(&b, 0, &sized(1000 - stable + 1)).err().unwrap();
+        assert!(
+            e.contains(&format!("{} bytes", 1001 + count))
+                && e.contains("without dlqctl-stable-id it would fit"),
             "{e}"
         );
     }

@@ -106,10 +106,36 @@ impl SqsBackend {
         f(&mut self.reads.lock().unwrap_or_else(|p| p.into_inner()));
     }
 
+    /// Before a browse's release, where it read a standard queue to the end: the messages in
+    /// flight that it did not hold (`held`): another reader's, which it could not see.
+    pub(super) async fn others_in_flight(&self, held: usize) -> Option<u64> {
+        let exhausted = self
+            .reads
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .exhausted;
+        if self.fifo || !exhausted {
+            return None;
+        }
+        match self.in_flight_now().await {
+            Ok(n) => Some(n.saturating_sub(held as u64)),
+            Err(e) => {
+                tracing::warn!(
+                    "could not count the messages in flight ({e}): messages another reader holds are not reported"
+                );
+                None
+            }
+        }
+    }
+
     /// After a browse's release: what it could not read. A FIFO queue hands out nothing more
     /// of a group while a read holds one of its messages, so a read sees only the first (at
-    /// most ten) messages of each group; and no read holds more than the in-flight limit.
-    pub(super) async fn read_accounting(&self) -> Result<()> {
+    /// most ten) messages of each group; no read holds more than the in-flight limit; and
+    /// messages another reader holds (`others`, counted before the release) are not seen.
+    pub(super) async fn read_accounting(&self, others: Option<u64>) -> Result<()> {
+        if let Some(n) = others.filter(|n| *n > 0) {
+            self.note_read(|r| r.unaccounted.push(in_flight(self, n)));
+        }
         let (seen, exhausted, stopped_at) = {
             let r = self.reads.lock().unwrap_or_else(|p| p.into_inner());
             (r.seen, r.exhausted, r.stopped_at)
@@ -136,6 +162,28 @@ impl SqsBackend {
             })
         });
         Ok(())
+    }
+}
+
+/// `count` messages in flight that a run or read did not hold (on FIFO: with their groups).
+pub(super) fn in_flight(b: &SqsBackend, count: u64) -> Unaccounted {
+    let queue_vis = b
+        .attrs
+        .get("VisibilityTimeout")
+        .map_or_else(|| "?".into(), |v| format!("{v}s"));
+    let what = if b.fifo {
+        "in flight, or behind a message in flight in its FIFO group (SQS hands out nothing of a group behind a message someone holds): held"
+    } else {
+        "in flight: held"
+    };
+    Unaccounted {
+        count,
+        approximate: true,
+        reason: format!(
+            "not examined: {what} by another reader (a consumer, another dlqctl command, or a dlqctl run killed while receiving, before it could write them to its holds file), so this run could not see them. They become visible again when that reader's visibility timeout runs out (a dlqctl run's --visibility-timeout, 300s unless set; a consumer's, the queue's VisibilityTimeout of {queue_vis} unless it asked for another), unless it deletes them first: re-run then (`{}` shows `in flight`)",
+            crate::output::command_line(&["dlqctl", "inspect", &b.addr.to_string()]),
+        ),
+        until: None,
     }
 }
 

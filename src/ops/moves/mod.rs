@@ -177,7 +177,8 @@ pub struct MoveSummary {
     /// redriven. With --dry-run: would be. 0 where each message is removed on its own.
     pub committed_past: u64,
     /// What the source says about what the run found (a Kafka redrive group that has consumed
-    /// everything).
+    /// everything), and what a target did to copies (SQS: sent without the loop guard's count
+    /// to fit its size limit).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// With `--transform --dry-run`: unified diffs of the first few messages, as they would
@@ -405,8 +406,13 @@ impl<'a> Run<'a> {
             bar,
             pacer,
             ids_found,
+            targets,
             ..
         } = self;
+        for t in targets.open.values() {
+            s.notes
+                .extend(t.sink().map(|k| k.notes()).unwrap_or_default());
+        }
         if s.examined == 0 && req.mode.removes() && result.is_ok() {
             // Nothing read: say why, where the source can tell more than "empty".
             s.notes
