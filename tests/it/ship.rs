@@ -198,6 +198,31 @@ async fn the_action_fails_the_job_and_names_the_failed_check() {
     );
 }
 
+/// A queue that cannot be reached is the failed check `reachable` (exit 1, in the report), not
+/// an exit 3 with no report, as docs/ci.md once said.
+#[test]
+fn the_action_reports_an_unreachable_queue_as_a_failed_check() {
+    let sb = Sandbox::new();
+    sb.write(
+        "dlqctl.toml",
+        "[queues.down]\ndlq = \"postgres://dlqctl:dlqctl@127.0.0.1:1/dlqctl_test?table=app.dead_letters\"\n",
+    );
+    let s = action_step(&sb, "run.sh", &[bin_dir()], &[]);
+    assert_eq!(s.code, 1, "{}\n{}", s.stdout, s.stderr);
+    assert!(
+        s.outputs
+            .contains("exit-code=1\nreport=dlqctl-report.xml\n"),
+        "{}",
+        s.outputs
+    );
+    assert!(
+        s.stdout
+            .contains("::error title=dlqctl verify: down: reachable::"),
+        "{}",
+        s.stdout
+    );
+}
+
 #[tokio::test]
 async fn the_action_runs_check_with_quoted_arguments() {
     let db = Db::new("actcheck").await;
