@@ -361,7 +361,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --dedup-id 'How copies sent to a FIFO queue get their MessageDeduplicationId'
             cand --visibility-timeout 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]'
             cand --parallel 'SQS requests in flight at once'
-            cand --force 'Replace FILE if it exists (without it, an existing file is an error)'
+            cand --force 'Replace FILE if it exists (without it, an existing file is an error; a symbolic link is refused either way)'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'
             cand -v 'More diagnostics on stderr (-v, -vv)'

@@ -406,7 +406,7 @@ keep\t'The message\'s own deduplication id if it has one, else its stable id (in
 stable-id\t'Always the stable id (same caveat as keep)'"
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l visibility-timeout -d 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]' -r
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l parallel -d 'SQS requests in flight at once' -r
-complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l force -d 'Replace FILE if it exists (without it, an existing file is an error)'
+complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l force -d 'Replace FILE if it exists (without it, an existing file is an error; a symbolic link is refused either way)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s q -l quiet -d 'Print only data and errors'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -s v -l verbose -d 'More diagnostics on stderr (-v, -vv)'
 complete -c dlqctl -n "__fish_dlqctl_using_subcommand export" -l no-progress -d 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'

@@ -20,7 +20,8 @@ pub struct Args {
     /// Export at most N messages
     #[arg(long, value_name = "N", value_parser = crate::cli::max_count)]
     pub max: Option<u64>,
-    /// Replace FILE if it exists (without it, an existing file is an error)
+    /// Replace FILE if it exists (without it, an existing file is an error; a symbolic link is
+    /// refused either way)
     #[arg(long, requires = "output_file")]
     pub force: bool,
     #[command(flatten)]

@@ -185,3 +185,44 @@ async fn typos_get_a_suggestion_and_backups_are_not_overwritten() {
     .ok();
     assert_eq!(std::fs::read_to_string(&backup).unwrap().lines().count(), 2);
 }
+
+/// An export onto a symbolic link is refused before anything is read, dangling or not, with
+/// `--force` too (docs/jsonl.md, docs/exit-codes.md): a dangling link was missed by the check,
+/// the whole export ran into a partial file and then blamed a race; `--force` replaced the link.
+#[tokio::test]
+async fn an_export_onto_a_symbolic_link_is_refused_before_anything_is_read() {
+    let db = Db::new("exportlink").await;
+    db.seed(2).await;
+    let dlq = db.dlq();
+    let sb = Sandbox::new();
+    let target = sb.write("target.jsonl", "keep me\n");
+    let link = sb.path("link.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let dangling = sb.path("dangling.jsonl");
+    std::os::unix::fs::symlink(sb.path("nowhere.jsonl"), &dangling).unwrap();
+    for (path, force) in [
+        (&dangling, false),
+        (&dangling, true),
+        (&link, false),
+        (&link, true),
+    ] {
+        let mut args = vec!["export", dlq.as_str(), "-o", path.to_str().unwrap()];
+        args.extend(force.then_some("--force"));
+        let r = sb.run(&args).code(2);
+        assert!(
+            r.stderr.contains("is a symbolic link") && r.stderr.contains("even with --force"),
+            "{}",
+            r.stderr
+        );
+        assert!(std::fs::symlink_metadata(path).unwrap().is_symlink());
+    }
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me\n");
+    assert!(!sb.path("nowhere.jsonl").exists());
+    let left: Vec<_> = std::fs::read_dir(sb.dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "partial files left: {left:?}");
+}
