@@ -33,11 +33,12 @@ mod version;
 pub use generate::{Artifact, artifacts};
 pub use version::{BuildInfo, build_info};
 
-const ABOUT: &str = "Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache Kafka, PostgreSQL and RabbitMQ";
+/// The crate's description (Cargo.toml): the two never differ.
+const ABOUT: &str = env!("CARGO_PKG_DESCRIPTION");
 
 const LONG_ABOUT: &str = "\
-Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache Kafka, PostgreSQL
-and RabbitMQ.
+Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache Kafka, PostgreSQL,
+RabbitMQ and Redis (Sidekiq, BullMQ).
 
 Redrive and replay keep every message's stable id, so idempotent consumers turn repeats into
 no-ops, and no command deletes a message before its copy is accepted by the target.";
