@@ -58,6 +58,9 @@ pub struct BackendConfig {
     pub kafka: KafkaConfig,
     pub rabbitmq: RabbitmqConfig,
     pub redis: RedisConfig,
+    /// The file these sections were read from (`--config`, `DLQCTL_CONFIG` or the default
+    /// lookup), for errors that name a setting's source.
+    pub file: Option<PathBuf>,
 }
 
 impl Config {
@@ -67,8 +70,22 @@ impl Config {
             kafka: self.kafka.clone(),
             rabbitmq: self.rabbitmq.clone(),
             redis: self.redis.clone(),
+            file: self.path.clone(),
         }
     }
+
+    /// How an error names the file this config was read from.
+    pub fn file_name(&self) -> String {
+        file_name(self.path.as_deref())
+    }
+}
+
+/// `path`, shown; "the config file" when there is none (a setting's default).
+pub fn file_name(path: Option<&Path>) -> String {
+    path.map_or_else(
+        || "the config file".to_string(),
+        |p| p.display().to_string(),
+    )
 }
 
 /// `[rabbitmq]`: the management API and a password kept out of URLs (docs/rabbitmq.md).

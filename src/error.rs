@@ -70,7 +70,7 @@ pub enum Error {
     AuthenticationFailed {
         target: String,
         reason: String,
-        password_from: &'static str,
+        password_from: String,
     },
 
     #[error("{table}: {reason}")]
@@ -341,7 +341,7 @@ mod tests {
             Error::AuthenticationFailed {
                 target: target.into(),
                 reason: "refused".into(),
-                password_from: "the URL",
+                password_from: "the URL".into(),
             }
             .hints()
             .join("\n")

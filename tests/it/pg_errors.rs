@@ -226,3 +226,50 @@ async fn an_export_onto_a_symbolic_link_is_refused_before_anything_is_read() {
         .collect();
     assert!(left.is_empty(), "partial files left: {left:?}");
 }
+
+/// Errors that name where a setting came from name the file given with `--config`: a
+/// `[kafka.properties]` librdkafka refuses and `[audit] require_reason` said `dlqctl.toml`.
+#[test]
+fn errors_name_the_config_file_given_with_config() {
+    let sb = Sandbox::new();
+    let props = sb.write(
+        "bad-kprop.toml",
+        "[kafka.properties]\n\"no.such.prop\" = \"1\"\n",
+    );
+    let r = sb
+        .run(&[
+            "inspect",
+            "kafka://127.0.0.1:1/orders.DLT",
+            "--config",
+            props.to_str().unwrap(),
+        ])
+        .code(2);
+    assert!(
+        r.stderr.contains(&format!(
+            "config file {}: [kafka.properties] `no.such.prop`",
+            props.display()
+        )),
+        "{}",
+        r.stderr
+    );
+    let reason = sb.write("reqreason.toml", "[audit]\nrequire_reason = true\n");
+    let r = sb
+        .run(&[
+            "redrive",
+            "postgres://dlqctl@127.0.0.1:1/db?table=app.dead_letters",
+            "--to",
+            "postgres://dlqctl@127.0.0.1:1/db?table=app.jobs",
+            "--yes",
+            "--config",
+            reason.to_str().unwrap(),
+        ])
+        .code(2);
+    assert!(
+        r.stderr.contains(&format!(
+            "[audit] require_reason is set in {}",
+            reason.display()
+        )),
+        "{}",
+        r.stderr
+    );
+}

@@ -85,7 +85,7 @@ pub async fn connect(c: &PgConn) -> Result<PgPool> {
                     .trim_start_matches("authentication failed (")
                     .trim_end_matches(')')
                     .to_string(),
-                password_from: resolved.password.describe(),
+                password_from: resolved.password.describe().into(),
             }
         }
         other => other,
