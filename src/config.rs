@@ -486,4 +486,25 @@ match = { error = "(?i)timed? ?out|429|503" }
             Ok(IdSource::Attribute("x-id".into()))
         );
     }
+
+    /// Every key of `[queues.NAME]` (as serde lists them for an unknown one) has a row in
+    /// docs/config.md's table: `[queues.NAME.sidekiq]` had none.
+    #[test]
+    fn every_queue_key_is_in_the_docs() {
+        let e = toml::from_str::<Config>("[queues.x]\ndlq = \"a.jsonl\"\nnot_a_key = 1\n")
+            .unwrap_err()
+            .to_string();
+        let keys = e.split("expected one of ").nth(1).expect(&e);
+        let docs = include_str!("../docs/config.md");
+        let table = &docs[docs.find("### `[queues.NAME]`").unwrap()..];
+        let table = &table[table.find("\n|").unwrap()..];
+        let table = &table[..table.find("\n\n").unwrap()];
+        for key in keys.split(", ").map(|k| k.trim().trim_matches('`')) {
+            let row = [format!("| `{key}`"), format!("| `[queues.NAME.{key}]`")];
+            assert!(
+                key == "url" || row.iter().any(|r| table.contains(r.as_str())),
+                "docs/config.md's [queues.NAME] table has no row for `{key}`"
+            );
+        }
+    }
 }
