@@ -379,7 +379,13 @@ fn outlives_check(known: DedupeRetention, bound: &Bound, shorten: Option<&str>) 
 /// Check 7: dead letters older than the dedupe retention may have had their ids forgotten.
 async fn old_dead_letters_check(b: &dyn QueueBackend, r: Duration, oldest: Oldest) -> Check {
     match b.count_older_than(r).await {
-        Ok(None) if oldest != Oldest::Unknown => oldest_check(r, oldest),
+        Ok(None) if matches!(oldest, Oldest::Empty | Oldest::At(_)) => oldest_check(r, oldest),
+        Ok(None) if let Oldest::Unreported(why) = oldest => check(
+            "old-dead-letters",
+            "No dead letters older than the dedupe retention",
+            Status::Warn,
+            format!("the oldest dead letter's age is not known: {why}"),
+        ),
         Ok(Some(0)) => check(
             "old-dead-letters",
             "No dead letters older than the dedupe retention",
