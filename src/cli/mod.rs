@@ -502,6 +502,18 @@ async fn run(cli: Cli, printer: Printer) -> i32 {
         reason: g.reason.clone(),
     };
     signals::spawn_signal_handler(ctx.interrupt.clone(), ctx.printer.stderr());
+    // Commands that only read: an error never says "re-run to continue" (nothing to continue).
+    let read_only = matches!(
+        cli.command,
+        Command::Inspect(_)
+            | Command::Peek(_)
+            | Command::Tail(_)
+            | Command::Classify(_)
+            | Command::Export(_)
+            | Command::Verify(_)
+            | Command::Check(_)
+            | Command::Audit(_)
+    );
     let result = match cli.command {
         Command::Inspect(a) => inspect::run(&ctx, a).await,
         Command::Peek(a) => peek::run(&ctx, a).await,
@@ -522,6 +534,7 @@ async fn run(cli: Cli, printer: Printer) -> i32 {
     };
     let code = match result {
         Ok(code) => code,
+        Err(e) if read_only => report(&ctx.printer, &e.read_only()),
         Err(e) => report(&ctx.printer, &e),
     };
     let _ = ctx.printer.flush();

@@ -273,3 +273,46 @@ fn errors_name_the_config_file_given_with_config() {
         r.stderr
     );
 }
+
+/// "(nothing was lost; re-run to continue)" is for commands that move or remove: a read-only
+/// command (inspect, verify's `reachable` detail) had it on an unreachable server too.
+#[test]
+fn only_commands_that_move_say_nothing_was_lost() {
+    let sb = Sandbox::new();
+    let down = "postgres://dlqctl@127.0.0.1:1/db?table=app.dead_letters";
+    let r = sb.run(&["inspect", down]).code(3);
+    assert!(
+        r.stderr.contains("cannot reach") && !r.stderr.contains("nothing was lost"),
+        "{}",
+        r.stderr
+    );
+    let config = sb.write("down.toml", &format!("[queues.down]\ndlq = \"{down}\"\n"));
+    let r = sb
+        .run(&[
+            "verify",
+            "--config",
+            config.to_str().unwrap(),
+            "--output",
+            "json",
+        ])
+        .code(1);
+    assert!(
+        r.stdout.contains("cannot reach") && !r.stdout.contains("nothing was lost"),
+        "{}",
+        r.stdout
+    );
+    let r = sb
+        .run(&[
+            "redrive",
+            down,
+            "--to",
+            "postgres://dlqctl@127.0.0.1:1/db?table=app.jobs",
+            "--yes",
+        ])
+        .code(3);
+    assert!(
+        r.stderr.contains("(nothing was lost; re-run to continue)"),
+        "{}",
+        r.stderr
+    );
+}

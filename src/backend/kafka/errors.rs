@@ -47,7 +47,7 @@ pub(super) fn client_err(target: &str, file: Option<&std::path::Path>, e: KafkaE
             | C::MessageTimedOut,
         ) => Error::Unreachable {
             target: target.to_string(),
-            reason: format!("{e} (nothing was lost; re-run to continue)"),
+            reason: crate::error::with_rerun(&e),
         },
         _ => Error::Backend {
             target: target.to_string(),
@@ -166,10 +166,10 @@ impl Trouble {
             None => Ok(()),
             Some(e) => Err(Error::Unreachable {
                 target: target.to_string(),
-                reason: format!(
-                    "{e}, and no record for {} since (nothing was lost; re-run to continue)",
+                reason: crate::error::with_rerun(format!(
+                    "{e}, and no record for {} since",
                     crate::human::fmt_duration(idle)
-                ),
+                )),
             }),
         }
     }

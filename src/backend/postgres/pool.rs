@@ -36,9 +36,7 @@ pub fn pg_err(target: &str, e: sqlx::Error) -> Error {
             },
             "57P01" | "57P02" | "57P03" | "08000" | "08003" | "08006" => Error::Unreachable {
                 target,
-                reason: format!(
-                    "{msg} (the server went away; nothing was lost, re-run to continue)"
-                ),
+                reason: crate::error::with_rerun(format!("{msg}: the server went away")),
             },
             _ => Error::Backend {
                 target,
@@ -49,7 +47,7 @@ pub fn pg_err(target: &str, e: sqlx::Error) -> Error {
     match e {
         sqlx::Error::Io(io) => Error::Unreachable {
             target,
-            reason: format!("{io} (nothing was lost; re-run to continue)"),
+            reason: crate::error::with_rerun(io),
         },
         sqlx::Error::Tls(t) => Error::Unreachable {
             target,

@@ -121,11 +121,11 @@ impl Broker {
             return match e.kind() {
                 ErrorKind::IOError(io) => Error::Unreachable {
                     target,
-                    reason: format!("{io} ({CLOSED_NOTE})"),
+                    reason: closed_note(io),
                 },
                 ErrorKind::MissingHeartbeatError => Error::Unreachable {
                     target,
-                    reason: format!("the broker stopped answering (no heartbeat) ({CLOSED_NOTE})"),
+                    reason: closed_note("the broker stopped answering (no heartbeat)"),
                 },
                 ErrorKind::InvalidChannelState(_, op) => Error::Backend {
                     target,
@@ -230,15 +230,20 @@ fn refused_object(text: &str) -> Option<String> {
     matches!(kind, "queue" | "exchange").then(|| format!("{kind} `{name}`"))
 }
 
-/// What a run stopped by a lost connection leaves, and what to do.
-const CLOSED_NOTE: &str =
-    "nothing was lost; re-run to continue: re-running is safe, copies carry their stable ids";
+/// What a run stopped by a lost connection leaves, and what to do: [`crate::error::RERUN`] and
+/// why (a read-only command drops the whole note).
+fn closed_note(reason: impl std::fmt::Display) -> String {
+    format!(
+        "{reason} ({}: re-running is safe, copies carry their stable ids)",
+        crate::error::RERUN
+    )
+}
 
 /// The reason of an error on a connection or channel that is gone, `at` naming the operation.
 fn closed(at: &str) -> String {
-    format!(
-        "the AMQP connection was closed (at {at}), e.g. by an operator from the management UI or API, or by the broker; {CLOSED_NOTE}"
-    )
+    closed_note(format!(
+        "the AMQP connection was closed (at {at}), e.g. by an operator from the management UI or API, or by the broker"
+    ))
 }
 
 /// `dlqctl redrive root@build-7 pid 4242`: who holds a connection.
