@@ -229,14 +229,16 @@ pub struct HeaderArgs {
 }
 
 /// `--max N` (redrive, replay, purge, export, classify, tail): a count from 1. `--max 0` would
-/// do nothing and exit 0 as if it had done it all, so it is refused, as `peek -n 0` is.
-pub fn max_count(s: &str) -> std::result::Result<u64, String> {
-    match s.parse::<u64>() {
-        Ok(0) => Err(
-            "must be at least 1 (--max 0 would do nothing); leave --max out for no limit".into(),
-        ),
-        Ok(n) => Ok(n),
-        Err(e) => Err(e.to_string()),
+/// do nothing and exit 0 as if it had done it all, so it is refused, as `peek -n 0` is (and
+/// in the same words: checked here, not by clap, whose errors read otherwise).
+pub fn max_count(max: Option<u64>) -> Result<Option<u64>> {
+    match max {
+        Some(0) => Err(Error::invalid_arg(
+            "--max",
+            "must be at least 1 (--max 0 would do nothing)",
+        )
+        .hinted("leave --max out for no limit")),
+        n => Ok(n),
     }
 }
 
@@ -244,7 +246,7 @@ pub fn max_count(s: &str) -> std::result::Result<u64, String> {
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// At most N messages
-    #[arg(long, value_name = "N", value_parser = crate::cli::max_count)]
+    #[arg(long, value_name = "N")]
     pub max: Option<u64>,
     /// At most this many messages per second on average over the run (50, 50/s, 3000/m): each
     /// batch waits until the run is due to send it; without --batch-size a batch is one
