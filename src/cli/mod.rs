@@ -354,20 +354,29 @@ impl FilterArgs {
                     .into_iter()
                     .chain(classifier.rules().map(|r| r.name.as_str()));
                 let guess = crate::text::closest(c, known);
+                // The user's own rules are few and named; the built-in ones (about 130) are
+                // not listed on one line, but where they are documented.
+                let yours: Vec<&str> = classifier
+                    .rules()
+                    .filter(|r| !r.builtin)
+                    .map(|r| r.name.as_str())
+                    .collect();
+                let yours = if yours.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (your rules: {})", yours.join(", "))
+                };
                 let e = Error::invalid_arg(
                     "--class",
                     format!(
-                        "`{c}` is neither transient, permanent, unclassified nor a rule name (rules: {})",
-                        classifier
-                            .rules()
-                            .map(|r| r.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        "`{c}` is neither transient, permanent, unclassified nor a rule name{yours}"
                     ),
                 );
                 return Err(match guess {
                     Some(g) => e.hinted(format!("did you mean `{g}`?")),
-                    None => e,
+                    None => e.hinted(
+                        "the built-in rules' names are in docs/classification.md; `dlqctl classify QUEUE` shows the rule of each group",
+                    ),
                 });
             }
         }

@@ -316,3 +316,50 @@ fn only_commands_that_move_say_nothing_was_lost() {
         r.stderr
     );
 }
+
+/// `--class` with a name that is no class and no rule listed every built-in rule's name (about
+/// 130) on the error line; it now says where they are, and names only the user's own rules.
+#[test]
+fn an_unknown_class_does_not_list_every_built_in_rule() {
+    let sb = Sandbox::new();
+    sb.write("dlq.jsonl", "");
+    let r = sb
+        .run(&[
+            "peek",
+            "dlq.jsonl",
+            "--class",
+            "flaky",
+            "--config",
+            "/dev/null",
+        ])
+        .code(2);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert!(
+        lines[0].ends_with("`flaky` is neither transient, permanent, unclassified nor a rule name")
+            && lines[1].contains("docs/classification.md"),
+        "{}",
+        r.stderr
+    );
+    let rules = sb.write(
+        "mine.toml",
+        "[[rules]]\nname = \"card-declined\"\nkind = \"permanent\"\nmatch = { error = \"declined\" }\n",
+    );
+    let r = sb
+        .run(&[
+            "peek",
+            "dlq.jsonl",
+            "--class",
+            "flaky",
+            "--config",
+            "/dev/null",
+            "--rules",
+            rules.to_str().unwrap(),
+        ])
+        .code(2);
+    assert!(
+        r.stderr
+            .contains("nor a rule name (your rules: card-declined)\n"),
+        "{}",
+        r.stderr
+    );
+}
