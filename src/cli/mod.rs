@@ -168,8 +168,6 @@ pub enum Command {
     Ui(ui::Args),
     Completions(completions::Args),
     Version(version::Args),
-    #[command(hide = true)]
-    GenerateArtifacts(generate::Args),
 }
 
 /// Filters shared by the commands that read messages.
@@ -403,7 +401,11 @@ impl FilterArgs {
 
 /// The binary's entry point: parse, run, and turn the outcome into an exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "generate-artifacts") {
+        return generate::main(&args[1..]);
+    }
+    let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
@@ -481,9 +483,7 @@ async fn run(cli: Cli, printer: Printer) -> i32 {
     }
     let mut config = match &cli.command {
         // These never need the config; a broken one must not stop them.
-        Command::Completions(_) | Command::Version(_) | Command::GenerateArtifacts(_) => {
-            Config::default()
-        }
+        Command::Completions(_) | Command::Version(_) => Config::default(),
         _ => match Config::load(g.config.as_deref()) {
             Ok(c) => c,
             Err(e) => return report(&printer, &e),
@@ -541,7 +541,6 @@ async fn run(cli: Cli, printer: Printer) -> i32 {
         Command::Ui(a) => ui::run(&mut ctx, a).await,
         Command::Completions(a) => completions::run(&ctx, a),
         Command::Version(a) => version::run(&ctx, a),
-        Command::GenerateArtifacts(a) => generate::run(&ctx, a),
     };
     let code = match result {
         Ok(code) => code,
