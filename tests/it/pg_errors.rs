@@ -363,3 +363,33 @@ fn an_unknown_class_does_not_list_every_built_in_rule() {
         r.stderr
     );
 }
+
+/// A host that answers something other than PostgreSQL (here HTTP): the error said where in
+/// sqlx it was raised (`(sqlx_postgres::connection::tls:95)`) and had no hint.
+#[test]
+fn a_server_that_is_not_postgresql_is_named_without_sqlx_internals() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().flatten() {
+            let mut buf = [0u8; 64];
+            let _ = c.read(&mut buf);
+            let _ = c.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        }
+    });
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&[
+            "inspect",
+            &format!("postgres://app:pw@127.0.0.1:{port}/app?table=a.b"),
+        ])
+        .code(3);
+    assert!(
+        r.stderr.contains("does not speak PostgreSQL's protocol")
+            && !r.stderr.contains("sqlx")
+            && r.stderr.contains("hint: check the host and port"),
+        "{}",
+        r.stderr
+    );
+}
