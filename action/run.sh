@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GitHub Action's check step (action.yml), usable from any CI: run `dlqctl verify` or
 # `dlqctl check` with --output junit into a report file, summarise it, and exit with dlqctl's
-# exit code (0 every check passed, 1 a check failed, 2 usage or config error, 3 a backend
-# unreachable, not found or denied). dlqctl must be on PATH (action/install.sh puts it there).
+# exit code (0 every check passed, 1 a check failed, a queue unreachable, not found or denied
+# included: the check `reachable`, in the report; 2 usage or config error, no report). dlqctl
+# must be on PATH (action/install.sh puts it there).
 #
 # Environment:
 #   DLQCTL_ACTION_COMMAND  verify (default) or check
@@ -74,7 +75,7 @@ attr() { sed -n "s/.*<testsuites [^>]*$1=\"\\([0-9]*\\)\".*/\\1/p" "$report" | h
 tests=$(attr tests)
 failures=$(attr failures)
 if [[ -z $tests ]]; then
-    # exit 2 or 3: dlqctl said why on stderr, and wrote no report.
+    # exit 2 (or any code but 0 and 1): dlqctl said why on stderr, and wrote no report.
     rm -f "$report"
     report=
 fi
@@ -104,7 +105,6 @@ case $rc in
     0) summary="dlqctl $command: all ${tests:-0} checks passed" ;;
     1) summary="dlqctl $command: ${failures:-?} of ${tests:-?} checks failed" ;;
     2) summary="dlqctl $command: usage or configuration error (exit 2, see the log)" ;;
-    3) summary="dlqctl $command: a queue or database was unreachable, not found or denied (exit 3, see the log)" ;;
     *) summary="dlqctl $command: exit $rc (see the log)" ;;
 esac
 echo "$summary" >&2

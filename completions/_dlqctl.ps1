@@ -56,7 +56,6 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('ui', 'ui', [CompletionResultType]::ParameterValue, 'Browse dead-letter queues in a terminal UI: queues, failure groups, messages; redrive a group')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print the version, commit, backends and build target (--output json for bug reports)')
-            [CompletionResult]::new('generate-artifacts', 'generate-artifacts', [CompletionResultType]::ParameterValue, 'Write (or check) the generated files')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -373,7 +372,7 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--dedup-id', '--dedup-id', [CompletionResultType]::ParameterName, 'How copies sent to a FIFO queue get their MessageDeduplicationId')
             [CompletionResult]::new('--visibility-timeout', '--visibility-timeout', [CompletionResultType]::ParameterName, 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]')
             [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'SQS requests in flight at once')
-            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace FILE if it exists (without it, an existing file is an error)')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace FILE if it exists (without it, an existing file is an error; a symbolic link is refused either way)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
@@ -523,29 +522,6 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
-        'dlqctl;generate-artifacts' {
-            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Repository root to write into')
-            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format [default: table at a terminal, json otherwise]')
-            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file [default: ./dlqctl.toml, then the user config dir]')
-            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why this run changes something: recorded in the audit trail (docs/audit.md)')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
-            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'AWS profile [env: AWS_PROFILE]')
-            [CompletionResult]::new('--region', '--region', [CompletionResultType]::ParameterName, 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]')
-            [CompletionResult]::new('--endpoint-url', '--endpoint-url', [CompletionResultType]::ParameterName, 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]')
-            [CompletionResult]::new('--dedup-id', '--dedup-id', [CompletionResultType]::ParameterName, 'How copies sent to a FIFO queue get their MessageDeduplicationId')
-            [CompletionResult]::new('--visibility-timeout', '--visibility-timeout', [CompletionResultType]::ParameterName, 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]')
-            [CompletionResult]::new('--parallel', '--parallel', [CompletionResultType]::ParameterName, 'SQS requests in flight at once')
-            [CompletionResult]::new('--check', '--check', [CompletionResultType]::ParameterName, 'Only compare; exit 1 listing the files that differ')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print only data and errors')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print only data and errors')
-            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
-            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More diagnostics on stderr (-v, -vv)')
-            [CompletionResult]::new('--no-progress', '--no-progress', [CompletionResultType]::ParameterName, 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)')
-            [CompletionResult]::new('--allow-onward-redrive', '--allow-onward-redrive', [CompletionResultType]::ParameterName, 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
-            break
-        }
         'dlqctl;help' {
             [CompletionResult]::new('inspect', 'inspect', [CompletionResultType]::ParameterValue, 'Show what is in a dead-letter queue and how it is configured')
             [CompletionResult]::new('peek', 'peek', [CompletionResultType]::ParameterValue, 'Show messages without removing them')
@@ -562,7 +538,6 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             [CompletionResult]::new('ui', 'ui', [CompletionResultType]::ParameterValue, 'Browse dead-letter queues in a terminal UI: queues, failure groups, messages; redrive a group')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print the version, commit, backends and build target (--output json for bug reports)')
-            [CompletionResult]::new('generate-artifacts', 'generate-artifacts', [CompletionResultType]::ParameterValue, 'Write (or check) the generated files')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -609,9 +584,6 @@ Register-ArgumentCompleter -Native -CommandName 'dlqctl' -ScriptBlock {
             break
         }
         'dlqctl;help;version' {
-            break
-        }
-        'dlqctl;help;generate-artifacts' {
             break
         }
         'dlqctl;help;help' {

@@ -34,9 +34,6 @@ _dlqctl() {
             dlqctl,export)
                 cmd="dlqctl__subcmd__export"
                 ;;
-            dlqctl,generate-artifacts)
-                cmd="dlqctl__subcmd__generate__subcmd__artifacts"
-                ;;
             dlqctl,help)
                 cmd="dlqctl__subcmd__help"
                 ;;
@@ -85,9 +82,6 @@ _dlqctl() {
             dlqctl__subcmd__help,export)
                 cmd="dlqctl__subcmd__help__subcmd__export"
                 ;;
-            dlqctl__subcmd__help,generate-artifacts)
-                cmd="dlqctl__subcmd__help__subcmd__generate__subcmd__artifacts"
-                ;;
             dlqctl__subcmd__help,help)
                 cmd="dlqctl__subcmd__help__subcmd__help"
                 ;;
@@ -125,7 +119,7 @@ _dlqctl() {
 
     case "${cmd}" in
         dlqctl)
-            opts="-q -v -h -V --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help --version inspect peek tail classify redrive replay purge edit export verify check audit ui completions version generate-artifacts help"
+            opts="-q -v -h -V --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help --version inspect peek tail classify redrive replay purge edit export verify check audit ui completions version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -666,66 +660,8 @@ _dlqctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dlqctl__subcmd__generate__subcmd__artifacts)
-            opts="-q -v -h --dir --check --output --config --quiet --verbose --no-progress --reason --color --profile --region --endpoint-url --allow-onward-redrive --dedup-id --visibility-timeout --parallel --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "table wide json jsonl junit prometheus" -- "${cur}"))
-                    return 0
-                    ;;
-                --config)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --reason)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --profile)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --region)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --endpoint-url)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dedup-id)
-                    COMPREPLY=($(compgen -W "per-run keep stable-id" -- "${cur}"))
-                    return 0
-                    ;;
-                --visibility-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --parallel)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         dlqctl__subcmd__help)
-            opts="inspect peek tail classify redrive replay purge edit export verify check audit ui completions version generate-artifacts help"
+            opts="inspect peek tail classify redrive replay purge edit export verify check audit ui completions version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -809,20 +745,6 @@ _dlqctl() {
             return 0
             ;;
         dlqctl__subcmd__help__subcmd__export)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dlqctl__subcmd__help__subcmd__generate__subcmd__artifacts)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

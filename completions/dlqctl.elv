@@ -53,7 +53,6 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand ui 'Browse dead-letter queues in a terminal UI: queues, failure groups, messages; redrive a group'
             cand completions 'Print a shell completion script'
             cand version 'Print the version, commit, backends and build target (--output json for bug reports)'
-            cand generate-artifacts 'Write (or check) the generated files'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'dlqctl;inspect'= {
@@ -361,7 +360,7 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand --dedup-id 'How copies sent to a FIFO queue get their MessageDeduplicationId'
             cand --visibility-timeout 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]'
             cand --parallel 'SQS requests in flight at once'
-            cand --force 'Replace FILE if it exists (without it, an existing file is an error)'
+            cand --force 'Replace FILE if it exists (without it, an existing file is an error; a symbolic link is refused either way)'
             cand -q 'Print only data and errors'
             cand --quiet 'Print only data and errors'
             cand -v 'More diagnostics on stderr (-v, -vv)'
@@ -504,28 +503,6 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
-        &'dlqctl;generate-artifacts'= {
-            cand --dir 'Repository root to write into'
-            cand --output 'Output format [default: table at a terminal, json otherwise]'
-            cand --config 'Config file [default: ./dlqctl.toml, then the user config dir]'
-            cand --reason 'Why this run changes something: recorded in the audit trail (docs/audit.md)'
-            cand --color 'When to use colour'
-            cand --profile 'AWS profile [env: AWS_PROFILE]'
-            cand --region 'AWS region, unless the queue URL or ARN names one [env: AWS_REGION]'
-            cand --endpoint-url 'SQS endpoint (an emulator, a VPC endpoint) [env: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL]'
-            cand --dedup-id 'How copies sent to a FIFO queue get their MessageDeduplicationId'
-            cand --visibility-timeout 'Seconds a message read or claimed stays hidden (extended by a heartbeat while held) [default: 300]'
-            cand --parallel 'SQS requests in flight at once'
-            cand --check 'Only compare; exit 1 listing the files that differ'
-            cand -q 'Print only data and errors'
-            cand --quiet 'Print only data and errors'
-            cand -v 'More diagnostics on stderr (-v, -vv)'
-            cand --verbose 'More diagnostics on stderr (-v, -vv)'
-            cand --no-progress 'Never show progress: no bar at a terminal, no progress lines on stderr without one (every 10 s; DLQCTL_PROGRESS_INTERVAL seconds)'
-            cand --allow-onward-redrive 'Read a DLQ whose reads can push messages onward: an SQS queue with its own RedrivePolicy (each read counts as a receive), a RabbitMQ quorum queue with a delivery-limit (each message given back counts a delivery)'
-            cand -h 'Print help (see more with ''--help'')'
-            cand --help 'Print help (see more with ''--help'')'
-        }
         &'dlqctl;help'= {
             cand inspect 'Show what is in a dead-letter queue and how it is configured'
             cand peek 'Show messages without removing them'
@@ -542,7 +519,6 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
             cand ui 'Browse dead-letter queues in a terminal UI: queues, failure groups, messages; redrive a group'
             cand completions 'Print a shell completion script'
             cand version 'Print the version, commit, backends and build target (--output json for bug reports)'
-            cand generate-artifacts 'Write (or check) the generated files'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'dlqctl;help;inspect'= {
@@ -574,8 +550,6 @@ set edit:completion:arg-completer[dlqctl] = {|@words|
         &'dlqctl;help;completions'= {
         }
         &'dlqctl;help;version'= {
-        }
-        &'dlqctl;help;generate-artifacts'= {
         }
         &'dlqctl;help;help'= {
         }

@@ -58,6 +58,9 @@ pub struct BackendConfig {
     pub kafka: KafkaConfig,
     pub rabbitmq: RabbitmqConfig,
     pub redis: RedisConfig,
+    /// The file these sections were read from (`--config`, `DLQCTL_CONFIG` or the default
+    /// lookup), for errors that name a setting's source.
+    pub file: Option<PathBuf>,
 }
 
 impl Config {
@@ -67,8 +70,22 @@ impl Config {
             kafka: self.kafka.clone(),
             rabbitmq: self.rabbitmq.clone(),
             redis: self.redis.clone(),
+            file: self.path.clone(),
         }
     }
+
+    /// How an error names the file this config was read from.
+    pub fn file_name(&self) -> String {
+        file_name(self.path.as_deref())
+    }
+}
+
+/// `path`, shown; "the config file" when there is none (a setting's default).
+pub fn file_name(path: Option<&Path>) -> String {
+    path.map_or_else(
+        || "the config file".to_string(),
+        |p| p.display().to_string(),
+    )
 }
 
 /// `[rabbitmq]`: the management API and a password kept out of URLs (docs/rabbitmq.md).
@@ -551,5 +568,26 @@ match = { error = "(?i)timed? ?out|429|503" }
             "header:x-id".parse::<IdSource>(),
             Ok(IdSource::Attribute("x-id".into()))
         );
+    }
+
+    /// Every key of `[queues.NAME]` (as serde lists them for an unknown one) has a row in
+    /// docs/config.md's table: `[queues.NAME.sidekiq]` had none.
+    #[test]
+    fn every_queue_key_is_in_the_docs() {
+        let e = toml::from_str::<Config>("[queues.x]\ndlq = \"a.jsonl\"\nnot_a_key = 1\n")
+            .unwrap_err()
+            .to_string();
+        let keys = e.split("expected one of ").nth(1).expect(&e);
+        let docs = include_str!("../docs/config.md");
+        let table = &docs[docs.find("### `[queues.NAME]`").unwrap()..];
+        let table = &table[table.find("\n|").unwrap()..];
+        let table = &table[..table.find("\n\n").unwrap()];
+        for key in keys.split(", ").map(|k| k.trim().trim_matches('`')) {
+            let row = [format!("| `{key}`"), format!("| `[queues.NAME.{key}]`")];
+            assert!(
+                key == "url" || row.iter().any(|r| table.contains(r.as_str())),
+                "docs/config.md's [queues.NAME] table has no row for `{key}`"
+            );
+        }
     }
 }

@@ -19,6 +19,25 @@ pub mod exit {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// What an error on a lost connection adds for a run that moves or removes messages: each is
+/// still where it was or already at the target, and a re-run carries on. A read-only command
+/// leaves it out ([`Error::read_only`]): it has nothing to lose or continue.
+pub const RERUN: &str = "nothing was lost; re-run to continue";
+
+/// `reason (nothing was lost; re-run to continue)`.
+pub fn with_rerun(reason: impl std::fmt::Display) -> String {
+    format!("{reason} ({RERUN})")
+}
+
+/// `reason` without the [`with_rerun`] note (and what the note goes on to say, up to its `)`).
+fn without_rerun(reason: String) -> String {
+    let Some(at) = reason.find(&format!(" ({RERUN}")) else {
+        return reason;
+    };
+    let end = reason[at..].find(')').map_or(reason.len(), |i| at + i + 1);
+    format!("{}{}", &reason[..at], &reason[end..])
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("invalid queue address `{input}`: {reason}")]
@@ -70,7 +89,7 @@ pub enum Error {
     AuthenticationFailed {
         target: String,
         reason: String,
-        password_from: &'static str,
+        password_from: String,
     },
 
     #[error("{table}: {reason}")]
@@ -121,6 +140,31 @@ pub enum Error {
     /// stdout was closed by the reader (`| head`): not an error for the user.
     #[error("output closed")]
     ClosedOutput,
+}
+
+impl Error {
+    /// The error as a read-only command (inspect, peek, classify, export, verify, check, audit,
+    /// tail) shows it: without [`RERUN`], which is for commands that move or remove.
+    pub fn read_only(self) -> Error {
+        match self {
+            Error::Unreachable { target, reason } => Error::Unreachable {
+                target,
+                reason: without_rerun(reason),
+            },
+            Error::Backend { target, reason } => Error::Backend {
+                target,
+                reason: without_rerun(reason),
+            },
+            Error::Hinted { source, hint } => Error::Hinted {
+                source: Box::new(source.read_only()),
+                hint,
+            },
+            Error::Stopped { source } => Error::Stopped {
+                source: Box::new(source.read_only()),
+            },
+            other => other,
+        }
+    }
 }
 
 /// An I/O error in words (`no such file or directory`), without the OS's error number.
@@ -341,7 +385,7 @@ mod tests {
             Error::AuthenticationFailed {
                 target: target.into(),
                 reason: "refused".into(),
-                password_from: "the URL",
+                password_from: "the URL".into(),
             }
             .hints()
             .join("\n")

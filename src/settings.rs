@@ -33,7 +33,10 @@ impl Ctx {
         if self.config.audit.require_reason && self.reason.is_none() {
             return Err(crate::error::Error::invalid_arg(
                 "--reason",
-                "[audit] require_reason is set in dlqctl.toml",
+                format!(
+                    "[audit] require_reason is set in {}",
+                    self.config.file_name()
+                ),
             )
             .hinted("say why with --reason TEXT"));
         }

@@ -290,7 +290,7 @@ impl MoveSession for MemorySession {
             self.claimed.clear();
             return Err(Error::Unreachable {
                 target: self.addr.to_string(),
-                reason: "the connection was closed (an injected fault); nothing was lost, re-run to continue".into(),
+                reason: crate::error::with_rerun("the connection was closed (an injected fault)"),
             });
         }
         let mut gone = self.gone(q.by_position, accepted, failed);

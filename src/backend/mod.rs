@@ -190,6 +190,9 @@ pub enum Oldest {
     Empty,
     /// First enqueued then (RabbitMQ: the head message's `timestamp` property).
     At(chrono::DateTime<chrono::Utc>),
+    /// The backend can tell it, but not this time: why (RabbitMQ: the management API has not
+    /// reported the queue's head message yet, the head message has no `timestamp`).
+    Unreported(&'static str),
 }
 
 #[async_trait]

@@ -392,4 +392,42 @@ mod tests {
             "Net::ReadTimeout with #<TCPSocket:(closed)>"
         );
     }
+
+    /// The fingerprints the docs show are the ones dlqctl computes for their text: json.md's
+    /// `new_fingerprints` example had an id from an older version, and runbook-redrive.md's
+    /// `peek` sample another.
+    #[test]
+    fn the_docs_show_the_fingerprints_dlqctl_computes() {
+        let json = include_str!("../../docs/json.md");
+        let mut seen = 0;
+        for at in json.match_indices("{ \"fingerprint\": ").map(|(i, _)| i) {
+            let line = &json[at..at + json[at..].find('}').unwrap() + 1];
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let template = v["template"].as_str().unwrap();
+            assert_eq!(v["fingerprint"], id_of(template), "docs/json.md: {line}");
+            seen += 1;
+        }
+        assert!(seen > 0, "docs/json.md shows no fingerprint");
+        let runbook = include_str!("../../docs/runbook-redrive.md");
+        let sample = &runbook[runbook.find("\n── order-00005").unwrap()..];
+        let id = sample
+            .split("fingerprint ")
+            .nth(1)
+            .unwrap()
+            .split('\n')
+            .next()
+            .unwrap();
+        let error = sample
+            .split("\n  error: ")
+            .nth(1)
+            .unwrap()
+            .split('\n')
+            .next()
+            .unwrap();
+        assert_eq!(
+            id,
+            id_of(&t(error)),
+            "docs/runbook-redrive.md: the peek sample"
+        );
+    }
 }

@@ -35,13 +35,14 @@ pub struct Args {
     )]
     pub by: Vec<String>,
     /// Look at no more than N messages
-    #[arg(long, value_name = "N", value_parser = crate::cli::max_count)]
+    #[arg(long, value_name = "N")]
     pub max: Option<u64>,
     #[command(flatten)]
     pub filters: FilterArgs,
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
+    let max = crate::cli::max_count(a.max)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
     let Some(queue) = &a.queue else {
         let text = a.test.as_deref().unwrap_or_default();
@@ -67,7 +68,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             filter,
             classifier,
             dedupe,
-            max: a.max,
+            max,
             explain: a.explain,
             by,
         },

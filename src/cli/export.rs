@@ -18,9 +18,10 @@ pub struct Args {
     #[arg(short = 'o', long = "output-file", value_name = "FILE")]
     pub output_file: Option<PathBuf>,
     /// Export at most N messages
-    #[arg(long, value_name = "N", value_parser = crate::cli::max_count)]
+    #[arg(long, value_name = "N")]
     pub max: Option<u64>,
-    /// Replace FILE if it exists (without it, an existing file is an error)
+    /// Replace FILE if it exists (without it, an existing file is an error; a symbolic link is
+    /// refused either way)
     #[arg(long, requires = "output_file")]
     pub force: bool,
     #[command(flatten)]
@@ -28,6 +29,7 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
+    let max = crate::cli::max_count(a.max)?;
     let queue = ctx.queue(&a.queue)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
     crate::ops::read::export(
@@ -37,7 +39,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
                 queue,
                 filter,
                 classifier,
-                max: a.max,
+                max,
                 explain: false,
             },
             output: a.output_file,

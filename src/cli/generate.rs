@@ -1,16 +1,20 @@
 //! Completions, man pages and the CLI reference, generated from the clap definition into the
 //! committed `completions/`, `man/` and `docs/cli.md`. `--check` fails when they drift.
+//!
+//! `dlqctl generate-artifacts` (scripts/generate) is a maintainer's command, outside the CLI it
+//! documents: [`super::main`] hands it here before parsing, so that no completion offers it
+//! (clap_complete's scripts list hidden subcommands too) and no help or man page names it.
 
 use std::path::PathBuf;
 
-use clap::CommandFactory;
+use clap::{CommandFactory, Parser};
 use clap_complete::Shell;
 
 use crate::error::{Error, Result, exit};
-use crate::settings::Ctx;
 
 /// Write (or check) the generated files
-#[derive(clap::Args, Debug)]
+#[derive(Parser, Debug)]
+#[command(name = "dlqctl generate-artifacts")]
 pub struct Args {
     /// Repository root to write into
     #[arg(long, default_value = ".")]
@@ -91,7 +95,29 @@ pub fn artifacts() -> Vec<Artifact> {
     out
 }
 
-pub fn run(ctx: &Ctx, a: Args) -> Result<i32> {
+/// `dlqctl generate-artifacts ARGS…` (`args` from `generate-artifacts` on).
+pub fn main(args: &[std::ffi::OsString]) -> i32 {
+    let a = match Args::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+        }
+    };
+    match run(a) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn run(a: Args) -> Result<i32> {
     let mut drift = Vec::new();
     for art in artifacts() {
         let path = a.dir.join(&art.path);
@@ -107,10 +133,7 @@ pub fn run(ctx: &Ctx, a: Args) -> Result<i32> {
         std::fs::write(&path, &art.contents).map_err(|e| Error::io(&path, e))?;
     }
     if !drift.is_empty() {
-        ctx.printer.notice(&format!(
-            "out of date (run scripts/generate): {}",
-            drift.join(", ")
-        ));
+        eprintln!("out of date (run scripts/generate): {}", drift.join(", "));
         return Ok(exit::PARTIAL);
     }
     Ok(exit::OK)

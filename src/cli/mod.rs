@@ -33,11 +33,12 @@ mod version;
 pub use generate::{Artifact, artifacts};
 pub use version::{BuildInfo, build_info};
 
-const ABOUT: &str = "Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache Kafka, PostgreSQL and RabbitMQ";
+/// The crate's description (Cargo.toml): the two never differ.
+const ABOUT: &str = env!("CARGO_PKG_DESCRIPTION");
 
 const LONG_ABOUT: &str = "\
-Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache Kafka, PostgreSQL
-and RabbitMQ.
+Inspect, classify, redrive and verify dead-letter queues on Amazon SQS, Apache Kafka, PostgreSQL,
+RabbitMQ and Redis (Sidekiq, BullMQ).
 
 Redrive and replay keep every message's stable id, so idempotent consumers turn repeats into
 no-ops, and no command deletes a message before its copy is accepted by the target.";
@@ -167,8 +168,6 @@ pub enum Command {
     Ui(ui::Args),
     Completions(completions::Args),
     Version(version::Args),
-    #[command(hide = true)]
-    GenerateArtifacts(generate::Args),
 }
 
 /// Filters shared by the commands that read messages.
@@ -228,14 +227,16 @@ pub struct HeaderArgs {
 }
 
 /// `--max N` (redrive, replay, purge, export, classify, tail): a count from 1. `--max 0` would
-/// do nothing and exit 0 as if it had done it all, so it is refused, as `peek -n 0` is.
-pub fn max_count(s: &str) -> std::result::Result<u64, String> {
-    match s.parse::<u64>() {
-        Ok(0) => Err(
-            "must be at least 1 (--max 0 would do nothing); leave --max out for no limit".into(),
-        ),
-        Ok(n) => Ok(n),
-        Err(e) => Err(e.to_string()),
+/// do nothing and exit 0 as if it had done it all, so it is refused, as `peek -n 0` is (and
+/// in the same words: checked here, not by clap, whose errors read otherwise).
+pub fn max_count(max: Option<u64>) -> Result<Option<u64>> {
+    match max {
+        Some(0) => Err(Error::invalid_arg(
+            "--max",
+            "must be at least 1 (--max 0 would do nothing)",
+        )
+        .hinted("leave --max out for no limit")),
+        n => Ok(n),
     }
 }
 
@@ -243,7 +244,7 @@ pub fn max_count(s: &str) -> std::result::Result<u64, String> {
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// At most N messages
-    #[arg(long, value_name = "N", value_parser = crate::cli::max_count)]
+    #[arg(long, value_name = "N")]
     pub max: Option<u64>,
     /// At most this many messages per second on average over the run (50, 50/s, 3000/m): each
     /// batch waits until the run is due to send it; without --batch-size a batch is one
@@ -351,20 +352,29 @@ impl FilterArgs {
                     .into_iter()
                     .chain(classifier.rules().map(|r| r.name.as_str()));
                 let guess = crate::text::closest(c, known);
+                // The user's own rules are few and named; the built-in ones (about 130) are
+                // not listed on one line, but where they are documented.
+                let yours: Vec<&str> = classifier
+                    .rules()
+                    .filter(|r| !r.builtin)
+                    .map(|r| r.name.as_str())
+                    .collect();
+                let yours = if yours.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (your rules: {})", yours.join(", "))
+                };
                 let e = Error::invalid_arg(
                     "--class",
                     format!(
-                        "`{c}` is neither transient, permanent, unclassified nor a rule name (rules: {})",
-                        classifier
-                            .rules()
-                            .map(|r| r.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        "`{c}` is neither transient, permanent, unclassified nor a rule name{yours}"
                     ),
                 );
                 return Err(match guess {
                     Some(g) => e.hinted(format!("did you mean `{g}`?")),
-                    None => e,
+                    None => e.hinted(
+                        "the built-in rules' names are in docs/classification.md; `dlqctl classify QUEUE` shows the rule of each group",
+                    ),
                 });
             }
         }
@@ -391,7 +401,11 @@ impl FilterArgs {
 
 /// The binary's entry point: parse, run, and turn the outcome into an exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "generate-artifacts") {
+        return generate::main(&args[1..]);
+    }
+    let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
@@ -469,9 +483,7 @@ async fn run(cli: Cli, printer: Printer) -> i32 {
     }
     let mut config = match &cli.command {
         // These never need the config; a broken one must not stop them.
-        Command::Completions(_) | Command::Version(_) | Command::GenerateArtifacts(_) => {
-            Config::default()
-        }
+        Command::Completions(_) | Command::Version(_) => Config::default(),
         _ => match Config::load(g.config.as_deref()) {
             Ok(c) => c,
             Err(e) => return report(&printer, &e),
@@ -501,6 +513,18 @@ async fn run(cli: Cli, printer: Printer) -> i32 {
         reason: g.reason.clone(),
     };
     signals::spawn_signal_handler(ctx.interrupt.clone(), ctx.printer.stderr());
+    // Commands that only read: an error never says "re-run to continue" (nothing to continue).
+    let read_only = matches!(
+        cli.command,
+        Command::Inspect(_)
+            | Command::Peek(_)
+            | Command::Tail(_)
+            | Command::Classify(_)
+            | Command::Export(_)
+            | Command::Verify(_)
+            | Command::Check(_)
+            | Command::Audit(_)
+    );
     let result = match cli.command {
         Command::Inspect(a) => inspect::run(&ctx, a).await,
         Command::Peek(a) => peek::run(&ctx, a).await,
@@ -517,10 +541,10 @@ async fn run(cli: Cli, printer: Printer) -> i32 {
         Command::Ui(a) => ui::run(&mut ctx, a).await,
         Command::Completions(a) => completions::run(&ctx, a),
         Command::Version(a) => version::run(&ctx, a),
-        Command::GenerateArtifacts(a) => generate::run(&ctx, a),
     };
     let code = match result {
         Ok(code) => code,
+        Err(e) if read_only => report(&ctx.printer, &e.read_only()),
         Err(e) => report(&ctx.printer, &e),
     };
     let _ = ctx.printer.flush();

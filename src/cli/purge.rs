@@ -33,6 +33,7 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
+    let max = crate::cli::max_count(a.run.max)?;
     let source = ctx.queue(&a.queue)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
     let headers = a.headers.resolve()?;
@@ -56,7 +57,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             to,
             filter,
             classifier,
-            max: a.run.max,
+            max,
             rate: a.run.rate()?,
             batch_size: a.run.batch_size()?,
             dry_run: a.run.dry_run,

@@ -45,6 +45,7 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
+    let max = crate::cli::max_count(a.run.max)?;
     let source = ctx.queue(&a.queue)?;
     let rate = a.run.rate()?;
     let headers = a.headers.resolve()?;
@@ -97,7 +98,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
             to,
             filter,
             classifier,
-            max: a.run.max,
+            max,
             rate,
             batch_size: a.run.batch_size()?,
             dry_run: a.run.dry_run,

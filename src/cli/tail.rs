@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long)]
     pub from_start: bool,
     /// Stop after N messages
-    #[arg(long, value_name = "N", value_parser = crate::cli::max_count)]
+    #[arg(long, value_name = "N")]
     pub max: Option<u64>,
     /// Stop when nothing arrives for DURATION
     #[arg(long, value_name = "DURATION")]
@@ -30,6 +30,7 @@ pub struct Args {
 }
 
 pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
+    let max = crate::cli::max_count(a.max)?;
     let queue = ctx.queue(&a.queue)?;
     let (filter, classifier) = a.filters.resolve(ctx)?;
     let idle_timeout = a
@@ -52,7 +53,7 @@ pub async fn run(ctx: &Ctx, a: Args) -> Result<i32> {
                 queue,
                 filter,
                 classifier,
-                max: a.max,
+                max,
                 explain: false,
             },
             from_start: a.from_start,

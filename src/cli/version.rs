@@ -82,3 +82,51 @@ pub fn run(ctx: &Ctx, _a: Args) -> Result<i32> {
     }
     Ok(exit::OK)
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every backend behind a cargo feature, as the texts that list them name it.
+    fn backends() -> Vec<(&'static str, &'static str)> {
+        let names = |f: &str| match f {
+            "sqs" => "SQS",
+            "kafka" => "Kafka",
+            "postgres" => "PostgreSQL",
+            "redis" => "Redis",
+            "rabbitmq" => "RabbitMQ",
+            other => panic!("a new backend `{other}`: name it here and in the texts below"),
+        };
+        crate::address::BACKENDS
+            .iter()
+            .filter_map(|b| b.feature)
+            .map(|f| (f, names(f)))
+            .collect()
+    }
+
+    /// The lists of backends outside the registry (`--help`, the crate and the .deb
+    /// descriptions, the feature lists of README.md and docs/install.md) name all of them.
+    #[test]
+    fn every_list_of_backends_names_every_backend() {
+        let manifest: toml::Table = include_str!("../../Cargo.toml").parse().unwrap();
+        let deb = manifest["package"]["metadata"]["deb"]["extended-description"]
+            .as_str()
+            .unwrap();
+        let help = [super::super::ABOUT, super::super::LONG_ABOUT].join(" ");
+        for (_, name) in backends() {
+            for (what, text) in [("--help", help.as_str()), (".deb description", deb)] {
+                assert!(text.contains(name), "{what} does not name {name}: {text}");
+            }
+        }
+        let features: Vec<String> = backends().iter().map(|(f, _)| format!("`{f}`")).collect();
+        let features = features.join(", ");
+        let readme = include_str!("../../README.md");
+        assert!(
+            readme.contains(&format!("cargo feature ({features}; all by default)")),
+            "README.md: the features are {features}"
+        );
+        let install = include_str!("../../docs/install.md");
+        assert!(
+            install.contains(&format!("(features {features})")),
+            "docs/install.md: the features are {features}"
+        );
+    }
+}

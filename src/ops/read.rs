@@ -241,17 +241,10 @@ pub struct ExportRequest {
 }
 
 pub async fn export(ctx: &Ctx, req: ExportRequest) -> Result<i32> {
-    // A backup is not overwritten by accident: checked before anything is read.
     if let Some(path) = &req.output
         && path.as_os_str() != "-"
-        && path.exists()
-        && !req.force
     {
-        return Err(Error::invalid_arg(
-            "--output-file",
-            format!("{} exists; dlqctl does not overwrite it", path.display()),
-        )
-        .hinted("choose another name, or pass --force to replace it"));
+        refuse_existing(path, req.force)?;
     }
     let b = ctx
         .opener
@@ -262,6 +255,33 @@ pub async fn export(ctx: &Ctx, req: ExportRequest) -> Result<i32> {
     let code = r?;
     closed?;
     Ok(code)
+}
+
+/// Checked before anything is read: a backup is not overwritten by accident (`--force` replaces
+/// a file), and a symbolic link is refused, dangling or not, `--force` or not (an export is
+/// written only to a file of its own, never through a link nor in place of one).
+fn refuse_existing(path: &std::path::Path, force: bool) -> Result<()> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if meta.file_type().is_symlink() {
+        return Err(Error::invalid_arg(
+            "--output-file",
+            format!(
+                "{} is a symbolic link; dlqctl writes an export only to a file of its own (0600), never through a link nor in place of one, even with --force",
+                path.display()
+            ),
+        )
+        .hinted("remove the link, or choose another name"));
+    }
+    if !force {
+        return Err(Error::invalid_arg(
+            "--output-file",
+            format!("{} exists; dlqctl does not overwrite it", path.display()),
+        )
+        .hinted("choose another name, or pass --force to replace it"));
+    }
+    Ok(())
 }
 
 async fn export_with(ctx: &Ctx, req: &ExportRequest, b: &dyn backend::QueueBackend) -> Result<i32> {

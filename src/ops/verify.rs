@@ -97,7 +97,7 @@ async fn reach(
                 "reachable",
                 "Dead-letter queue is reachable",
                 Status::Fail,
-                e.to_string(),
+                e.read_only().to_string(),
             )
         })?;
     let facts = b.verify_facts(&q.cfg).await.map_err(|e| {
@@ -105,7 +105,7 @@ async fn reach(
             "reachable",
             "Dead-letter queue is readable",
             Status::Fail,
-            e.to_string(),
+            e.read_only().to_string(),
         )
     })?;
     Ok((b, facts))
@@ -185,7 +185,7 @@ async fn dedupe_checks(
                 "dedupe-unique",
                 "Dedupe table exists with a unique id",
                 Status::Fail,
-                e.to_string(),
+                e.read_only().to_string(),
             ));
             checks.extend(backend);
             return checks;
@@ -247,7 +247,7 @@ async fn uniqueness_check(d: &dyn crate::dedupe::Table) -> Check {
             "dedupe-unique",
             "Dedupe table exists with a unique id",
             Status::Fail,
-            e.to_string(),
+            e.read_only().to_string(),
         ),
     }
 }
@@ -316,7 +316,7 @@ async fn retention_known(d: &dyn crate::dedupe::Table) -> (Check, DedupeRetentio
                 "dedupe-retention-known",
                 "Dedupe retention is known",
                 Status::Fail,
-                e.to_string(),
+                e.read_only().to_string(),
             ),
             known(None, false),
         ),
@@ -379,7 +379,13 @@ fn outlives_check(known: DedupeRetention, bound: &Bound, shorten: Option<&str>) 
 /// Check 7: dead letters older than the dedupe retention may have had their ids forgotten.
 async fn old_dead_letters_check(b: &dyn QueueBackend, r: Duration, oldest: Oldest) -> Check {
     match b.count_older_than(r).await {
-        Ok(None) if oldest != Oldest::Unknown => oldest_check(r, oldest),
+        Ok(None) if matches!(oldest, Oldest::Empty | Oldest::At(_)) => oldest_check(r, oldest),
+        Ok(None) if let Oldest::Unreported(why) = oldest => check(
+            "old-dead-letters",
+            "No dead letters older than the dedupe retention",
+            Status::Warn,
+            format!("the oldest dead letter's age is not known: {why}"),
+        ),
         Ok(Some(0)) => check(
             "old-dead-letters",
             "No dead letters older than the dedupe retention",
@@ -406,7 +412,7 @@ async fn old_dead_letters_check(b: &dyn QueueBackend, r: Duration, oldest: Oldes
             "old-dead-letters",
             "No dead letters older than the dedupe retention",
             Status::Warn,
-            e.to_string(),
+            e.read_only().to_string(),
         ),
     }
 }

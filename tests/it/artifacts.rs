@@ -41,3 +41,21 @@ fn completions_print_for_every_shell() {
     }
     sb.run(&["completions", "tcsh"]).code(2);
 }
+
+/// `generate-artifacts` is a maintainer's command: no completion offers it (clap_complete's
+/// scripts listed it, hidden as it was: `dlqctl <TAB>` in bash, 35 times in the fish script),
+/// and neither does `--help`; it still runs.
+#[test]
+fn the_maintainers_command_is_in_no_completion() {
+    for a in dlqctl::cli::artifacts() {
+        let text = String::from_utf8_lossy(&a.contents);
+        assert!(!text.contains("generate-artifacts"), "{}", a.path);
+    }
+    let sb = Sandbox::new();
+    let r = sb.run(&["completions", "bash"]).ok();
+    assert!(!r.stdout.contains("generate-artifacts"), "{}", r.stdout);
+    let r = sb.run(&["--help"]).ok();
+    assert!(!r.stdout.contains("generate-artifacts"), "{}", r.stdout);
+    let r = sb.run(&["generate-artifacts", "--help"]).ok();
+    assert!(r.stdout.contains("--check"), "{}", r.stdout);
+}

@@ -1450,6 +1450,13 @@ const ROWS: &[(&[&str], i32, &str)] = &[
     (&["replay", "good-then-bad.jsonl", "--to", "{src}", "--yes"], 2, "line 4"),
     // An error after two records were shown: the JSON array on stdout is closed.
     (&["peek", "good-then-bad.jsonl", "-n", "10"], 2, "line 4"),
+    // --max 0 in dlqctl's words, as -n 0 (it was clap's `invalid value '0' for '--max <N>'`).
+    (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--max", "0"], 2, "invalid value for --max: must be at least 1"),
+    (&["replay", "good.jsonl", "--to", "{src}", "--yes", "--max", "0"], 2, "invalid value for --max: must be at least 1"),
+    (&["purge", "{dlq}", "--no-archive", "--yes", "--max", "0"], 2, "invalid value for --max: must be at least 1"),
+    (&["export", "{dlq}", "--max", "0"], 2, "invalid value for --max: must be at least 1"),
+    (&["classify", "{dlq}", "--max", "0"], 2, "invalid value for --max: must be at least 1"),
+    (&["tail", "{dlq}", "--max", "0"], 2, "invalid value for --max: must be at least 1"),
     // Not found: exit 3, still nothing changed.
     (&["replay", "missing.jsonl", "--to", "{src}", "--yes"], 3, "not found"),
     (&["redrive", "{dlq}", "--to", "{pg}?table={s}.nope", "--yes"], 3, "not found"),
@@ -1462,12 +1469,6 @@ const ROWS: &[(&[&str], i32, &str)] = &[
 const CLAP_ROWS: &[(&[&str], &str)] = &[
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--bogus"], "unexpected argument '--bogus'"),
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--max", "many"], "invalid value 'many'"),
-    (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--max", "0"], "--max 0 would do nothing"),
-    (&["replay", "good.jsonl", "--to", "{src}", "--yes", "--max", "0"], "--max 0 would do nothing"),
-    (&["purge", "{dlq}", "--no-archive", "--yes", "--max", "0"], "--max 0 would do nothing"),
-    (&["export", "{dlq}", "--max", "0"], "--max 0 would do nothing"),
-    (&["classify", "{dlq}", "--max", "0"], "--max 0 would do nothing"),
-    (&["tail", "{dlq}", "--max", "0"], "--max 0 would do nothing"),
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--batch-size", "-1"], "-1"),
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--cancel"], "--native"),
     (&["redrive", "{dlq}", "--to", "{src}", "--yes", "--dedup-id", "sometimes"], "invalid value 'sometimes'"),

@@ -197,13 +197,25 @@ pub async fn a_listed_id_not_found_is_said<P: Pair>(p: &mut P) {
             &sb,
             &["--id", &ids[2], "--id", missing, extra, "--output", "json"],
         );
-        assert_eq!(r.code, 1, "{name} {extra}: {}
-{}", r.stdout, r.stderr);
+        assert_eq!(
+            r.code, 1,
+            "{name} {extra}: {}
+{}",
+            r.stdout, r.stderr
+        );
         let j = r.json();
         assert_eq!(j["moved"], 1, "{name} {extra}: {j}");
-        assert_eq!(j["ids_not_found"], serde_json::json!([missing]), "{name} {extra}: {j}");
+        assert_eq!(
+            j["ids_not_found"],
+            serde_json::json!([missing]),
+            "{name} {extra}: {j}"
+        );
     }
-    assert_eq!(p.copies().await, 1, "{name}: the listed id that exists moved");
+    assert_eq!(
+        p.copies().await,
+        1,
+        "{name}: the listed id that exists moved"
+    );
     let r = run(p, &sb, &["--id", missing, "--yes", "--output", "table"]);
     assert_eq!(r.code, 1, "{name}: {}\n{}", r.stdout, r.stderr);
     assert!(

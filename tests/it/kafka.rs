@@ -235,7 +235,11 @@ async fn spring_connect_and_smallrye_dead_letters_are_understood() {
     let fact = |n: &str| ins[0]["facts"][n].clone();
     assert_eq!(fact("messages"), 6);
     assert_eq!(fact("retention_ms"), 604800000, "a number, as json.md says");
-    assert_eq!(fact("cleanup_policy"), serde_json::Value::Null, "not reported: null");
+    assert_eq!(
+        fact("cleanup_policy"),
+        serde_json::Value::Null,
+        "not reported: null"
+    );
     let by_topic = ins[0]["tables"]
         .as_array()
         .unwrap()

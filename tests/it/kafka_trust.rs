@@ -439,7 +439,15 @@ async fn an_id_read_by_a_rule_reaches_readers_without_it() {
     env.push(("DLQCTL_CONFIG".into(), cfg.to_string_lossy().into_owned()));
     let j = sb
         .run_with(
-            &["replay", "dlt", "--to", &k.url("copies"), "--yes", "--output", "json"],
+            &[
+                "replay",
+                "dlt",
+                "--to",
+                &k.url("copies"),
+                "--yes",
+                "--output",
+                "json",
+            ],
             &env,
         )
         .ok()
@@ -455,12 +463,19 @@ async fn an_id_read_by_a_rule_reaches_readers_without_it() {
             .map(|(_, v)| v.clone())
             .collect();
         let want = headers.iter().find(|(n, _)| n == "x-request-id").unwrap();
-        assert_eq!(ids, vec![want.1.clone()], "one dlqctl-stable-id, the id: {headers:?}");
+        assert_eq!(
+            ids,
+            vec![want.1.clone()],
+            "one dlqctl-stable-id, the id: {headers:?}"
+        );
         // Each copy again, one record per request (tansu's high watermark counts a batch of
         // several as one: docs/kafka.md), for dlqctl to read with no rule.
-        let h: Vec<(&str, Option<&[u8]>)> =
-            headers.iter().map(|(n, v)| (n.as_str(), v.as_deref())).collect();
-        k.produce("check", Some(0), None, value.as_deref(), &h).await;
+        let h: Vec<(&str, Option<&[u8]>)> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_deref()))
+            .collect();
+        k.produce("check", Some(0), None, value.as_deref(), &h)
+            .await;
     }
     let peek = sb
         .run_with(

@@ -7,6 +7,7 @@ mod bad_input;
 mod clause_repeats;
 mod clauses;
 mod conformance;
+mod container;
 mod dispose;
 mod exactly_once;
 mod faults;

@@ -522,7 +522,10 @@ async fn a_record_without_a_stable_id_is_refused_by_every_target() {
                 (Some(1), Some(1)),
                 "{t} (dry run {dry}): {j}"
             );
-            assert!(j.to_string().contains("the message has no stable id"), "{j}");
+            assert!(
+                j.to_string().contains("the message has no stable id"),
+                "{j}"
+            );
         }
     }
     assert_eq!(sqs.receive_all(&sqs_target).await.len(), 1);

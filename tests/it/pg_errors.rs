@@ -221,3 +221,211 @@ async fn a_refused_grant_names_the_table_it_is_missing_on() {
     db.exec(&format!("DROP OWNED BY {role} CASCADE; DROP ROLE {role};"))
         .await;
 }
+
+/// An export onto a symbolic link is refused before anything is read, dangling or not, with
+/// `--force` too (docs/jsonl.md, docs/exit-codes.md): a dangling link was missed by the check,
+/// the whole export ran into a partial file and then blamed a race; `--force` replaced the link.
+#[tokio::test]
+async fn an_export_onto_a_symbolic_link_is_refused_before_anything_is_read() {
+    let db = Db::new("exportlink").await;
+    db.seed(2).await;
+    let dlq = db.dlq();
+    let sb = Sandbox::new();
+    let target = sb.write("target.jsonl", "keep me\n");
+    let link = sb.path("link.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let dangling = sb.path("dangling.jsonl");
+    std::os::unix::fs::symlink(sb.path("nowhere.jsonl"), &dangling).unwrap();
+    for (path, force) in [
+        (&dangling, false),
+        (&dangling, true),
+        (&link, false),
+        (&link, true),
+    ] {
+        let mut args = vec!["export", dlq.as_str(), "-o", path.to_str().unwrap()];
+        args.extend(force.then_some("--force"));
+        let r = sb.run(&args).code(2);
+        assert!(
+            r.stderr.contains("is a symbolic link") && r.stderr.contains("even with --force"),
+            "{}",
+            r.stderr
+        );
+        assert!(std::fs::symlink_metadata(path).unwrap().is_symlink());
+    }
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me\n");
+    assert!(!sb.path("nowhere.jsonl").exists());
+    let left: Vec<_> = std::fs::read_dir(sb.dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "partial files left: {left:?}");
+}
+
+/// Errors that name where a setting came from name the file given with `--config`: a
+/// `[kafka.properties]` librdkafka refuses and `[audit] require_reason` said `dlqctl.toml`.
+#[test]
+fn errors_name_the_config_file_given_with_config() {
+    let sb = Sandbox::new();
+    let props = sb.write(
+        "bad-kprop.toml",
+        "[kafka.properties]\n\"no.such.prop\" = \"1\"\n",
+    );
+    let r = sb
+        .run(&[
+            "inspect",
+            "kafka://127.0.0.1:1/orders.DLT",
+            "--config",
+            props.to_str().unwrap(),
+        ])
+        .code(2);
+    assert!(
+        r.stderr.contains(&format!(
+            "config file {}: [kafka.properties] `no.such.prop`",
+            props.display()
+        )),
+        "{}",
+        r.stderr
+    );
+    let reason = sb.write("reqreason.toml", "[audit]\nrequire_reason = true\n");
+    let r = sb
+        .run(&[
+            "redrive",
+            "postgres://dlqctl@127.0.0.1:1/db?table=app.dead_letters",
+            "--to",
+            "postgres://dlqctl@127.0.0.1:1/db?table=app.jobs",
+            "--yes",
+            "--config",
+            reason.to_str().unwrap(),
+        ])
+        .code(2);
+    assert!(
+        r.stderr.contains(&format!(
+            "[audit] require_reason is set in {}",
+            reason.display()
+        )),
+        "{}",
+        r.stderr
+    );
+}
+
+/// "(nothing was lost; re-run to continue)" is for commands that move or remove: a read-only
+/// command (inspect, verify's `reachable` detail) had it on an unreachable server too.
+#[test]
+fn only_commands_that_move_say_nothing_was_lost() {
+    let sb = Sandbox::new();
+    let down = "postgres://dlqctl@127.0.0.1:1/db?table=app.dead_letters";
+    let r = sb.run(&["inspect", down]).code(3);
+    assert!(
+        r.stderr.contains("cannot reach") && !r.stderr.contains("nothing was lost"),
+        "{}",
+        r.stderr
+    );
+    let config = sb.write("down.toml", &format!("[queues.down]\ndlq = \"{down}\"\n"));
+    let r = sb
+        .run(&[
+            "verify",
+            "--config",
+            config.to_str().unwrap(),
+            "--output",
+            "json",
+        ])
+        .code(1);
+    assert!(
+        r.stdout.contains("cannot reach") && !r.stdout.contains("nothing was lost"),
+        "{}",
+        r.stdout
+    );
+    let r = sb
+        .run(&[
+            "redrive",
+            down,
+            "--to",
+            "postgres://dlqctl@127.0.0.1:1/db?table=app.jobs",
+            "--yes",
+        ])
+        .code(3);
+    assert!(
+        r.stderr.contains("(nothing was lost; re-run to continue)"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// `--class` with a name that is no class and no rule listed every built-in rule's name (about
+/// 130) on the error line; it now says where they are, and names only the user's own rules.
+#[test]
+fn an_unknown_class_does_not_list_every_built_in_rule() {
+    let sb = Sandbox::new();
+    sb.write("dlq.jsonl", "");
+    let r = sb
+        .run(&[
+            "peek",
+            "dlq.jsonl",
+            "--class",
+            "flaky",
+            "--config",
+            "/dev/null",
+        ])
+        .code(2);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert!(
+        lines[0].ends_with("`flaky` is neither transient, permanent, unclassified nor a rule name")
+            && lines[1].contains("docs/classification.md"),
+        "{}",
+        r.stderr
+    );
+    let rules = sb.write(
+        "mine.toml",
+        "[[rules]]\nname = \"card-declined\"\nkind = \"permanent\"\nmatch = { error = \"declined\" }\n",
+    );
+    let r = sb
+        .run(&[
+            "peek",
+            "dlq.jsonl",
+            "--class",
+            "flaky",
+            "--config",
+            "/dev/null",
+            "--rules",
+            rules.to_str().unwrap(),
+        ])
+        .code(2);
+    assert!(
+        r.stderr
+            .contains("nor a rule name (your rules: card-declined)\n"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A host that answers something other than PostgreSQL (here HTTP): the error said where in
+/// sqlx it was raised (`(sqlx_postgres::connection::tls:95)`) and had no hint.
+#[test]
+fn a_server_that_is_not_postgresql_is_named_without_sqlx_internals() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().flatten() {
+            let mut buf = [0u8; 64];
+            let _ = c.read(&mut buf);
+            let _ = c.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        }
+    });
+    let sb = Sandbox::new();
+    let r = sb
+        .run(&[
+            "inspect",
+            &format!("postgres://app:pw@127.0.0.1:{port}/app?table=a.b"),
+        ])
+        .code(3);
+    assert!(
+        r.stderr.contains("does not speak PostgreSQL's protocol")
+            && !r.stderr.contains("sqlx")
+            && r.stderr.contains("hint: check the host and port"),
+        "{}",
+        r.stderr
+    );
+}

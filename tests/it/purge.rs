@@ -600,3 +600,19 @@ async fn a_purge_of_any_job_library_says_where_its_archive_can_come_back() {
         );
     }
 }
+
+/// The SQS purge plan names the call the purge makes: it said `DeleteMessage`, purge.md and
+/// the code `DeleteMessageBatch`.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sqs_purge_plan_names_the_call_it_makes() {
+    let sqs = crate::harness::Sqs::new("purgecall").await;
+    let (url, _) = sqs.create("dlq", &[]).await;
+    let sb = Sandbox::new();
+    let env = sqs.env(&sb);
+    for archive in [&["--no-archive"][..], &["--archive", "kept.jsonl"]] {
+        let mut args = vec!["purge", url.as_str(), "--dry-run", "--output", "table"];
+        args.extend(archive);
+        let r = sb.run_with(&args, &env).ok();
+        assert!(r.stderr.contains("(DeleteMessageBatch)"), "{}", r.stderr);
+    }
+}

@@ -403,3 +403,53 @@ async fn old_dead_letters_uses_the_oldest_the_api_shows() {
         "{v}"
     );
 }
+
+/// Check 7 right after a publish, before the management API has reported the queue's head
+/// message: it said "message ages are not available cheaply on this backend", though a few
+/// seconds later the same command gave the age. Now it says the API has not reported it yet;
+/// and for a head message without a `timestamp`, that this is why.
+#[tokio::test(flavor = "multi_thread")]
+async fn old_dead_letters_says_why_the_oldest_age_is_not_known() {
+    let r = Rabbit::new("rlag").await;
+    r.declare("dlq", Kind::Classic, &[]).await;
+    let ten_days_ago = (chrono::Utc::now() - chrono::Duration::days(10)).timestamp() as u64;
+    r.publish(
+        "dlq",
+        b"{}",
+        lapin::BasicProperties::default()
+            .with_message_id("old-1".into())
+            .with_timestamp(ten_days_ago),
+    )
+    .await;
+    let db = crate::harness::Db::new("rlag").await;
+    let sb = Sandbox::new();
+    let v = verify(&sb, &r, "dlq", None, &dedupe(&db, "1d").await);
+    let old = checks(&v, "old-dead-letters");
+    assert_eq!(old.len(), 1, "{v}");
+    assert!(
+        old[0]
+            .1
+            .contains("the management API has not reported the queue's head message yet")
+            || old[0].1.contains("the oldest dead letter is 10d old"),
+        "{v}"
+    );
+    // A head message with no timestamp, once the API has counted it.
+    r.declare("plain", Kind::Classic, &[]).await;
+    r.publish_n("plain", "x", 1).await;
+    let path = format!("queues/%2F/{}", r.name("plain"));
+    crate::pair::wait_until(
+        Duration::from_secs(30),
+        "the API to count the message",
+        || async { r.api_get(&path).await["messages"].as_u64() == Some(1) },
+    )
+    .await;
+    let v = verify(&sb, &r, "plain", None, &dedupe(&db, "1d").await);
+    let old = checks(&v, "old-dead-letters");
+    assert_eq!(old.len(), 1, "{v}");
+    assert!(
+        old[0]
+            .1
+            .contains("the head message has no timestamp property"),
+        "{v}"
+    );
+}

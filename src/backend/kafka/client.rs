@@ -98,7 +98,12 @@ impl KafkaBackend {
                     .map(str::to_string)
                     .unwrap_or_else(|| format!("dlqctl-reader-{}", std::process::id())),
             );
-        c.create().map_err(|e| kafka_err(&self.shown(), e))
+        c.create().map_err(|e| self.client_err(e))
+    }
+
+    /// A client that could not be created: a property refused names the config file.
+    pub(super) fn client_err(&self, e: rdkafka::error::KafkaError) -> crate::error::Error {
+        super::errors::client_err(&self.shown(), self.props_file.as_deref(), e)
     }
 
     pub(super) async fn producer(&self) -> Result<&Arc<produce::Copier>> {
@@ -106,7 +111,7 @@ impl KafkaBackend {
             .get_or_try_init(|| async {
                 let mut c = self.config(produce::PRODUCER_TUNABLES);
                 c.set("enable.idempotence", "true").set("acks", "all");
-                Ok(Arc::new(produce::Copier::new(&c, &self.shown())?))
+                Ok(Arc::new(produce::Copier::new(&c, self)?))
             })
             .await
     }
@@ -171,10 +176,8 @@ impl KafkaBackend {
     }
 
     pub(super) async fn topic_configs(&self, topic: &str) -> Result<HashMap<String, String>> {
-        let admin: AdminClient<DefaultClientContext> = self
-            .config(&[])
-            .create()
-            .map_err(|e| kafka_err(&self.shown(), e))?;
+        let admin: AdminClient<DefaultClientContext> =
+            self.config(&[]).create().map_err(|e| self.client_err(e))?;
         let res = admin
             .describe_configs(
                 &[ResourceSpecifier::Topic(topic)],

@@ -8,11 +8,17 @@ use rdkafka::error::KafkaError;
 use crate::error::{Error, Result};
 
 pub(super) fn kafka_err(target: &str, e: KafkaError) -> Error {
+    client_err(target, None, e)
+}
+
+/// [`kafka_err`] for the creation of a client: a property librdkafka refuses is named with
+/// the config file it was read from (`file`).
+pub(super) fn client_err(target: &str, file: Option<&std::path::Path>, e: KafkaError) -> Error {
     // Never show a property's value: it may be a password.
     if let KafkaError::ClientConfig(_, desc, key, _value) = &e {
         return Error::Config {
-            path: "[kafka.properties] in dlqctl.toml".into(),
-            reason: format!("`{key}`: {desc}"),
+            path: crate::config::file_name(file).into(),
+            reason: format!("[kafka.properties] `{key}`: {desc}"),
         };
     }
     use rdkafka::types::RDKafkaErrorCode as C;
@@ -41,7 +47,7 @@ pub(super) fn kafka_err(target: &str, e: KafkaError) -> Error {
             | C::MessageTimedOut,
         ) => Error::Unreachable {
             target: target.to_string(),
-            reason: format!("{e} (nothing was lost; re-run to continue)"),
+            reason: crate::error::with_rerun(&e),
         },
         _ => Error::Backend {
             target: target.to_string(),
@@ -160,10 +166,10 @@ impl Trouble {
             None => Ok(()),
             Some(e) => Err(Error::Unreachable {
                 target: target.to_string(),
-                reason: format!(
-                    "{e}, and no record for {} since (nothing was lost; re-run to continue)",
+                reason: crate::error::with_rerun(format!(
+                    "{e}, and no record for {} since",
                     crate::human::fmt_duration(idle)
-                ),
+                )),
             }),
         }
     }

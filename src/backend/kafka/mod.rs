@@ -60,6 +60,8 @@ pub struct KafkaBackend {
     addr: Address,
     k: KafkaAddress,
     props: BTreeMap<String, String>,
+    /// The config file `props` were read from (errors name it).
+    props_file: Option<std::path::PathBuf>,
     partitions: Vec<i32>,
     /// How many partitions the topic has (`partitions` may be one, from `?partition=`).
     topic_partitions: usize,
@@ -131,6 +133,7 @@ impl KafkaBackend {
             addr: addr.clone(),
             k: k.clone(),
             props: opts.backends.kafka.properties.clone(),
+            props_file: opts.backends.file.clone(),
             lease_timeout: opts
                 .backends
                 .kafka

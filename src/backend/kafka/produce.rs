@@ -85,11 +85,11 @@ pub(super) struct Copier {
 }
 
 impl Copier {
-    pub(super) fn new(config: &ClientConfig, shown: &str) -> Result<Copier> {
+    pub(super) fn new(config: &ClientConfig, b: &super::KafkaBackend) -> Result<Copier> {
         let inner: Arc<BaseProducer<Reports>> = Arc::new(
             config
                 .create_with_context(Reports)
-                .map_err(|e| kafka_err(shown, e))?,
+                .map_err(|e| b.client_err(e))?,
         );
         let stop = Arc::new(AtomicBool::new(false));
         let poller = {
@@ -102,7 +102,7 @@ impl Copier {
                     }
                 })
                 .map_err(|e| Error::Backend {
-                    target: shown.to_string(),
+                    target: b.shown(),
                     reason: format!("cannot start the delivery report thread: {e}"),
                 })?
         };

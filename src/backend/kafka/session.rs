@@ -294,7 +294,7 @@ impl LocalMoves for KafkaMoveSession<'_> {
             )
             .set("enable.idempotence", "true")
             .set("acks", "all");
-            let p = produce::Copier::new(&c, &shown)?;
+            let p = produce::Copier::new(&c, self.b)?;
             blocking(|| p.producer().init_transactions(TIMEOUT)).map_err(|e| txn_err(&shown, e))?;
             self.tx = Some(p);
         }

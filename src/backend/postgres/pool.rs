@@ -36,9 +36,7 @@ pub fn pg_err(target: &str, e: sqlx::Error) -> Error {
             },
             "57P01" | "57P02" | "57P03" | "08000" | "08003" | "08006" => Error::Unreachable {
                 target,
-                reason: format!(
-                    "{msg} (the server went away; nothing was lost, re-run to continue)"
-                ),
+                reason: crate::error::with_rerun(format!("{msg}: the server went away")),
             },
             _ => Error::Backend {
                 target,
@@ -49,7 +47,7 @@ pub fn pg_err(target: &str, e: sqlx::Error) -> Error {
     match e {
         sqlx::Error::Io(io) => Error::Unreachable {
             target,
-            reason: format!("{io} (nothing was lost; re-run to continue)"),
+            reason: crate::error::with_rerun(io),
         },
         sqlx::Error::Tls(t) => Error::Unreachable {
             target,
@@ -63,9 +61,17 @@ pub fn pg_err(target: &str, e: sqlx::Error) -> Error {
             input: target,
             reason: c.to_string(),
         },
+        sqlx::Error::Protocol(p) => Error::Backend {
+            target,
+            reason: format!(
+                "what answered does not speak PostgreSQL's protocol: {}",
+                without_source_location(&p)
+            ),
+        }
+        .hinted("check the host and port: is it a PostgreSQL server (not a proxy, a web server or another database)?"),
         other => Error::Backend {
             target,
-            reason: other.to_string(),
+            reason: without_source_location(&other.to_string()).to_string(),
         },
     }
 }
@@ -92,6 +98,23 @@ pub fn pg_err_moving(from: &str, to: &str, e: sqlx::Error) -> Error {
     }
 }
 
+/// sqlx's protocol errors end with where in sqlx they were raised (`… (sqlx_postgres::
+/// connection::tls:95)`): the driver's internals, nothing the user can act on.
+fn without_source_location(text: &str) -> &str {
+    let Some((before, at)) = text.rsplit_once(" (") else {
+        return text;
+    };
+    let Some(at) = at.strip_suffix(')') else {
+        return text;
+    };
+    let internal = at.starts_with("sqlx")
+        && at.contains("::")
+        && at
+            .rsplit_once(':')
+            .is_some_and(|(_, line)| !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()));
+    if internal { before } else { text }
+}
+
 /// Connect to the server of `conn`, resolved as libpq would (see [`conn::resolve`]).
 pub async fn connect(c: &PgConn) -> Result<PgPool> {
     let shown = c.to_string();
@@ -107,7 +130,7 @@ pub async fn connect(c: &PgConn) -> Result<PgPool> {
                     .trim_start_matches("authentication failed (")
                     .trim_end_matches(')')
                     .to_string(),
-                password_from: resolved.password.describe(),
+                password_from: resolved.password.describe().into(),
             }
         }
         other => other,
@@ -151,5 +174,32 @@ async fn notice_a_vanished_client(conn: &mut sqlx::PgConnection) {
         let _ = sqlx::query("SET client_connection_check_interval = '1s'")
             .execute(conn)
             .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Operator report: a host that answered HTTP gave `… unexpected response from
+    /// SSLRequest: 0x48 (sqlx_postgres::connection::tls:95)`, sqlx's source location, no hint.
+    #[test]
+    fn a_protocol_error_names_no_sqlx_source_location() {
+        let e = super::pg_err(
+            "postgres://app:pw@10.0.0.1:5432/app",
+            sqlx::Error::Protocol(
+                "unexpected response from SSLRequest: 0x48 (sqlx_postgres::connection::tls:95)"
+                    .into(),
+            ),
+        );
+        let text = e.to_string();
+        assert!(
+            text.ends_with("unexpected response from SSLRequest: 0x48") && !text.contains("pw"),
+            "{text}"
+        );
+        assert!(
+            e.hints().iter().any(|h| h.contains("host and port")),
+            "{e:?}"
+        );
+        assert_eq!(super::without_source_location("a (b)"), "a (b)");
+        assert_eq!(super::without_source_location("x (sqlx_core::y:12)"), "x");
     }
 }

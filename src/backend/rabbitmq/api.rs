@@ -89,7 +89,7 @@ impl Api {
                 return Err(Error::AuthenticationFailed {
                     target: shown(),
                     reason: "401 Unauthorized (the management API takes the AMQP user and password; the user needs a management tag, e.g. monitoring)".into(),
-                    password_from: "the AMQP address's credentials",
+                    password_from: "the AMQP address's credentials".into(),
                 });
             }
             403 => {

@@ -67,7 +67,7 @@ impl RabbitBackend {
         let Address::Rabbitmq(a) = addr else {
             unreachable!("RabbitBackend::open with a non-RabbitMQ address")
         };
-        let broker = Broker::new(a, &opts.backends.rabbitmq);
+        let broker = Broker::new(a, &opts.backends.rabbitmq, opts.backends.file.as_deref());
         let api = Api::of(&broker)?;
         let idle = std::env::var("DLQCTL_AMQP_IDLE_MS")
             .ok()

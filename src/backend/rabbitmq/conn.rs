@@ -25,20 +25,24 @@ pub struct Broker {
     pub addr: AmqpAddress,
     pub user: String,
     password: String,
-    pub password_from: &'static str,
+    pub password_from: String,
     /// The management API's base URL, when one is known.
     pub api: Option<String>,
 }
 
 impl Broker {
-    pub fn new(addr: &AmqpAddress, cfg: &RabbitmqConfig) -> Broker {
+    /// `file`: the config file `cfg` was read from (an authentication error names it).
+    pub fn new(addr: &AmqpAddress, cfg: &RabbitmqConfig, file: Option<&std::path::Path>) -> Broker {
         let env = std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty());
         let (password, password_from) = match (&addr.password, env, &cfg.password, &addr.user) {
-            (Some(p), _, _, _) => (p.clone(), "the URL"),
-            (None, Some(p), _, _) => (p, "DLQCTL_AMQP_PASSWORD"),
-            (None, None, Some(p), _) => (p.clone(), "[rabbitmq] password in dlqctl.toml"),
-            (None, None, None, None) => ("guest".into(), "RabbitMQ's default (guest)"),
-            (None, None, None, Some(_)) => (String::new(), "nowhere (no password given)"),
+            (Some(p), _, _, _) => (p.clone(), "the URL".into()),
+            (None, Some(p), _, _) => (p, "DLQCTL_AMQP_PASSWORD".into()),
+            (None, None, Some(p), _) => (
+                p.clone(),
+                format!("[rabbitmq] password in {}", crate::config::file_name(file)),
+            ),
+            (None, None, None, None) => ("guest".into(), "RabbitMQ's default (guest)".into()),
+            (None, None, None, Some(_)) => (String::new(), "nowhere (no password given)".into()),
         };
         crate::secrets::register(&password);
         let api = addr
@@ -117,11 +121,11 @@ impl Broker {
             return match e.kind() {
                 ErrorKind::IOError(io) => Error::Unreachable {
                     target,
-                    reason: format!("{io} ({CLOSED_NOTE})"),
+                    reason: closed_note(io),
                 },
                 ErrorKind::MissingHeartbeatError => Error::Unreachable {
                     target,
-                    reason: format!("the broker stopped answering (no heartbeat) ({CLOSED_NOTE})"),
+                    reason: closed_note("the broker stopped answering (no heartbeat)"),
                 },
                 ErrorKind::InvalidChannelState(_, op) => Error::Backend {
                     target,
@@ -147,7 +151,7 @@ impl Broker {
                 Error::AuthenticationFailed {
                     target,
                     reason: text,
-                    password_from: self.password_from,
+                    password_from: self.password_from.clone(),
                 }
             }
             // Not a permission: another consumer holds the queue exclusively, as a dlqctl
@@ -226,15 +230,20 @@ fn refused_object(text: &str) -> Option<String> {
     matches!(kind, "queue" | "exchange").then(|| format!("{kind} `{name}`"))
 }
 
-/// What a run stopped by a lost connection leaves, and what to do.
-const CLOSED_NOTE: &str =
-    "nothing was lost; re-run to continue: re-running is safe, copies carry their stable ids";
+/// What a run stopped by a lost connection leaves, and what to do: [`crate::error::RERUN`] and
+/// why (a read-only command drops the whole note).
+fn closed_note(reason: impl std::fmt::Display) -> String {
+    format!(
+        "{reason} ({}: re-running is safe, copies carry their stable ids)",
+        crate::error::RERUN
+    )
+}
 
 /// The reason of an error on a connection or channel that is gone, `at` naming the operation.
 fn closed(at: &str) -> String {
-    format!(
-        "the AMQP connection was closed (at {at}), e.g. by an operator from the management UI or API, or by the broker; {CLOSED_NOTE}"
-    )
+    closed_note(format!(
+        "the AMQP connection was closed (at {at}), e.g. by an operator from the management UI or API, or by the broker"
+    ))
 }
 
 /// `dlqctl redrive root@build-7 pid 4242`: who holds a connection.
@@ -293,7 +302,7 @@ mod tests {
     fn a_closed_connection_is_one_clear_line() {
         let addr =
             super::super::address::parse("amqp://guest@localhost:5672/%2F?queue=d8").unwrap();
-        let b = Broker::new(&addr, &RabbitmqConfig::default());
+        let b = Broker::new(&addr, &RabbitmqConfig::default(), None);
         for kind in [
             ErrorKind::InvalidChannelState(lapin::ChannelState::Error, "basic.ack"),
             ErrorKind::InvalidChannelState(lapin::ChannelState::Closed, "basic.publish"),

@@ -52,16 +52,29 @@ fn depth(ready: u32, info: &QueueInfo) -> Fact {
 }
 
 /// The oldest dead letter, from the API's `head_message_timestamp` (the head message's
-/// `timestamp` property, where its publisher set one).
+/// `timestamp` property, where its publisher set one). Right after a queue is declared or its
+/// first message published, the API has no statistics of it yet (no `messages`), or still those
+/// of an empty queue (`messages` 0 while AMQP counts some ready): its head is not reported yet.
 fn oldest(ready: u32, info: &QueueInfo) -> Oldest {
-    if ready == 0 && info.number("messages") == Some(0) {
+    let reported = info.number("messages");
+    if ready == 0 && reported == Some(0) {
         return Oldest::Empty;
     }
-    info.0["head_message_timestamp"]
+    if let Some(t) = info.0["head_message_timestamp"]
         .as_i64()
         .and_then(|s| chrono::DateTime::from_timestamp(s, 0))
-        .map_or(Oldest::Unknown, Oldest::At)
+    {
+        return Oldest::At(t);
+    }
+    match reported {
+        None | Some(0) => Oldest::Unreported(HEAD_NOT_REPORTED),
+        Some(_) => Oldest::Unreported(
+            "the head message has no timestamp property (its publisher set none), so its age cannot be read",
+        ),
+    }
 }
+
+const HEAD_NOT_REPORTED: &str = "the management API has not reported the queue's head message yet (its statistics lag by up to collect_statistics_interval, 5 s by default): run verify again in a few seconds";
 
 /// What the management API tells of a queue: its type, durability, arguments and policy, its
 /// dead-letter settings and limits (each with where it is set), its oldest message.
@@ -246,6 +259,9 @@ impl RabbitBackend {
                 Status::Warn,
                 NO_API,
             ));
+            f.oldest = Oldest::Unreported(
+                "the head message's timestamp comes from the management API, and no API address is known",
+            );
             f.redelivery.push(Term {
                 label: "DLQ message TTL".into(),
                 value: Retention::Forever,

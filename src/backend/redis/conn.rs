@@ -182,7 +182,7 @@ pub(super) fn err(
         return Error::AuthenticationFailed {
             target: target.into(),
             reason,
-            password_from,
+            password_from: password_from.into(),
         };
     }
     // The connection's SELECT refused by an ACL comes back as the crate's own error.

@@ -28,10 +28,7 @@ where
             } else {
                 Error::Unreachable {
                     target,
-                    reason: format!(
-                        "{} (nothing was lost; re-run to continue)",
-                        last_cause(&text)
-                    ),
+                    reason: crate::error::with_rerun(last_cause(&text)),
                 }
             }
         }

@@ -286,8 +286,8 @@ impl QueueBackend for SqsBackend {
 
     fn describe_move(&self, how: &crate::backend::MoveHow) -> String {
         match (how.purge, how.archived) {
-            (true, true) => crate::backend::archive_then(true, "delete it (DeleteMessage)"),
-            (true, false) => "delete each selected message (DeleteMessage)".into(),
+            (true, true) => crate::backend::archive_then(true, "delete it (DeleteMessageBatch)"),
+            (true, false) => "delete each selected message (DeleteMessageBatch)".into(),
             (false, _) => {
                 "copy each message to the target, then delete it from the dead-letter queue".into()
             }

@@ -315,7 +315,9 @@ async fn reach(
     req: &CheckRequest,
     q: &QueueRef,
 ) -> std::result::Result<(Box<dyn QueueBackend>, Inspection), Check> {
-    let fail = |title: &str, e: Error| Check::new("reachable", title, Status::Fail, e.to_string());
+    let fail = |title: &str, e: Error| {
+        Check::new("reachable", title, Status::Fail, e.read_only().to_string())
+    };
     let b = match ctx.opener.open(&q.address, &q.source_options()).await {
         Ok(b) => b,
         Err(e) => return Err(fail("Queue is reachable", e)),
@@ -379,7 +381,7 @@ async fn scan(
                 "reachable",
                 "Messages are readable",
                 Status::Fail,
-                e.to_string(),
+                e.read_only().to_string(),
             )
         })
 }
