@@ -262,6 +262,28 @@ struct Run<'a> {
     ids_found: std::collections::HashSet<String>,
 }
 
+/// The summary's notes from the targets (SQS: copies sent without the loop guard's count),
+/// and, when nothing was read, why, where the source can tell more than "empty".
+async fn notes(
+    s: &mut MoveSummary,
+    targets: &Targets,
+    source: &dyn QueueBackend,
+    req: &MoveRequest,
+    ok: bool,
+) {
+    for t in targets.open.values() {
+        s.notes
+            .extend(t.sink().map(|k| k.notes()).unwrap_or_default());
+    }
+    if s.examined == 0 && req.mode.removes() && ok {
+        s.notes
+            .extend(source.nothing_pending().await.unwrap_or_else(|e| {
+                tracing::debug!(error = %e, "no word on what is pending");
+                None
+            }));
+    }
+}
+
 /// `--id`: the listed ids that no message read has (sorted), once the run read every message
 /// it could select: it ended without an error or an interruption, was not `dlqctl edit` (which
 /// says so itself), and was not cut short by `--max`.
@@ -409,18 +431,7 @@ impl<'a> Run<'a> {
             targets,
             ..
         } = self;
-        for t in targets.open.values() {
-            s.notes
-                .extend(t.sink().map(|k| k.notes()).unwrap_or_default());
-        }
-        if s.examined == 0 && req.mode.removes() && result.is_ok() {
-            // Nothing read: say why, where the source can tell more than "empty".
-            s.notes
-                .extend(source.nothing_pending().await.unwrap_or_else(|e| {
-                    tracing::debug!(error = %e, "no word on what is pending");
-                    None
-                }));
-        }
+        notes(&mut s, &targets, source, req, result.is_ok()).await;
         let started = pacer.start;
         bar.finish_and_clear();
         let aborted = match result {
