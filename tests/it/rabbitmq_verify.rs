@@ -370,11 +370,8 @@ async fn check_max_messages_counts_messages_another_channel_holds() {
     other.close(200, "".into()).await.unwrap();
 }
 
-/// Check 7 on RabbitMQ: the oldest dead letter's age from the management API (the head
-/// message's timestamp), as inspect shows it, rather than "not available".
-#[tokio::test(flavor = "multi_thread")]
-async fn old_dead_letters_uses_the_oldest_the_api_shows() {
-    let r = Rabbit::new("rold").await;
+/// A classic queue `dlq` holding one message whose `timestamp` is ten days ago.
+async fn publish_ten_days_old(r: &Rabbit) {
     r.declare("dlq", Kind::Classic, &[]).await;
     let ten_days_ago = (chrono::Utc::now() - chrono::Duration::days(10)).timestamp() as u64;
     r.publish(
@@ -385,6 +382,14 @@ async fn old_dead_letters_uses_the_oldest_the_api_shows() {
             .with_timestamp(ten_days_ago),
     )
     .await;
+}
+
+/// Check 7 on RabbitMQ: the oldest dead letter's age from the management API (the head
+/// message's timestamp), as inspect shows it, rather than "not available".
+#[tokio::test(flavor = "multi_thread")]
+async fn old_dead_letters_uses_the_oldest_the_api_shows() {
+    let r = Rabbit::new("rold").await;
+    publish_ten_days_old(&r).await;
     let path = format!("queues/%2F/{}", r.name("dlq"));
     crate::pair::wait_until(
         Duration::from_secs(30),
@@ -411,16 +416,7 @@ async fn old_dead_letters_uses_the_oldest_the_api_shows() {
 #[tokio::test(flavor = "multi_thread")]
 async fn old_dead_letters_says_why_the_oldest_age_is_not_known() {
     let r = Rabbit::new("rlag").await;
-    r.declare("dlq", Kind::Classic, &[]).await;
-    let ten_days_ago = (chrono::Utc::now() - chrono::Duration::days(10)).timestamp() as u64;
-    r.publish(
-        "dlq",
-        b"{}",
-        lapin::BasicProperties::default()
-            .with_message_id("old-1".into())
-            .with_timestamp(ten_days_ago),
-    )
-    .await;
+    publish_ten_days_old(&r).await;
     let db = crate::harness::Db::new("rlag").await;
     let sb = Sandbox::new();
     let v = verify(&sb, &r, "dlq", None, &dedupe(&db, "1d").await);
