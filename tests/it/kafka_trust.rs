@@ -411,7 +411,8 @@ async fn a_copy_over_message_max_bytes_is_predicted_refused_and_kept() {
 }
 
 /// The stable id a source's `id` rule reads (`header:x-request-id`) travels to every reader:
-/// each copy carries it in `dlqctl-stable-id`, which a topic read with no rule takes as the id
+/// each copy, to Kafka and to SQS, carries it in `dlqctl-stable-id`, which a topic or queue
+/// read with no rule takes as the id
 /// (op5's SQS → Kafka → SQS hop: the rule's header alone left the copy's id to its
 /// coordinates). A record whose `dlqctl-stable-id` already holds the id gets no second one.
 #[tokio::test(flavor = "multi_thread")]
@@ -487,4 +488,28 @@ async fn an_id_read_by_a_rule_reaches_readers_without_it() {
     let mut got: Vec<&str> = peek.iter().map(|m| m["id"].as_str().unwrap()).collect();
     got.sort();
     assert_eq!(got, ["req-0", "req-1", "req-2"], "{peek:?}");
+
+    // To SQS, read with no rule: the copies carry the rule's ids in `dlqctl-stable-id` too.
+    let sqs = crate::harness::Sqs::new("idrule").await;
+    let (queue, _) = sqs.create("copies", &[]).await;
+    env.extend(sqs.env(&sb));
+    let j = sb
+        .run_with(
+            &["replay", "dlt", "--to", &queue, "--yes", "--output", "json"],
+            &env,
+        )
+        .ok()
+        .json();
+    assert_eq!(j["moved"], 3, "{j}");
+    let mut got: Vec<String> = sqs
+        .receive_all(&queue)
+        .await
+        .iter()
+        .filter_map(|m| {
+            let a = m.message_attributes()?;
+            Some(a.get("dlqctl-stable-id")?.string_value()?.to_string())
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, ["req-0", "req-1", "req-2"]);
 }
