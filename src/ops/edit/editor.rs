@@ -115,19 +115,23 @@ pub fn edit(path: &Path) -> Result<()> {
         let mut line = OsString::from("exec ");
         line.push(&ed);
         line.push(" \"$@\"");
-        std::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg(line)
-            .arg(&ed)
-            .arg(path)
-            .spawn()
-            .and_then(|mut child| {
-                // Started with Ctrl-C's usual meaning (exec resets a caught signal), the editor
-                // gets the terminal's Ctrl-C; dlqctl, in the same foreground group, ignores it
-                // until the editor has exited.
-                let _ignored = IgnoreCtrlC::now();
-                child.wait()
-            })
+        use std::os::unix::process::CommandExt;
+        // dlqctl, in the same foreground group, ignores the terminal's Ctrl-C from before the
+        // editor starts until it has exited (set after the spawn, an editor quick to read or
+        // send it could find it not yet ignored); the editor starts with Ctrl-C's usual
+        // meaning (an ignored signal would be inherited through exec: reset in the child).
+        let _ignored = IgnoreCtrlC::now();
+        let mut cmd = std::process::Command::new("/bin/sh");
+        cmd.arg("-c").arg(line).arg(&ed).arg(path);
+        // SAFETY: between fork and exec the child calls only `signal`, which is
+        // async-signal-safe, and allocates nothing.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        cmd.spawn().and_then(|mut child| child.wait())
     };
     #[cfg(not(unix))]
     let status = {
